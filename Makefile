@@ -1,0 +1,44 @@
+# One command sets up and runs the main job (`make demo`); one sets up and runs the tests
+# (`make test`). Both create ./.venv on first use and reinstall when pyproject.toml changes.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-dev
+TRAIN_STAMP := $(VENV)/.installed-train
+
+.PHONY: setup setup-train demo test lint format bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+# torch is pinned to 2.13.0 in the `train` extra: the CPU wheel on our machines.
+$(TRAIN_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[train,dev]'
+	touch $@
+
+setup: $(STAMP)
+
+setup-train: $(TRAIN_STAMP)
+
+demo: $(STAMP)
+	$(BIN)/emts demo --out-dir emts-demo
+
+test: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+
+format: $(STAMP)
+	$(BIN)/ruff format src tests benchmarks
+	$(BIN)/ruff check --fix src tests benchmarks
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_stage_ab.py
+
+clean:
+	rm -rf $(VENV) emts-demo benchmarks/out

@@ -1,0 +1,28 @@
+"""EMTS: ego-motion-normalized temporal signatures for aerial person tracking.
+
+The runtime (this package minus ``synth``, ``train`` and ``eval``) needs only numpy,
+OpenCV and onnxruntime. Stages follow the paper's Fig. 1:
+
+* :mod:`emts.ego_motion` -- Stage A, camera motion between consecutive frames.
+* :mod:`emts.channels` -- Stage B, the ego-motion-normalized ``[L, R, D]`` channels.
+"""
+
+from emts.channels import MotionChannels
+from emts.config import ChannelConfig, EgoMotionConfig
+from emts.ego_motion import EgoMotion, EgoMotionEstimator
+from emts.errors import BadInputError, EmtsError
+from emts.geometry import Frame, FrameGeometry
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BadInputError",
+    "ChannelConfig",
+    "EgoMotion",
+    "EgoMotionConfig",
+    "EgoMotionEstimator",
+    "EmtsError",
+    "Frame",
+    "FrameGeometry",
+    "MotionChannels",
+]

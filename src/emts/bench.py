@@ -1,0 +1,70 @@
+"""Per-stage latency of the runtime at 640x512 input (``emts bench``).
+
+Frames come from a gusty clip over the packaged real still, so Stage A sees realistic
+texture and motion. Every stage's time is recorded per frame; the total is measured around
+the whole per-frame call (not summed), after a warm-up.
+"""
+
+from __future__ import annotations
+
+import time
+
+import cv2
+import numpy as np
+from tqdm import tqdm
+
+from emts.pipeline import MotionFrontEnd
+from emts.synth.still_clip import gusty_clip
+
+
+def set_threads(threads: int) -> None:
+    """Limit OpenCV's worker threads (onnxruntime sessions take theirs at creation)."""
+    cv2.setNumThreads(threads)
+
+
+def _summary(values_ms: list[float]) -> dict[str, float]:
+    return {
+        "median_ms": round(float(np.median(values_ms)), 4),
+        "p90_ms": round(float(np.percentile(values_ms, 90)), 4),
+    }
+
+
+def run_bench(frames: int = 300, warmup: int = 30, threads: int = 2, seed: int = 0) -> dict:
+    """Time the runtime stages over ``frames`` frames after ``warmup`` frames.
+
+    Returns:
+        ``{"threads", "frames", "stages": {name: {"median_ms", "p90_ms"}}, "total": {...}}``.
+    """
+    set_threads(threads)
+    clip = gusty_clip(frames + warmup, seed=seed)
+    front = MotionFrontEnd()
+    per_stage: dict[str, list[float]] = {}
+    totals: list[float] = []
+    for index, frame in enumerate(tqdm(clip.frames, desc="bench", unit="frame", disable=None)):
+        start = time.perf_counter()
+        result = front.step(frame)
+        elapsed = (time.perf_counter() - start) * 1e3
+        if index < warmup:
+            continue
+        totals.append(elapsed)
+        for stage, ms in result.ms.items():
+            per_stage.setdefault(stage, []).append(ms)
+    return {
+        "threads": threads,
+        "frames": len(totals),
+        "stages": {stage: _summary(values) for stage, values in per_stage.items()},
+        "total": _summary(totals),
+    }
+
+
+def format_table(report: dict) -> str:
+    """Plain-text table of a :func:`run_bench` report."""
+    lines = [
+        f"threads {report['threads']}, {report['frames']} frames at 640x512",
+        f"{'stage':<8}{'median ms':>12}{'p90 ms':>10}",
+    ]
+    for stage, figures in report["stages"].items():
+        lines.append(f"{stage:<8}{figures['median_ms']:>12.3f}{figures['p90_ms']:>10.3f}")
+    total = report["total"]
+    lines.append(f"{'total':<8}{total['median_ms']:>12.3f}{total['p90_ms']:>10.3f}")
+    return "\n".join(lines)

@@ -1,0 +1,105 @@
+"""Stage B: ego-motion-normalized input channels (§3.3, eq. 2).
+
+At the 256x192 network resolution the previous frame is warped by ``M_t`` (bilinear, border
+replicate) into the current frame's coordinates, and three float32 channels are formed:
+
+* ``L = I_t`` -- luminance, in [0, 1];
+* ``R = G_5x5 * |I_t - warped|`` -- blurred absolute residual, in [0, 1];
+* ``D = I_t - warped`` -- signed residual, in [-1, 1].
+
+Under exact registration of a static scene R and D vanish except on independently moving
+things. In the 8 padding columns on each side (see :mod:`emts.geometry`) R and D are 0.
+The stack has shape (3, 192, 256), channel order ``[L, R, D]``.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from emts.config import NETWORK_SIZE, WORKING_SIZE, ChannelConfig
+from emts.ego_motion import EgoMotion
+from emts.errors import BadInputError
+from emts.geometry import WORKING_TO_NETWORK, lift
+
+CHANNEL_NAMES = ("L", "R", "D")
+CHANNEL_RANGES = {"L": (0.0, 1.0), "R": (0.0, 1.0), "D": (-1.0, 1.0)}
+
+_TO_NETWORK = WORKING_TO_NETWORK.matrix
+# Columns of the network frame that are letterbox padding, not image (8 on each side).
+_PAD_LEFT = WORKING_TO_NETWORK.pad[0]
+_PAD_RIGHT = WORKING_TO_NETWORK.pad[0] + WORKING_TO_NETWORK.content[0]
+_FROM_NETWORK = np.linalg.inv(_TO_NETWORK)
+
+
+def network_image(frame: np.ndarray) -> np.ndarray:
+    """640x512 uint8 working frame -> 256x192 float32 in [0, 1] (letterboxed, see geometry)."""
+    return WORKING_TO_NETWORK.apply(frame).astype(np.float32) * np.float32(1.0 / 255.0)
+
+
+def motion_in_network(motion_working: np.ndarray) -> np.ndarray:
+    """Express a WORKING-frame 2x3 motion in NETWORK coordinates."""
+    return (_TO_NETWORK @ lift(motion_working) @ _FROM_NETWORK)[:2]
+
+
+class MotionChannels:
+    """Forms ``[L, R, D]`` for each frame from the previous frame and Stage A's motion.
+
+    Args:
+        config: Stage B parameters; ``ChannelConfig(ego_compensation=False)`` uses the identity
+            warp whatever the motion (the paper's "w/o ego compensation" ablation).
+
+    Example:
+        >>> import numpy as np
+        >>> stage_b = MotionChannels()
+        >>> frame = np.full((512, 640), 128, np.uint8)
+        >>> stage_b.update(frame, EgoMotion()).shape
+        (3, 192, 256)
+    """
+
+    def __init__(self, config: ChannelConfig | None = None) -> None:
+        self.config = config or ChannelConfig()
+        blur = self.config.residual_blur
+        self._blur = (blur, blur)
+        self._previous: np.ndarray | None = None
+
+    def reset(self) -> None:
+        """Forget the previous frame; the next R and D are zero."""
+        self._previous = None
+
+    def update(self, frame: np.ndarray, motion: EgoMotion) -> np.ndarray:
+        """Return the (3, 192, 256) float32 ``[L, R, D]`` stack for ``frame``.
+
+        Args:
+            frame: 640x512 uint8 gray working frame.
+            motion: Stage A's estimate of the motion from the previous frame to ``frame``.
+        """
+        if frame.dtype != np.uint8 or frame.shape != (WORKING_SIZE[1], WORKING_SIZE[0]):
+            raise BadInputError(
+                f"Stage B expects a {WORKING_SIZE[0]}x{WORKING_SIZE[1]} uint8 gray frame, "
+                f"got shape {frame.shape} dtype {frame.dtype}"
+            )
+        current = network_image(frame)
+        previous, self._previous = self._previous, current
+        stack = np.empty((3, NETWORK_SIZE[1], NETWORK_SIZE[0]), np.float32)
+        stack[0] = current
+        if previous is None:
+            stack[1:] = 0.0
+            return stack
+        if self.config.ego_compensation:
+            warped = cv2.warpAffine(
+                previous,
+                motion_in_network(motion.matrix),
+                NETWORK_SIZE,
+                flags=cv2.INTER_LINEAR,
+                borderMode=cv2.BORDER_REPLICATE,
+            )
+        else:
+            warped = previous
+        np.subtract(current, warped, out=stack[2])  # eq. 2: D = I_t - warped
+        stack[1] = cv2.GaussianBlur(np.abs(stack[2]), self._blur, 0)  # eq. 2: R
+        # The padding columns hold no image: no motion there (else the replicated edge
+        # column, shifted by the warp, paints a stripe the detector could learn as a cue).
+        stack[1:, :, :_PAD_LEFT] = 0.0
+        stack[1:, :, _PAD_RIGHT:] = 0.0
+        return stack

@@ -1,0 +1,183 @@
+"""Stage A: camera ego-motion between consecutive frames (§3.2, eq. 1).
+
+Shi-Tomasi corners on a 320x256 downsample are tracked with pyramidal Lucas-Kanade, and a
+4-DoF similarity (rotation, uniform scale, translation) is fitted by RANSAC. When too few
+tracks survive or too few agree (snow, water, fog), Hanning-windowed phase correlation on a
+small downsample (160x128 by default; §3.2's 96x72 via ``EgoMotionConfig.phase_size``) gives
+a translation-only motion; when that fails too, the motion is the
+identity. The estimator never raises on a frame of the right shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import cv2
+import numpy as np
+
+from emts.config import STAGE_A_SIZE, WORKING_SIZE, EgoMotionConfig
+from emts.errors import BadInputError
+from emts.geometry import WORKING_TO_STAGE_A, lift
+
+Method = Literal["lk", "phase", "identity"]
+
+_IDENTITY = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+_STAGE_A_TO_WORKING = np.linalg.inv(WORKING_TO_STAGE_A.matrix)
+
+
+@dataclass(frozen=True)
+class EgoMotion:
+    """Camera motion between frame t-1 and frame t.
+
+    Attributes:
+        matrix: 2x3 affine ``M_t`` mapping frame t-1 coordinates to frame t coordinates, in
+            the 640x512 WORKING frame (use :meth:`emts.geometry.FrameGeometry.motion` for
+            another frame).
+        method: ``"lk"`` (corners + RANSAC), ``"phase"`` (translation by phase correlation)
+            or ``"identity"`` (first frame, or both estimators failed).
+        tracks: corner tracks that survived Lucas-Kanade (0 when none were attempted).
+        inlier_ratio: fraction of those tracks consistent with the RANSAC similarity.
+    """
+
+    matrix: np.ndarray = field(default_factory=lambda: _IDENTITY.copy())
+    method: Method = "identity"
+    tracks: int = 0
+    inlier_ratio: float = 0.0
+
+    def __post_init__(self) -> None:
+        assert self.matrix.shape == (2, 3), self.matrix.shape
+        self.matrix.setflags(write=False)
+
+
+class EgoMotionEstimator:
+    """Estimates ``M_t`` for each new working frame; holds only the previous frame.
+
+    Args:
+        config: Stage A parameters (defaults from §3.2).
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> scene = cv2.GaussianBlur(rng.integers(0, 255, (560, 700), np.uint8), (5, 5), 0)
+        >>> estimator = EgoMotionEstimator()
+        >>> estimator.update(scene[:512, :640]).method
+        'identity'
+        >>> motion = estimator.update(scene[4:516, 6:646])  # camera moved by (+6, +4)
+        >>> motion.method, np.round(motion.matrix[:, 2]).tolist()
+        ('lk', [-6.0, -4.0])
+    """
+
+    def __init__(self, config: EgoMotionConfig | None = None) -> None:
+        self.config = config or EgoMotionConfig()
+        c = self.config
+        self._lk_params = dict(
+            winSize=(c.lk_window, c.lk_window),
+            maxLevel=c.lk_levels,
+            criteria=(
+                cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT,
+                c.lk_iterations,
+                c.lk_epsilon,
+            ),
+        )
+        self._window = cv2.createHanningWindow(c.phase_size, cv2.CV_32F)
+        self._previous: np.ndarray | None = None  # previous frame at 320x256
+
+    def reset(self) -> None:
+        """Forget the previous frame; the next update returns the identity."""
+        self._previous = None
+
+    def update(self, frame: np.ndarray, mask: np.ndarray | None = None) -> EgoMotion:
+        """Estimate the motion from the previous frame to ``frame``.
+
+        Args:
+            frame: 640x512 uint8 gray working frame (see :class:`emts.preprocess.Preprocessor`).
+            mask: optional 320x256 uint8 mask of where corners may be picked (the letterbox
+                content); None means everywhere.
+
+        Returns:
+            The motion in WORKING coordinates; the identity for the first frame.
+        """
+        if frame.dtype != np.uint8 or frame.shape != (WORKING_SIZE[1], WORKING_SIZE[0]):
+            raise BadInputError(
+                f"Stage A expects a {WORKING_SIZE[0]}x{WORKING_SIZE[1]} uint8 gray frame, "
+                f"got shape {frame.shape} dtype {frame.dtype}"
+            )
+        current = cv2.resize(frame, STAGE_A_SIZE, interpolation=cv2.INTER_AREA)
+        previous, self._previous = self._previous, current
+        if previous is None:
+            return EgoMotion()
+        similarity, tracks, inlier_ratio = self._track_corners(previous, current, mask)
+        c = self.config
+        if similarity is not None and tracks >= c.min_tracks and inlier_ratio >= c.min_inlier_ratio:
+            return EgoMotion(self._to_working(similarity), "lk", tracks, inlier_ratio)
+        shift = self._phase_correlate(previous, current)
+        if shift is not None:
+            translation = np.array([[1.0, 0.0, shift[0]], [0.0, 1.0, shift[1]]])
+            return EgoMotion(translation, "phase", tracks, inlier_ratio)
+        return EgoMotion(_IDENTITY.copy(), "identity", tracks, inlier_ratio)
+
+    def _track_corners(
+        self, previous: np.ndarray, current: np.ndarray, mask: np.ndarray | None
+    ) -> tuple[np.ndarray | None, int, float]:
+        """Corners + LK + RANSAC at 320x256. Returns (similarity or None, tracks, inlier ratio)."""
+        c = self.config
+        corners = cv2.goodFeaturesToTrack(
+            previous,
+            maxCorners=c.max_corners,
+            qualityLevel=c.corner_quality,
+            minDistance=c.corner_min_distance,
+            mask=mask,
+            blockSize=c.corner_block_size,
+        )
+        if corners is None or len(corners) < 3:
+            return None, 0, 0.0
+        moved, status, _ = cv2.calcOpticalFlowPyrLK(
+            previous, current, corners, None, **self._lk_params
+        )
+        ok = status.ravel() == 1
+        src, dst = corners[ok].reshape(-1, 2), moved[ok].reshape(-1, 2)
+        tracks = len(src)
+        if tracks < 3:
+            return None, tracks, 0.0
+        similarity, inliers = cv2.estimateAffinePartial2D(
+            src,
+            dst,
+            method=cv2.RANSAC,
+            ransacReprojThreshold=c.ransac_threshold,
+            maxIters=c.ransac_max_iters,
+            confidence=c.ransac_confidence,
+            refineIters=c.refine_iters,
+        )
+        if similarity is None or not np.all(np.isfinite(similarity)):
+            return None, tracks, 0.0
+        return similarity, tracks, float(inliers.sum()) / tracks
+
+    def _phase_correlate(
+        self, previous: np.ndarray, current: np.ndarray
+    ) -> tuple[float, float] | None:
+        """Translation (working px) by windowed phase correlation at ``phase_size``, or None."""
+        c = self.config
+        size = c.phase_size
+        # Fresh float32 arrays on every call: cv2.phaseCorrelate multiplies its inputs by the
+        # window in place, which must never reach a frame we keep or the caller's frame.
+        prev_small = cv2.resize(previous, size, interpolation=cv2.INTER_AREA).astype(np.float32)
+        cur_small = cv2.resize(current, size, interpolation=cv2.INTER_AREA).astype(np.float32)
+        if prev_small.std() < c.min_texture_std or cur_small.std() < c.min_texture_std:
+            return None
+        # Remove the mean first: otherwise the window itself (identical in both frames)
+        # dominates the spectrum and pulls the peak towards zero shift.
+        prev_small -= prev_small.mean()
+        cur_small -= cur_small.mean()
+        (dx, dy), response = cv2.phaseCorrelate(prev_small, cur_small, self._window)
+        if not (np.isfinite(dx) and np.isfinite(dy)) or response < c.phase_min_response:
+            return None
+        limit = c.max_translation_fraction
+        if abs(dx) > limit * size[0] or abs(dy) > limit * size[1]:
+            return None
+        return dx * WORKING_SIZE[0] / size[0], dy * WORKING_SIZE[1] / size[1]
+
+    @staticmethod
+    def _to_working(similarity_stage_a: np.ndarray) -> np.ndarray:
+        to_a = WORKING_TO_STAGE_A.matrix
+        return (_STAGE_A_TO_WORKING @ lift(similarity_stage_a) @ to_a)[:2]

@@ -1,0 +1,184 @@
+"""Coordinate frames and the one place that converts between them.
+
+EMTS works in four image frames (``Frame``):
+
+* ``INPUT``   -- the caller's own pixels (any size). Everything the CLI and API output is here.
+* ``WORKING`` -- 640x512, the input letterboxed with its aspect ratio kept (§3.1).
+* ``STAGE_A`` -- 320x256, half of WORKING, where Stage A tracks corners (§3.2).
+* ``NETWORK`` -- 256x192, WORKING scaled by 0.375 into 240x192 and padded by 8 columns
+  on each side (exactly one stride-8 cell), where Stage B and the detector run (§3.3).
+
+All points use OpenCV's convention: the centre of pixel ``(i, j)`` is at ``x = i, y = j``
+(what ``cv2.warpAffine`` and ``cv2.calcOpticalFlowPyrLK`` use). Boxes are ``[x, y, w, h]``
+with ``(x, y)`` the top-left *edge*, so pixel ``i`` spans ``[i - 0.5, i + 0.5]`` in point
+coordinates and a box covering pixels 0..9 is ``[0, 0, 10, 10]`` in any frame.
+
+Every frame-to-frame map is a 3x3 homogeneous matrix ``T`` (scale and offset only). A motion
+``M`` (2x3, frame t-1 -> frame t) expressed in one frame is carried to another by conjugation,
+``T @ lift(M) @ inv(T)``.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from emts.config import NETWORK_SIZE, STAGE_A_SIZE, WORKING_SIZE
+from emts.errors import BadInputError
+
+
+class Frame(enum.Enum):
+    """An image coordinate frame; see the module docstring."""
+
+    INPUT = "input"
+    WORKING = "working"
+    STAGE_A = "stage_a"
+    NETWORK = "network"
+
+
+def lift(affine: np.ndarray) -> np.ndarray:
+    """Return the 3x3 homogeneous lift of a 2x3 affine matrix."""
+    affine = np.asarray(affine, dtype=np.float64)
+    assert affine.shape == (2, 3), affine.shape
+    return np.vstack([affine, [0.0, 0.0, 1.0]])
+
+
+def _resize_matrix(scale_x: float, scale_y: float, pad_x: float, pad_y: float) -> np.ndarray:
+    """Map of ``cv2.resize`` by (scale_x, scale_y) followed by padding, in pixel-centre coords.
+
+    cv2.resize samples destination pixel j at source ``(j + 0.5) / s - 0.5``, so
+    ``x_dst = s * x_src + (s - 1) / 2``.
+    """
+    return np.array(
+        [
+            [scale_x, 0.0, (scale_x - 1.0) / 2.0 + pad_x],
+            [0.0, scale_y, (scale_y - 1.0) / 2.0 + pad_y],
+            [0.0, 0.0, 1.0],
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class Letterbox:
+    """Resize by ``scale`` (kept aspect ratio) to ``content`` size, then pad to ``size``."""
+
+    source: tuple[int, int]  # (w, h) of the image being letterboxed
+    size: tuple[int, int]  # (w, h) of the result
+    content: tuple[int, int]  # (w, h) of the resized image inside the result
+    pad: tuple[int, int]  # (left, top) padding in result pixels
+
+    @classmethod
+    def fit(cls, source: tuple[int, int], size: tuple[int, int]) -> Letterbox:
+        src_w, src_h = source
+        dst_w, dst_h = size
+        scale = min(dst_w / src_w, dst_h / src_h)
+        content_w = min(dst_w, max(1, round(src_w * scale)))
+        content_h = min(dst_h, max(1, round(src_h * scale)))
+        pad = ((dst_w - content_w) // 2, (dst_h - content_h) // 2)
+        return cls(source, size, (content_w, content_h), pad)
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """3x3 map from source pixel coordinates to result pixel coordinates."""
+        return _resize_matrix(
+            self.content[0] / self.source[0],
+            self.content[1] / self.source[1],
+            self.pad[0],
+            self.pad[1],
+        )
+
+    def apply(self, image: np.ndarray) -> np.ndarray:
+        """Resize ``image`` (h, w[, c]) and pad with replicated borders.
+
+        Replicated borders keep Shi-Tomasi from finding static corners on an artificial
+        edge; callers that need the content area use :attr:`content_mask`.
+        """
+        if image.shape[1] != self.source[0] or image.shape[0] != self.source[1]:
+            raise BadInputError(
+                f"frame is {image.shape[1]}x{image.shape[0]}, expected "
+                f"{self.source[0]}x{self.source[1]}"
+            )
+        if self.source == self.size:
+            return image
+        shrinking = self.content[0] < self.source[0]
+        interpolation = cv2.INTER_AREA if shrinking else cv2.INTER_LINEAR
+        resized = cv2.resize(image, self.content, interpolation=interpolation)
+        if self.content == self.size:
+            return resized
+        left, top = self.pad
+        right = self.size[0] - self.content[0] - left
+        bottom = self.size[1] - self.content[1] - top
+        return cv2.copyMakeBorder(resized, top, bottom, left, right, cv2.BORDER_REPLICATE)
+
+    def content_mask(self, margin: int = 0) -> np.ndarray:
+        """uint8 mask (255 inside the content, shrunk by ``margin`` px) of the result's size."""
+        mask = np.zeros((self.size[1], self.size[0]), np.uint8)
+        x0, y0 = self.pad[0] + margin, self.pad[1] + margin
+        x1 = self.pad[0] + self.content[0] - margin
+        y1 = self.pad[1] + self.content[1] - margin
+        mask[max(y0, 0) : max(y1, 0), max(x0, 0) : max(x1, 0)] = 255
+        return mask
+
+
+# Fixed maps between the internal frames (they do not depend on the input size).
+WORKING_TO_STAGE_A = Letterbox.fit(WORKING_SIZE, STAGE_A_SIZE)
+WORKING_TO_NETWORK = Letterbox.fit(WORKING_SIZE, NETWORK_SIZE)
+
+
+class FrameGeometry:
+    """Converts points, boxes and motions between the frames of one input size.
+
+    Args:
+        input_size: ``(width, height)`` of the caller's frames.
+
+    Example:
+        >>> g = FrameGeometry((1280, 720))
+        >>> g.points([[640, 360]], Frame.INPUT, Frame.WORKING).round(2).tolist()
+        [[319.75, 255.75]]
+    """
+
+    def __init__(self, input_size: tuple[int, int]) -> None:
+        width, height = int(input_size[0]), int(input_size[1])
+        if width < 16 or height < 16:
+            raise BadInputError(f"frame is {width}x{height}; EMTS needs at least 16x16 pixels")
+        self.input_size = (width, height)
+        self.input_to_working = Letterbox.fit(self.input_size, WORKING_SIZE)
+        to_working = {
+            Frame.INPUT: self.input_to_working.matrix,
+            Frame.WORKING: np.eye(3),
+            Frame.STAGE_A: np.linalg.inv(WORKING_TO_STAGE_A.matrix),
+            Frame.NETWORK: np.linalg.inv(WORKING_TO_NETWORK.matrix),
+        }
+        self._to_working = to_working
+        self._from_working = {frame: np.linalg.inv(m) for frame, m in to_working.items()}
+
+    def matrix(self, src: Frame, dst: Frame) -> np.ndarray:
+        """3x3 map taking point coordinates in ``src`` to ``dst``."""
+        return self._from_working[dst] @ self._to_working[src]
+
+    def points(self, points: np.ndarray, src: Frame, dst: Frame) -> np.ndarray:
+        """Map an (n, 2) array of points from ``src`` to ``dst``."""
+        pts = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+        m = self.matrix(src, dst)
+        return pts @ m[:2, :2].T + m[:2, 2]
+
+    def boxes(self, boxes: np.ndarray, src: Frame, dst: Frame) -> np.ndarray:
+        """Map an (n, 4) array of ``[x, y, w, h]`` boxes (top-left edge) from ``src`` to ``dst``."""
+        b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+        corners = np.concatenate([b[:, :2] - 0.5, b[:, :2] + b[:, 2:] - 0.5], axis=0)
+        mapped = self.points(corners, src, dst)
+        n = len(b)
+        top_left, bottom_right = mapped[:n] + 0.5, mapped[n:] + 0.5
+        return np.concatenate([top_left, bottom_right - top_left], axis=1)
+
+    def motion(self, affine: np.ndarray, src: Frame, dst: Frame) -> np.ndarray:
+        """Express a 2x3 motion (frame t-1 -> frame t, both in ``src``) in ``dst``."""
+        t = self.matrix(src, dst)
+        return (t @ lift(affine) @ np.linalg.inv(t))[:2]
+
+    def to_working(self, image: np.ndarray) -> np.ndarray:
+        """Letterbox an input-sized image into the 640x512 working frame."""
+        return self.input_to_working.apply(image)

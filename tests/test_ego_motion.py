@@ -1,0 +1,128 @@
+import cv2
+import numpy as np
+import pytest
+
+from conftest import compose, render, similarity, snow_scene
+from emts.config import EgoMotionConfig
+from emts.ego_motion import EgoMotion, EgoMotionEstimator
+from emts.errors import BadInputError
+from emts.metrics import registration_error
+
+# (angle rad, scale, tx px, ty px) of the camera between two frames, at 640x512.
+KNOWN_MOTIONS = {
+    "still": (0.0, 1.0, 0.0, 0.0),
+    "drift": (0.0, 1.0, 6.0, -4.0),
+    "roll": (0.02, 1.0, 0.0, 0.0),
+    "zoom": (0.0, 1.015, 0.0, 0.0),
+    "gust_15px": (0.0, 1.0, 15.0, 0.0),
+    "gust_diagonal": (0.008, 1.006, -10.6, 10.6),
+    "everything": (-0.015, 0.985, 9.0, 7.0),
+}
+
+
+def _estimate(first: np.ndarray, second: np.ndarray, config=None) -> EgoMotion:
+    estimator = EgoMotionEstimator(config)
+    estimator.update(first)
+    return estimator.update(second)
+
+
+@pytest.mark.parametrize("name", KNOWN_MOTIONS)
+def test_recovers_known_similarity_within_a_tenth_of_a_pixel(aerial_scene, name):
+    base = similarity(0.0, 1.0, -80.0, -80.0)
+    motion = similarity(*KNOWN_MOTIONS[name])
+    first = render(aerial_scene, base)
+    second = render(aerial_scene, compose(motion, base))
+    estimate = _estimate(first, second)
+    assert estimate.method == "lk"
+    assert estimate.tracks >= 100 and estimate.inlier_ratio > 0.8
+    assert registration_error(estimate.matrix, motion, (640, 512)) < 0.1
+
+
+@pytest.mark.parametrize(
+    ("phase_size", "max_error", "mean_error"),
+    # One phase pixel is 4 (160x128) or ~7 (96x72, §3.2) working px; sub-pixel peak fitting
+    # gets within a fraction of that.
+    [((160, 128), 2.0, 0.8), ((96, 72), 3.5, 1.3)],
+)
+def test_falls_back_to_phase_correlation_on_low_texture_and_recovers_the_shift(
+    phase_size, max_error, mean_error
+):
+    rng = np.random.default_rng(3)
+    errors = []
+    for _ in range(8):
+        scene = snow_scene(rng)
+        dx, dy = rng.uniform(-15, 15, 2)
+        noise = [rng.normal(0, 1, (512, 640)) for _ in range(2)]
+        first = np.clip(scene[50:562, 50:690] + noise[0], 0, 255).astype(np.uint8)
+        shifted = cv2.warpAffine(scene, np.float64([[1, 0, dx - 50], [0, 1, dy - 50]]), (640, 512))
+        second = np.clip(shifted + noise[1], 0, 255).astype(np.uint8)
+        estimate = _estimate(first, second, EgoMotionConfig(phase_size=phase_size))
+        assert estimate.method == "phase"
+        np.testing.assert_allclose(estimate.matrix[:, :2], np.eye(2))
+        errors.append(np.abs(estimate.matrix[:, 2] - (dx, dy)))
+    assert np.max(errors) < max_error
+    assert np.mean(errors) < mean_error
+
+
+@pytest.mark.parametrize("value", [0, 128, 255])
+def test_identity_on_blank_frames(value):
+    blank = np.full((512, 640), value, np.uint8)
+    estimate = _estimate(blank, blank.copy())
+    assert estimate.method == "identity"
+    np.testing.assert_array_equal(estimate.matrix, np.eye(2, 3))
+
+
+def test_first_frame_is_identity(aerial_scene):
+    estimate = EgoMotionEstimator().update(render(aerial_scene, similarity(0, 1, -80, -80)))
+    assert estimate.method == "identity" and estimate.tracks == 0
+    np.testing.assert_array_equal(estimate.matrix, np.eye(2, 3))
+
+
+def test_phase_correlation_cannot_corrupt_caller_frames_or_its_own_state():
+    """cv2.phaseCorrelate multiplies its inputs by the window in place."""
+    rng = np.random.default_rng(5)
+    scene = snow_scene(rng)
+    frames = [
+        np.clip(
+            scene[50 + 4 * k : 562 + 4 * k, 50:690] + rng.normal(0, 1, (512, 640)), 0, 255
+        ).astype(np.uint8)
+        for k in range(4)
+    ]
+    copies = [f.copy() for f in frames]
+    estimator = EgoMotionEstimator()
+    estimates = [estimator.update(f) for f in frames]
+    for frame, copy in zip(frames, copies, strict=True):
+        np.testing.assert_array_equal(frame, copy)
+    # Each step reuses the previous frame: were it windowed in place, later shifts would drift.
+    for estimate in estimates[1:]:
+        assert estimate.method == "phase"
+        assert abs(estimate.matrix[1, 2] - (-4.0)) < 2.5 and abs(estimate.matrix[0, 2]) < 2.5
+
+
+def test_frame_of_the_wrong_shape_is_rejected():
+    with pytest.raises(BadInputError):
+        EgoMotionEstimator().update(np.zeros((480, 640), np.uint8))
+
+
+def test_reset_forgets_the_previous_frame(aerial_scene):
+    estimator = EgoMotionEstimator()
+    estimator.update(render(aerial_scene, similarity(0, 1, -80, -80)))
+    estimator.reset()
+    assert estimator.update(render(aerial_scene, similarity(0, 1, -70, -80))).method == "identity"
+
+
+def test_too_strict_inlier_requirement_forces_the_fallback(aerial_scene):
+    base = similarity(0.0, 1.0, -80.0, -80.0)
+    motion = similarity(0.0, 1.0, 7.0, -5.0)
+    config = EgoMotionConfig(min_tracks=10_000)
+    estimate = _estimate(
+        render(aerial_scene, base), render(aerial_scene, compose(motion, base)), config
+    )
+    assert estimate.method == "phase"
+    np.testing.assert_allclose(estimate.matrix[:, 2], (7.0, -5.0), atol=1.0)
+
+
+def test_motion_value_is_read_only():
+    estimate = EgoMotion()
+    with pytest.raises(ValueError):
+        estimate.matrix[0, 0] = 2.0
