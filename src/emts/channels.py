@@ -37,6 +37,14 @@ def network_image(frame: np.ndarray) -> np.ndarray:
     return WORKING_TO_NETWORK.apply(frame).astype(np.float32) * np.float32(1.0 / 255.0)
 
 
+def residual_from_difference(difference: np.ndarray, blur: int = 5) -> np.ndarray:
+    """R from D: ``G_blur * |D|`` with zero padding columns (eq. 2), float32."""
+    residual = cv2.GaussianBlur(np.abs(difference.astype(np.float32, copy=False)), (blur, blur), 0)
+    residual[:, :_PAD_LEFT] = 0.0
+    residual[:, _PAD_RIGHT:] = 0.0
+    return residual
+
+
 def motion_in_network(motion_working: np.ndarray) -> np.ndarray:
     """Express a WORKING-frame 2x3 motion in NETWORK coordinates."""
     return (_TO_NETWORK @ lift(motion_working) @ _FROM_NETWORK)[:2]
@@ -59,8 +67,6 @@ class MotionChannels:
 
     def __init__(self, config: ChannelConfig | None = None) -> None:
         self.config = config or ChannelConfig()
-        blur = self.config.residual_blur
-        self._blur = (blur, blur)
         self._previous: np.ndarray | None = None
 
     def reset(self) -> None:
@@ -97,9 +103,9 @@ class MotionChannels:
         else:
             warped = previous
         np.subtract(current, warped, out=stack[2])  # eq. 2: D = I_t - warped
-        stack[1] = cv2.GaussianBlur(np.abs(stack[2]), self._blur, 0)  # eq. 2: R
         # The padding columns hold no image: no motion there (else the replicated edge
         # column, shifted by the warp, paints a stripe the detector could learn as a cue).
-        stack[1:, :, :_PAD_LEFT] = 0.0
-        stack[1:, :, _PAD_RIGHT:] = 0.0
+        stack[2, :, :_PAD_LEFT] = 0.0
+        stack[2, :, _PAD_RIGHT:] = 0.0
+        stack[1] = residual_from_difference(stack[2], self.config.residual_blur)  # eq. 2: R
         return stack

@@ -22,7 +22,7 @@ class CameraMotionConfig:
     max_drift: float = 4.0  # px/frame at 256 px width (§4.1)
     max_roll: float = 0.008  # rad/frame (§4.1)
     max_scale_rate: float = 0.006  # fraction/frame (§4.1)
-    smoothness: float = 0.9  # AR(1) coefficient of the velocities (1 = constant velocity)
+    smoothness: float = 0.95  # AR(1) coefficient of the velocities (1 = constant velocity)
     gust_rate: float = 1.0 / 45.0  # expected gusts per frame
     gust_strength: float = 3.0  # a gust's peak velocity, in multiples of the smooth maxima
     gust_decay: float = 0.6  # per-frame decay of a gust's velocity
@@ -79,7 +79,12 @@ class CameraPath:
             [cfg.max_drift * self.px_scale] * 2 + [cfg.max_roll, np.log1p(cfg.max_scale_rate)]
         )
         innovation = rng.normal(0.0, 1.0, 4) * maxima * np.sqrt(1 - cfg.smoothness**2) * 0.5
-        self._velocity = np.clip(cfg.smoothness * self._velocity + innovation, -maxima, maxima)
+        velocity = cfg.smoothness * self._velocity + innovation
+        drift = float(np.hypot(*velocity[:2]))
+        if drift > maxima[0]:  # the drift limit is on the speed, whatever the direction
+            velocity[:2] *= maxima[0] / drift
+        velocity[2:] = np.clip(velocity[2:], -maxima[2:], maxima[2:])
+        self._velocity = velocity
         if rng.random() < cfg.gust_rate:
             direction = rng.normal(0.0, 1.0, 4)
             direction /= np.linalg.norm(direction[:2]) + 1e-9

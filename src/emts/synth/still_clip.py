@@ -16,6 +16,7 @@ import cv2
 import numpy as np
 
 from emts.synth.camera import CameraMotionConfig, CameraPath, relative_motion
+from emts.synth.plates import remove_persons
 
 DEMO_STILL = "hituav_0_60_40_0_06500"
 _WALK_SPEED = (0.6, 1.2)  # plate px/frame: 1.4 m/s at 30 fps for a ~30 px (1.7 m) person
@@ -51,7 +52,9 @@ def load_demo_still() -> tuple[np.ndarray, list[list[float]]]:
 
 
 @dataclass
-class _Walker:
+class CutOut:
+    """An object cut out of a still that moves over the plate on its own path."""
+
     sprite: np.ndarray  # float32 patch
     alpha: np.ndarray  # float32 0..1 feathered
     position: np.ndarray  # plate px of the sprite's top-left
@@ -60,11 +63,12 @@ class _Walker:
     phase: float
     box_offset: np.ndarray  # (x, y) of the person box inside the sprite
     box_size: np.ndarray  # (w, h)
+    shear: float = _SHEAR  # peak lower-body shear; 0 for a rigid mover (vehicle)
 
     def draw(self, plate: np.ndarray, t: int) -> np.ndarray:
         """Composite onto ``plate`` (float32, modified) and return the plate-pixel box."""
         h, w = self.sprite.shape
-        swing = _SHEAR * np.sin(2 * np.pi * self.gait_hz * t / _FPS + self.phase)
+        swing = self.shear * np.sin(2 * np.pi * self.gait_hz * t / _FPS + self.phase)
         hip = self.box_offset[1] + 0.5 * self.box_size[1]
         # Lower body shears about the hip line; upper body stays.
         ys = np.arange(h, dtype=np.float32)[:, None]
@@ -91,42 +95,52 @@ class _Walker:
         return np.array([*(top_left + self.box_offset), *self.box_size])
 
 
-def _make_walkers(
-    plate: np.ndarray, boxes: list[list[float]], rng: np.random.Generator
-) -> tuple[np.ndarray, list[_Walker]]:
-    """Cut the persons out of ``plate`` (inpaint the holes) and make walkers of them."""
-    hole = np.zeros(plate.shape, np.uint8)
+def cut_out_movers(
+    plate: np.ndarray,
+    boxes: list[list[float]],
+    rng: np.random.Generator,
+    speed: tuple[float, float] = _WALK_SPEED,
+    articulated: bool = True,
+) -> list[CutOut]:
+    """Make movers of the ``[x, y, w, h]`` boxes of ``plate`` (which is not modified; inpaint
+    the originals away with :func:`~emts.synth.plates.remove_persons`).
+
+    Articulated movers (persons) swing their lower body at a gait frequency; rigid ones
+    (vehicles) only translate.
+    """
     margin = 4
-    walkers = []
+    movers = []
     for x, y, w, h in boxes:
         x0, y0 = int(max(x - margin, 0)), int(max(y - margin, 0))
         x1, y1 = int(min(x + w + margin, plate.shape[1])), int(min(y + h + margin, plate.shape[0]))
+        if x1 - x0 < 2 or y1 - y0 < 2:
+            continue
         sprite = plate[y0:y1, x0:x1].astype(np.float32)
         alpha = np.zeros(sprite.shape, np.float32)
         centre = ((x + w / 2 - x0), (y + h / 2 - y0))
-        cv2.ellipse(alpha, (centre, (w * 1.1, h * 1.05), 0), 1.0, -1)
+        if articulated:
+            cv2.ellipse(alpha, (centre, (w * 1.1, h * 1.05), 0), 1.0, -1)
+        else:
+            alpha[int(y - y0) : int(y - y0 + h), int(x - x0) : int(x - x0 + w)] = 1.0
         alpha = cv2.GaussianBlur(alpha, (5, 5), 1.2)
-        hole[y0:y1, x0:x1] = 255
-        # Walk towards a point near the plate centre, so the walk stays on the plate.
+        # Head towards a point near the plate centre, so the path stays on the plate.
         goal = np.array([plate.shape[1], plate.shape[0]]) * rng.uniform(0.35, 0.65, 2)
         heading = np.arctan2(goal[1] - (y + h / 2), goal[0] - (x + w / 2)) + rng.normal(0, 0.4)
-        speed = rng.uniform(*_WALK_SPEED)
-        walkers.append(
-            _Walker(
+        pace = rng.uniform(*speed)
+        movers.append(
+            CutOut(
                 sprite=sprite,
                 alpha=alpha,
                 position=np.array([x0, y0], float),
-                velocity=speed * np.array([np.cos(heading), np.sin(heading)]),
+                velocity=pace * np.array([np.cos(heading), np.sin(heading)]),
                 gait_hz=float(rng.uniform(*_GAIT_HZ)),
                 phase=float(rng.uniform(0, 2 * np.pi)),
                 box_offset=np.array([x - x0, y - y0], float),
                 box_size=np.array([w, h], float),
+                shear=_SHEAR if articulated else 0.0,
             )
         )
-    background = cv2.inpaint(
-        plate, cv2.dilate(hole, np.ones((3, 3), np.uint8)), 5, cv2.INPAINT_TELEA
-    )
-    return background, walkers
+    return movers
 
 
 def gusty_clip(
@@ -156,7 +170,8 @@ def gusty_clip(
         image, default_boxes = load_demo_still()
         person_boxes = default_boxes if person_boxes is None else person_boxes
     person_boxes = person_boxes or []
-    background, walkers = _make_walkers(image, person_boxes, rng) if moving_persons else (image, [])
+    walkers = cut_out_movers(image, person_boxes, rng) if moving_persons else []
+    background = remove_persons(image, person_boxes) if moving_persons else image
     background = background.astype(np.float32)
     path = CameraPath((image.shape[1], image.shape[0]), frame_size, camera, rng, zoom=zoom)
     clip = StillClip()
@@ -173,12 +188,12 @@ def gusty_clip(
         frame += rng.normal(0.0, _SENSOR_NOISE, frame.shape).astype(np.float32)
         clip.frames.append(np.clip(frame, 0, 255).astype(np.uint8))
         clip.motions.append(relative_motion(previous_pose, pose))
-        clip.person_boxes.append(_map_boxes(plate_boxes, pose))
+        clip.person_boxes.append(map_boxes(plate_boxes, pose))
         previous_pose = pose
     return clip
 
 
-def _map_boxes(boxes: list[np.ndarray], pose: np.ndarray) -> np.ndarray:
+def map_boxes(boxes: list[np.ndarray], pose: np.ndarray) -> np.ndarray:
     """Axis-aligned bounds of plate boxes seen through ``pose``."""
     out = np.zeros((len(boxes), 4))
     for i, (x, y, w, h) in enumerate(boxes):

@@ -1,0 +1,409 @@
+"""Tier-1 and hard-negative clips: actors and phenomena on moving plates (§4.1, §4.3).
+
+:func:`render_clip` is a pure function of a :class:`ClipSpec` (and the plate pool): it samples
+a plate, a camera path, actors and phenomena, renders the frames through the simulated sensor
+(blur, noise, JPEG) and returns them with per-frame labels. Channels are *not* made here: the
+store runs the package's own Stage A/B on the decoded frames (the absolute rule of §4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+
+from emts.synth import actors as actor_lib
+from emts.synth.camera import CameraMotionConfig, CameraPath, relative_motion
+from emts.synth.common import FRAME_SIZE, log_uniform
+from emts.synth.phenomena import (
+    CloudShadows,
+    Flicker,
+    ParallaxObjects,
+    SensorModel,
+    WaterShimmer,
+    make_noise_bank,
+)
+from emts.synth.plates import HitUavPlates, Plate, procedural_plate
+
+TIER1_FRAMES = 18  # §4.1
+PERSON_HEIGHT_RANGE = (24.0, 220.0)  # frame px, log-uniform (§4.1: 9-83 px at 256x192)
+MAX_SCALE_RATE = 0.025  # §4.1: per-frame scale drift up to +-2.5 %
+CROWD_FRACTION = 0.10  # share of Tier-1 clips that are crowds
+CROWD_SIZE = (5, 30)
+REAL_PLATE_FRACTION = 0.65  # share of clips on real aerial plates when a pool is given
+LOCAL_STD_FLOOR = 6.0  # gray levels: actors' contrast unit on flat plates (snow, water)
+KIND_CODES = {"tier1": 1, "negative": 2}
+SPLIT_CODES = {"train": 1, "heldout": 2}
+_NOISE_BANK_SEED = 20251126
+
+
+@dataclass(frozen=True)
+class ClipSpec:
+    """Everything that determines one clip."""
+
+    kind: str  # "tier1" or "negative"
+    split: str  # "train" or "heldout"
+    seed: int  # the set's base seed
+    index: int  # clip number within the set
+    frames: int = TIER1_FRAMES
+
+    def rng(self) -> np.random.Generator:
+        # Split and kind are part of the seed sequence: train and held-out never share seeds.
+        return np.random.default_rng(
+            [self.seed, KIND_CODES[self.kind], SPLIT_CODES[self.split], self.index]
+        )
+
+
+@dataclass
+class RenderedClip:
+    frames: list[np.ndarray] = field(default_factory=list)  # decoded uint8 frames
+    jpegs: list[bytes] = field(default_factory=list)
+    labels: dict = field(default_factory=dict)
+
+
+_noise_bank: np.ndarray | None = None
+
+
+def _noise() -> np.ndarray:
+    global _noise_bank
+    if _noise_bank is None:
+        _noise_bank = make_noise_bank(np.random.default_rng(_NOISE_BANK_SEED))
+    return _noise_bank
+
+
+def _pick_plate(
+    rng: np.random.Generator, spec: ClipSpec, pool: HitUavPlates | None
+) -> tuple[Plate, float]:
+    """A plate and the camera zoom (frame px per plate px) to view it at."""
+    if pool is not None and rng.random() < REAL_PLATE_FRACTION:
+        plate = pool.load(int(rng.integers(len(pool))))
+        return plate, float(rng.uniform(1.15, 1.6))  # 640x512 stills: zoom in for margin
+    kind = "water" if spec.kind == "negative" and rng.random() < 0.2 else None
+    plate = procedural_plate(rng, kind, seed_label=f"{spec.split}:{spec.seed}:{spec.index}")
+    return plate, float(rng.uniform(0.95, 1.3))
+
+
+def _camera_config(rng: np.random.Generator, harsh: bool) -> CameraMotionConfig:
+    calm = float(rng.uniform(0.3, 1.0))  # from a calm hover to the §4.1 maxima
+    return CameraMotionConfig(
+        max_drift=4.0 * calm,
+        max_roll=0.008 * calm,
+        max_scale_rate=0.006 * calm,
+        gust_rate=1 / 12 if harsh else 1 / 30,
+        gust_strength=float(rng.uniform(2.0, 4.0)),
+    )
+
+
+def _view_region(path: CameraPath, margin: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
+    """Plate rectangle (top-left, bottom-right) seen by the frame now, shrunk by ``margin``."""
+    inverse = np.linalg.inv(path.pose())
+    w, h = FRAME_SIZE
+    corners = np.array(
+        [
+            [w * margin, h * margin, 1],
+            [w * (1 - margin), h * margin, 1],
+            [w * margin, h * (1 - margin), 1],
+            [w * (1 - margin), h * (1 - margin), 1],
+        ]
+    )
+    plate_corners = corners @ inverse[:2].T
+    return plate_corners.min(axis=0), plate_corners.max(axis=0)
+
+
+def _make_persons(rng, spec, path, zoom, pitch, crowd) -> list:
+    low, high = _view_region(path)
+    persons = []
+    if crowd:
+        count = int(rng.integers(CROWD_SIZE[0], CROWD_SIZE[1] + 1))
+        base_height = log_uniform(rng, PERSON_HEIGHT_RANGE[0], 110.0)
+        centre = rng.uniform(low + (high - low) * 0.3, low + (high - low) * 0.7)
+        spread = (high - low) * rng.uniform(0.1, 0.3)
+        streams = rng.uniform(0, 2 * np.pi, int(rng.integers(2, 4)))
+        for identity in range(count):
+            height = base_height * rng.uniform(0.85, 1.15)
+            position = np.clip(centre + rng.normal(0, 1, 2) * spread, low, high)
+            actor = actor_lib.random_actor(rng, "person", position, height / zoom, pitch, identity)
+            _set_heading(actor, float(rng.choice(streams) + rng.normal(0, 0.3)))
+            persons.append(actor)
+        return persons
+    for identity in range(int(rng.integers(1, 4))):
+        height = log_uniform(rng, *PERSON_HEIGHT_RANGE)
+        position = rng.uniform(low, high)
+        actor = actor_lib.random_actor(rng, "person", position, height / zoom, pitch, identity)
+        _set_scale_rate(actor, rng)
+        persons.append(actor)
+    return persons
+
+
+def _set_heading(actor, heading: float) -> None:
+    if hasattr(actor, "heading_rad"):
+        actor.heading_rad = heading
+
+
+def _set_scale_rate(actor, rng: np.random.Generator) -> None:
+    """Some persons approach or recede (the identity seen across a scale sweep, §4.1)."""
+    draw = rng.random()
+    if draw < 0.3:
+        rate = rng.uniform(0.005, MAX_SCALE_RATE)
+    elif draw < 0.5:
+        rate = -rng.uniform(0.005, MAX_SCALE_RATE)
+    else:
+        rate = rng.uniform(-0.005, 0.005)
+    actor.scale_rate = float(rate)
+
+
+def _make_distractors(rng, spec, path, zoom, pitch, reference_height, first_id) -> list:
+    low, high = _view_region(path)
+    distractors = []
+    animal_p, vehicle_p = (0.15, 0.3) if spec.kind == "tier1" else (0.4, 0.45)
+    identity = first_id
+    if rng.random() < animal_p:
+        for _ in range(int(rng.integers(1, 3 if spec.kind == "tier1" else 4))):
+            height = reference_height * rng.uniform(0.3, 0.9)
+            distractors.append(
+                actor_lib.random_actor(
+                    rng, "animal", rng.uniform(low, high), height / zoom, pitch, identity
+                )
+            )
+            identity += 1
+    if rng.random() < vehicle_p:
+        for _ in range(int(rng.integers(1, 3 if spec.kind == "tier1" else 4))):
+            kind = "vehicle" if rng.random() < 0.7 else "bicycle"
+            distractors.append(
+                actor_lib.random_actor(
+                    rng, kind, rng.uniform(low, high), reference_height / zoom, pitch, identity
+                )
+            )
+            identity += 1
+    return distractors
+
+
+def _apply_sun(actors: list, sun: dict) -> None:
+    for actor in actors:
+        for name in ("sun_azimuth_rad", "sun_elevation_rad", "shadow_strength"):
+            if hasattr(actor, name):
+                setattr(actor, name, sun[name])
+
+
+def _local_stats(frame: np.ndarray, patch) -> tuple[float, float]:
+    h, w = patch.shape
+    x0, y0 = max(patch.x0 - w, 0), max(patch.y0 - h, 0)
+    region = frame[y0 : patch.y0 + 2 * h, x0 : patch.x0 + 2 * w]
+    if region.size == 0:
+        return float(frame.mean()), LOCAL_STD_FLOOR
+    return float(region.mean()), max(float(region.std()), LOCAL_STD_FLOOR)
+
+
+def _window(frame_shape, patch):
+    """Overlap of a patch with the frame: (frame slices, patch slices) or None."""
+    h, w = patch.shape
+    fh, fw = frame_shape
+    x0, y0 = max(patch.x0, 0), max(patch.y0, 0)
+    x1, y1 = min(patch.x0 + w, fw), min(patch.y0 + h, fh)
+    if x1 <= x0 or y1 <= y0:
+        return None
+    return (slice(y0, y1), slice(x0, x1)), (
+        slice(y0 - patch.y0, y1 - patch.y0),
+        slice(x0 - patch.x0, x1 - patch.x0),
+    )
+
+
+def _composite(frame, alpha_patch, values):
+    win = _window(frame.shape, alpha_patch)
+    if win is None:
+        return
+    (fs, ps) = win
+    a = alpha_patch.values[ps]
+    frame[fs] = frame[fs] * (1 - a) + values[ps] * a
+
+
+def render_clip(spec: ClipSpec, pool: HitUavPlates | None = None) -> RenderedClip:
+    """Render one clip (frames, JPEG bytes, labels) deterministically from ``spec``."""
+    rng = spec.rng()
+    plate, zoom = _pick_plate(rng, spec, pool)
+    harsh = spec.kind == "negative" and rng.random() < 0.3
+    path = CameraPath(plate.size, FRAME_SIZE, _camera_config(rng, harsh), rng, zoom=zoom)
+    pitch_deg = float(np.clip((plate.pitch_deg or rng.uniform(30, 90)) + rng.normal(0, 4), 30, 90))
+    pitch = np.radians(pitch_deg)
+    crowd = spec.kind == "tier1" and rng.random() < CROWD_FRACTION
+    persons = _make_persons(rng, spec, path, zoom, pitch, crowd) if spec.kind == "tier1" else []
+    reference_height = (
+        float(np.median([p.height_px for p in persons])) * zoom
+        if persons
+        else log_uniform(rng, *PERSON_HEIGHT_RANGE)
+    )
+    distractors = _make_distractors(
+        rng, spec, path, zoom, pitch, reference_height, first_id=len(persons)
+    )
+    sun = {
+        "sun_azimuth_rad": float(rng.uniform(0, 2 * np.pi)),
+        "sun_elevation_rad": float(np.radians(rng.uniform(12, 90))),
+        "shadow_strength": 0.0
+        if plate.night or rng.random() < 0.25
+        else float(rng.uniform(0.15, 0.6)),
+    }
+    _apply_sun(persons + distractors, sun)
+    # Thermal stills: bodies are usually warmer (brighter) than the ground.
+    polarity = (
+        {id(a): (1.0 if rng.random() < 0.75 else None) for a in persons}
+        if plate.source.startswith("hituav")
+        else {}
+    )
+    follow = persons[0] if persons and rng.random() < 0.5 else None
+
+    clouds = (
+        CloudShadows.random(rng, plate.size)
+        if rng.random() < (0.3 if spec.kind == "tier1" else 0.5)
+        else None
+    )
+    shimmer = WaterShimmer.random(rng, plate.water) if plate.water is not None else None
+    parallax = None
+    if rng.random() < (0.5 if spec.kind == "tier1" else 0.7):
+        count = int(rng.integers(2, 10 if spec.kind == "tier1" else 16))
+        parallax = ParallaxObjects.random(rng, plate.image, count, _view_region(path, margin=-0.1))
+    flicker = (
+        Flicker.random(rng, strong=spec.kind == "negative" and rng.random() < 0.3)
+        if rng.random() < 0.5
+        else None
+    )
+    sensor = SensorModel.random(rng)
+
+    clip = RenderedClip()
+    frames_labels = []
+    previous_pose = path.pose()
+    actors = persons + distractors
+    for t in range(spec.frames):
+        if t > 0:
+            if follow is not None:
+                path.target = follow.ground_position.copy()
+            pose = path.step()
+            for item in actors:
+                item.step()
+            for phenomenon in (clouds, shimmer, parallax):
+                if phenomenon is not None:
+                    phenomenon.step()
+        else:
+            pose = previous_pose
+        motion = relative_motion(previous_pose, pose)
+        frame = cv2.warpAffine(
+            plate.image,
+            pose[:2],
+            FRAME_SIZE,
+            flags=cv2.INTER_LINEAR,
+            borderMode=cv2.BORDER_REFLECT_101,
+        )
+        if shimmer is not None:
+            shimmer.apply(frame, pose[:2])
+        # Farther actors (smaller ground y on screen) first, so nearer ones occlude them.
+        sprites = []
+        for item in sorted(actors, key=lambda a: float((pose[:2] @ [*a.ground_position, 1])[1])):
+            sprite = item.render(pose[:2], FRAME_SIZE)
+            if sprite is not None:
+                sprites.append(sprite)
+        for sprite in sprites:
+            if sprite.shadow is not None:
+                win = _window(frame.shape, sprite.shadow)
+                if win is not None:
+                    frame[win[0]] *= 1.0 - sprite.shadow.values[win[1]]
+        layers = []  # (alpha patch, person id or None), bottom to top
+        for sprite in sprites:
+            mean, std = _local_stats(frame, sprite.alpha)
+            contrast = sprite.contrast.values
+            if polarity.get(_actor_key(actors, sprite)) is not None:
+                contrast = np.abs(contrast)
+            _composite(frame, sprite.alpha, mean + contrast * std)
+            layers.append((sprite, sprite.kind == "person"))
+        occluders = (
+            parallax.render(pose[:2], FRAME_SIZE, path.centre) if parallax is not None else []
+        )
+        for alpha, image in occluders:
+            _composite(frame, alpha, image.values)
+        if clouds is not None:
+            clouds.apply(frame, pose[:2])
+        if flicker is not None:
+            frame *= flicker.gain(rng)
+        decoded, jpeg = sensor.apply(frame, motion, rng, _noise())
+        clip.frames.append(decoded)
+        clip.jpegs.append(jpeg)
+        frames_labels.append(_frame_labels(t, motion, layers, [a for a, _ in occluders]))
+        previous_pose = pose
+    clip.labels = {
+        "kind": spec.kind,
+        "split": spec.split,
+        "seed": spec.seed,
+        "clip": spec.index,
+        "plate": plate.source,
+        "scene": {
+            "zoom": round(zoom, 4),
+            "pitch_deg": round(pitch_deg, 2),
+            "crowd": crowd,
+            "persons": len(persons),
+            "distractors": [d.kind for d in distractors],
+            "clouds": clouds is not None,
+            "water": shimmer is not None,
+            "parallax_objects": 0 if parallax is None else len(parallax.objects),
+            "flicker": flicker is not None,
+            "harsh_camera": harsh,
+            "follow": follow is not None,
+            "sun": {k: round(v, 4) for k, v in sun.items()},
+            "sensor": {
+                "noise_std": round(sensor.noise_std, 3),
+                "exposure": round(sensor.exposure, 3),
+                "jpeg_quality": sensor.jpeg_quality,
+            },
+        },
+        "frames": frames_labels,
+    }
+    return clip
+
+
+def _actor_key(actors, sprite) -> int | None:
+    for a in actors:
+        if a.identity == sprite.identity and a.kind == sprite.kind:
+            return id(a)
+    return None
+
+
+def _frame_labels(t: int, motion: np.ndarray, layers: list, occluders: list) -> dict:
+    """Labels of one frame; visibility from everything composited above each person."""
+    h, w = FRAME_SIZE[1], FRAME_SIZE[0]
+    above = np.zeros((h, w), np.float32)  # coverage by everything drawn later
+    for alpha in occluders:
+        win = _window(above.shape, alpha)
+        if win is not None:
+            above[win[0]] = 1 - (1 - above[win[0]]) * (1 - alpha.values[win[1]])
+    persons, distractors = [], []
+    for sprite, is_person in reversed(layers):
+        total = float(sprite.alpha.values.sum())
+        win = _window(above.shape, sprite.alpha)
+        seen = 0.0
+        if win is not None:
+            a = sprite.alpha.values[win[1]]
+            seen = float((a * (1 - above[win[0]])).sum())
+            above[win[0]] = 1 - (1 - above[win[0]]) * (1 - a)
+        box = _clip_box(sprite.box)
+        if box is None:
+            continue
+        if is_person:
+            persons.append(
+                {"id": sprite.identity, "box": box, "visible": round(seen / max(total, 1e-6), 3)}
+            )
+        else:
+            distractors.append({"kind": sprite.kind, "id": sprite.identity, "box": box})
+    persons.sort(key=lambda p: p["id"])
+    return {
+        "frame": t,
+        "camera_motion": np.round(motion, 6).tolist(),
+        "persons": persons,
+        "distractors": distractors,
+    }
+
+
+def _clip_box(box: np.ndarray) -> list[float] | None:
+    x, y, w, h = (float(v) for v in box)
+    x0, y0 = max(x, 0.0), max(y, 0.0)
+    x1, y1 = min(x + w, FRAME_SIZE[0]), min(y + h, FRAME_SIZE[1])
+    if x1 - x0 < 1 or y1 - y0 < 1:
+        return None
+    return [round(x0, 2), round(y0, 2), round(x1 - x0, 2), round(y1 - y0, 2)]

@@ -1,0 +1,123 @@
+"""On-disk format of generated clip sets, and reading them back.
+
+A set is a folder::
+
+    DIR/manifest.json        what was generated: set kind, split, seed, clip count, parameters
+    DIR/clips/000123.npz     frames and cached channels of clip 123
+    DIR/clips/000123.json    its labels
+
+``clips/NNNNNN.npz`` holds
+
+* ``jpeg`` (uint8) and ``jpeg_offsets`` (int64, n+1): the n frames, 640x512 gray, as the JPEG
+  bytes the simulated camera stream delivered (frame i is ``jpeg[off[i]:off[i+1]]``);
+* ``difference`` (float16, n x 192 x 256): Stage B's D channel computed by the package's own
+  Stage A/B (:class:`emts.pipeline.MotionFrontEnd`) on the decoded frames.
+
+L and R are rebuilt on load by Stage B's own functions (L from the decoded frame, R from D),
+so the cache costs one float16 plane per frame. The only difference from a fresh Stage A/B
+run is D's float16 rounding (at most 2.4e-4 for |D| < 0.5).
+
+``clips/NNNNNN.json`` holds ``{"clip", "kind", "split", "seed", "plate", "scene", "frames"}``;
+``frames[i]`` is ``{"frame": i, "camera_motion": M (2x3, frame i-1 -> i, input px; identity
+for frame 0), "persons": [{"id", "box": [x, y, w, h], "visible"}], "distractors": [{"kind",
+"id", "box"}]}``. Boxes are in the 640x512 frame's pixels, top-left corner and size.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from emts.channels import network_image, residual_from_difference
+from emts.errors import BadInputError
+from emts.pipeline import MotionFrontEnd
+
+FORMAT_VERSION = 1
+
+
+@dataclass
+class StoredClip:
+    """One clip read back from a set."""
+
+    index: int
+    frames: list[np.ndarray]  # uint8 gray 640x512
+    channels: np.ndarray  # float32 (n, 3, 192, 256) [L, R, D]
+    labels: dict
+
+    @property
+    def person_boxes(self) -> list[np.ndarray]:
+        return [
+            np.array([p["box"] for p in f["persons"]], float).reshape(-1, 4)
+            for f in self.labels["frames"]
+        ]
+
+
+def compute_differences(frames: list[np.ndarray]) -> np.ndarray:
+    """Stage A/B's D channel for each frame of a clip (float16, n x 192 x 256)."""
+    front = MotionFrontEnd()
+    return np.stack([front.step(frame).channels[2] for frame in frames]).astype(np.float16)
+
+
+def write_clip(
+    folder: Path, index: int, jpegs: list[bytes], frames: list[np.ndarray], labels: dict
+) -> int:
+    """Store one clip (computing its channels); returns the bytes written."""
+    clips = folder / "clips"
+    clips.mkdir(parents=True, exist_ok=True)
+    offsets = np.cumsum([0] + [len(j) for j in jpegs]).astype(np.int64)
+    blob = np.frombuffer(b"".join(jpegs), np.uint8)
+    npz = clips / f"{index:06d}.npz"
+    np.savez(npz, jpeg=blob, jpeg_offsets=offsets, difference=compute_differences(frames))
+    label_path = clips / f"{index:06d}.json"
+    label_path.write_text(json.dumps(labels, separators=(",", ":")))
+    return npz.stat().st_size + label_path.stat().st_size
+
+
+def decode_frames(npz: np.lib.npyio.NpzFile) -> list[np.ndarray]:
+    blob, offsets = npz["jpeg"], npz["jpeg_offsets"]
+    return [
+        cv2.imdecode(blob[offsets[i] : offsets[i + 1]], cv2.IMREAD_GRAYSCALE)
+        for i in range(len(offsets) - 1)
+    ]
+
+
+class ClipSet:
+    """Read access to a generated set folder.
+
+    Example:
+        >>> clips = ClipSet("data/tier1")          # doctest: +SKIP
+        >>> clip = clips[0]; clip.channels.shape    # doctest: +SKIP
+        (18, 3, 192, 256)
+    """
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        manifest = self.folder / "manifest.json"
+        if not manifest.is_file():
+            raise BadInputError(f"{self.folder}: not a clip set (no manifest.json)")
+        self.manifest = json.loads(manifest.read_text())
+        self.indices = sorted(int(p.stem) for p in (self.folder / "clips").glob("*.npz"))
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __getitem__(self, position: int) -> StoredClip:
+        return self.load(self.indices[position])
+
+    def labels(self, index: int) -> dict:
+        return json.loads((self.folder / "clips" / f"{index:06d}.json").read_text())
+
+    def load(self, index: int) -> StoredClip:
+        with np.load(self.folder / "clips" / f"{index:06d}.npz") as npz:
+            frames = decode_frames(npz)
+            difference = npz["difference"].astype(np.float32)
+        channels = np.empty((len(frames), 3, *difference.shape[1:]), np.float32)
+        for i, frame in enumerate(frames):
+            channels[i, 0] = network_image(frame)
+            channels[i, 2] = difference[i]
+            channels[i, 1] = residual_from_difference(difference[i])
+        return StoredClip(index, frames, channels, self.labels(index))
