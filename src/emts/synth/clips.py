@@ -160,10 +160,9 @@ def _make_distractors(rng, spec, path, zoom, pitch, reference_height, first_id) 
     identity = first_id
     if rng.random() < animal_p:
         for _ in range(int(rng.integers(1, 3 if spec.kind == "tier1" else 4))):
-            height = reference_height * rng.uniform(0.3, 0.9)
             distractors.append(
                 actor_lib.random_actor(
-                    rng, "animal", rng.uniform(low, high), height / zoom, pitch, identity
+                    rng, "animal", rng.uniform(low, high), reference_height / zoom, pitch, identity
                 )
             )
             identity += 1
@@ -177,13 +176,6 @@ def _make_distractors(rng, spec, path, zoom, pitch, reference_height, first_id) 
             )
             identity += 1
     return distractors
-
-
-def _apply_sun(actors: list, sun: dict) -> None:
-    for actor in actors:
-        for name in ("sun_azimuth_rad", "sun_elevation_rad", "shadow_strength"):
-            if hasattr(actor, name):
-                setattr(actor, name, sun[name])
 
 
 def _local_stats(frame: np.ndarray, patch) -> tuple[float, float]:
@@ -236,20 +228,14 @@ def render_clip(spec: ClipSpec, pool: HitUavPlates | None = None) -> RenderedCli
     distractors = _make_distractors(
         rng, spec, path, zoom, pitch, reference_height, first_id=len(persons)
     )
-    sun = {
-        "sun_azimuth_rad": float(rng.uniform(0, 2 * np.pi)),
-        "sun_elevation_rad": float(np.radians(rng.uniform(12, 90))),
-        "shadow_strength": 0.0
-        if plate.night or rng.random() < 0.25
-        else float(rng.uniform(0.15, 0.6)),
-    }
-    _apply_sun(persons + distractors, sun)
+    sun = actor_lib.Sunlight.random(rng)
+    if plate.night:
+        sun = actor_lib.Sunlight(sun.azimuth_rad, sun.elevation_rad, 0.0)
+    for actor in persons + distractors:
+        actor.sun = sun  # one sun per clip: all shadows agree
     # Thermal stills: bodies are usually warmer (brighter) than the ground.
-    polarity = (
-        {id(a): (1.0 if rng.random() < 0.75 else None) for a in persons}
-        if plate.source.startswith("hituav")
-        else {}
-    )
+    thermal = plate.source.startswith("hituav")
+    warm_persons = {a.identity for a in persons if thermal and rng.random() < 0.75}
     follow = persons[0] if persons and rng.random() < 0.5 else None
 
     clouds = (
@@ -286,15 +272,10 @@ def render_clip(spec: ClipSpec, pool: HitUavPlates | None = None) -> RenderedCli
         else:
             pose = previous_pose
         motion = relative_motion(previous_pose, pose)
+        ground = plate.image if shimmer is None else shimmer.apply_to_plate(plate.image, rng)
         frame = cv2.warpAffine(
-            plate.image,
-            pose[:2],
-            FRAME_SIZE,
-            flags=cv2.INTER_LINEAR,
-            borderMode=cv2.BORDER_REFLECT_101,
+            ground, pose[:2], FRAME_SIZE, flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT_101
         )
-        if shimmer is not None:
-            shimmer.apply(frame, pose[:2])
         # Farther actors (smaller ground y on screen) first, so nearer ones occlude them.
         sprites = []
         for item in sorted(actors, key=lambda a: float((pose[:2] @ [*a.ground_position, 1])[1])):
@@ -306,14 +287,15 @@ def render_clip(spec: ClipSpec, pool: HitUavPlates | None = None) -> RenderedCli
                 win = _window(frame.shape, sprite.shadow)
                 if win is not None:
                     frame[win[0]] *= 1.0 - sprite.shadow.values[win[1]]
-        layers = []  # (alpha patch, person id or None), bottom to top
+        layers = []  # (sprite, mean contrast in local-std units), bottom to top
         for sprite in sprites:
             mean, std = _local_stats(frame, sprite.alpha)
             contrast = sprite.contrast.values
-            if polarity.get(_actor_key(actors, sprite)) is not None:
+            if sprite.kind == "person" and sprite.identity in warm_persons:
                 contrast = np.abs(contrast)
             _composite(frame, sprite.alpha, mean + contrast * std)
-            layers.append((sprite, sprite.kind == "person"))
+            weights = sprite.alpha.values
+            layers.append((sprite, float((weights * contrast).sum() / max(weights.sum(), 1e-6))))
         occluders = (
             parallax.render(pose[:2], FRAME_SIZE, path.centre) if parallax is not None else []
         )
@@ -346,7 +328,11 @@ def render_clip(spec: ClipSpec, pool: HitUavPlates | None = None) -> RenderedCli
             "flicker": flicker is not None,
             "harsh_camera": harsh,
             "follow": follow is not None,
-            "sun": {k: round(v, 4) for k, v in sun.items()},
+            "sun": {
+                "azimuth_deg": round(float(np.degrees(sun.azimuth_rad)), 1),
+                "elevation_deg": round(float(np.degrees(sun.elevation_rad)), 1),
+                "strength": round(sun.strength, 3),
+            },
             "sensor": {
                 "noise_std": round(sensor.noise_std, 3),
                 "exposure": round(sensor.exposure, 3),
@@ -358,13 +344,6 @@ def render_clip(spec: ClipSpec, pool: HitUavPlates | None = None) -> RenderedCli
     return clip
 
 
-def _actor_key(actors, sprite) -> int | None:
-    for a in actors:
-        if a.identity == sprite.identity and a.kind == sprite.kind:
-            return id(a)
-    return None
-
-
 def _frame_labels(t: int, motion: np.ndarray, layers: list, occluders: list) -> dict:
     """Labels of one frame; visibility from everything composited above each person."""
     h, w = FRAME_SIZE[1], FRAME_SIZE[0]
@@ -374,7 +353,7 @@ def _frame_labels(t: int, motion: np.ndarray, layers: list, occluders: list) -> 
         if win is not None:
             above[win[0]] = 1 - (1 - above[win[0]]) * (1 - alpha.values[win[1]])
     persons, distractors = [], []
-    for sprite, is_person in reversed(layers):
+    for sprite, contrast in reversed(layers):
         total = float(sprite.alpha.values.sum())
         win = _window(above.shape, sprite.alpha)
         seen = 0.0
@@ -385,9 +364,14 @@ def _frame_labels(t: int, motion: np.ndarray, layers: list, occluders: list) -> 
         box = _clip_box(sprite.box)
         if box is None:
             continue
-        if is_person:
+        if sprite.kind == "person":
             persons.append(
-                {"id": sprite.identity, "box": box, "visible": round(seen / max(total, 1e-6), 3)}
+                {
+                    "id": sprite.identity,
+                    "box": box,
+                    "visible": round(seen / max(total, 1e-6), 3),
+                    "contrast": round(contrast, 3),
+                }
             )
         else:
             distractors.append({"kind": sprite.kind, "id": sprite.identity, "box": box})

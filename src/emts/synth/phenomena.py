@@ -76,38 +76,52 @@ class CloudShadows:
 
 @dataclass
 class WaterShimmer:
-    """Per-frame changing ripples and glints on water surfaces."""
+    """Water that shimmers in place: ripples that change every frame without translating
+    with the wind, and sparse glints that flicker on and off."""
 
     water: np.ndarray  # plate-size float32 mask
-    texture: np.ndarray  # float32 tile of ripples (zero mean)
-    amplitude: float
-    drift: np.ndarray  # tile px/frame
+    ripples: tuple[np.ndarray, np.ndarray]  # two plate-size zero-mean textures
+    amplitude: float  # gray levels
+    angular_rate: float  # rad/frame of the ripple cycle
+    glints: int  # expected glints per frame over the whole water surface
     t: int = 0
 
     @classmethod
     def random(cls, rng: np.random.Generator, water: np.ndarray) -> WaterShimmer:
-        tile = fractal_noise(rng, (256, 256), rng.uniform(3, 8), octaves=2)
+        size = (water.shape[1], water.shape[0])
+        scale = rng.uniform(2, 6)
         return cls(
             water=water,
-            texture=tile,
-            amplitude=float(rng.uniform(2, 9)),
-            drift=rng.uniform(-2.5, 2.5, 2),
+            ripples=(
+                fractal_noise(rng, size, scale, octaves=2),
+                fractal_noise(rng, size, scale, octaves=2),
+            ),
+            amplitude=float(rng.uniform(1.0, 5.0)),
+            angular_rate=float(rng.uniform(0.4, 1.5)),
+            glints=int(rng.integers(0, 40)),
         )
 
     def step(self) -> None:
         self.t += 1
 
-    def apply(self, frame: np.ndarray, pose: np.ndarray) -> None:
-        h, w = frame.shape
-        mask = cv2.warpAffine(self.water, pose, (w, h), flags=cv2.INTER_LINEAR)
-        if not mask.any():
-            return
-        shift = self.drift * self.t
-        a = np.roll(self.texture, (int(shift[1]), int(shift[0])), axis=(0, 1))
-        b = np.roll(self.texture.T, (int(-shift[0] * 0.7), int(shift[1] * 1.3)), axis=(0, 1))
-        ripples = np.tile(a - b, (h // 256 + 1, w // 256 + 1))[:h, :w]
-        glints = np.maximum(ripples - 2.2, 0) * 25  # sparse bright sparkles
-        frame += mask * self.amplitude * (ripples + glints)
+    def apply_to_plate(self, plate: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Plate (plate coordinates) with this frame's ripples and glints; a new array."""
+        phase = self.angular_rate * self.t
+        a, b = self.ripples
+        out = plate + self.water * (self.amplitude * (np.cos(phase) * a + np.sin(phase) * b))
+        if self.glints:
+            ys, xs = np.nonzero(self.water > 0.5)
+            if len(xs):
+                picks = rng.integers(0, len(xs), rng.poisson(self.glints))
+                for k in picks:
+                    cv2.circle(
+                        out,
+                        (int(xs[k]), int(ys[k])),
+                        1,
+                        float(min(plate[ys[k], xs[k]] + rng.uniform(40, 120), 255)),
+                        -1,
+                    )
+        return out
 
 
 @dataclass

@@ -19,8 +19,13 @@ run is D's float16 rounding (at most 2.4e-4 for |D| < 0.5).
 
 ``clips/NNNNNN.json`` holds ``{"clip", "kind", "split", "seed", "plate", "scene", "frames"}``;
 ``frames[i]`` is ``{"frame": i, "camera_motion": M (2x3, frame i-1 -> i, input px; identity
-for frame 0), "persons": [{"id", "box": [x, y, w, h], "visible"}], "distractors": [{"kind",
-"id", "box"}]}``. Boxes are in the 640x512 frame's pixels, top-left corner and size.
+for frame 0), "persons": [{"id", "box": [x, y, w, h], "visible", "contrast"}],
+"distractors": [{"kind", "id", "box"}]}``. Boxes are in the 640x512 frame's pixels, top-left
+corner and size;
+``visible`` is the fraction of the person's coverage not hidden by what is drawn over it
+(trees, roofs, nearer actors) or cut by the frame edge; ``contrast`` is the person's mean
+luminance offset from the local plate mean in units of the local plate standard deviation
+(|contrast| < 1: nearly invisible in L).
 """
 
 from __future__ import annotations

@@ -1,0 +1,109 @@
+"""Stage C at run time: the micro-detector in onnxruntime, and its decoder (§3.4).
+
+The graph maps the (1, 3, 192, 256) ``[L, R, D]`` stack to a heatmap (sigmoid applied),
+log-size, offset and raw embedding at the 32x24 stride-8 grid. Decoding keeps local maxima
+of the heatmap (3x3 max-pool NMS) above the score threshold; box size is ``8 * exp(S)``,
+centre ``(cell + offset) * 8``; embeddings are L2-normalized here, never inside the graph.
+Boxes come out in NETWORK pixels; :class:`emts.geometry.FrameGeometry` maps them to the
+input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from emts.errors import BadInputError
+
+STRIDE = 8
+DEFAULT_THRESHOLD = 0.3  # §6: tau_s
+MAX_DETECTIONS = 100
+DEFAULT_MODEL = "detector.onnx"
+
+
+@dataclass(frozen=True)
+class Detection:
+    """One decoded detection in NETWORK pixels (256x192)."""
+
+    box: np.ndarray  # [x, y, w, h], top-left edge
+    score: float
+    embedding: np.ndarray  # (8,) unit vector
+
+
+def default_model_path() -> Path:
+    return Path(str(resources.files("emts") / "models" / DEFAULT_MODEL))
+
+
+def decode(
+    heatmap: np.ndarray,
+    log_size: np.ndarray,
+    offset: np.ndarray,
+    embedding: np.ndarray,
+    threshold: float = DEFAULT_THRESHOLD,
+    max_detections: int = MAX_DETECTIONS,
+) -> list[Detection]:
+    """Decode one frame's head outputs (each (C, 24, 32)) into detections, best first."""
+    heat = heatmap[0].astype(np.float32)
+    peaks = (heat >= cv2.dilate(heat, np.ones((3, 3), np.uint8))) & (heat >= threshold)
+    ys, xs = np.nonzero(peaks)
+    order = np.argsort(-heat[ys, xs])[:max_detections]
+    out = []
+    for y, x in zip(ys[order], xs[order], strict=True):
+        w, h = STRIDE * np.exp(np.clip(log_size[:, y, x], -4.0, 5.0))
+        cx, cy = (x + offset[0, y, x]) * STRIDE, (y + offset[1, y, x]) * STRIDE
+        vector = embedding[:, y, x].astype(np.float32)
+        vector = vector / max(float(np.linalg.norm(vector)), 1e-12)
+        out.append(Detection(np.array([cx - w / 2, cy - h / 2, w, h]), float(heat[y, x]), vector))
+    return out
+
+
+class Detector:
+    """onnxruntime session of the detector plus the decoder.
+
+    Args:
+        model: path of an exported ONNX model (default: the one shipped in the package).
+        threads: intra-op threads of the session.
+        threshold: score threshold tau_s of the decoder.
+
+    Example:
+        >>> detector = Detector()                               # doctest: +SKIP
+        >>> detections = detector(channels)                      # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        threads: int = 2,
+        threshold: float = DEFAULT_THRESHOLD,
+    ) -> None:
+        import onnxruntime as ort
+
+        path = Path(model) if model is not None else default_model_path()
+        if not path.is_file():
+            raise BadInputError(f"detector model {path} not found")
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        try:
+            self.session = ort.InferenceSession(
+                str(path), options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as error:  # onnxruntime raises its own exception types
+            raise BadInputError(f"detector model {path} cannot be loaded: {error}") from None
+        self.input_name = self.session.get_inputs()[0].name
+        self.threshold = threshold
+        self.path = path
+
+    def raw(self, channels: np.ndarray) -> list[np.ndarray]:
+        """Head outputs for a (3, 192, 256) or (B, 3, 192, 256) float32 stack."""
+        x = channels[None] if channels.ndim == 3 else channels
+        return self.session.run(None, {self.input_name: np.ascontiguousarray(x, np.float32)})
+
+    def __call__(self, channels: np.ndarray) -> list[Detection]:
+        heat, size, offset, embedding = self.raw(channels)
+        return decode(heat[0], size[0], offset[0], embedding[0], self.threshold)

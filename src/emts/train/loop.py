@@ -1,0 +1,192 @@
+"""Detector training (§4.4): phase 1 on Tier-2 pseudo-video, phase 2 on the Tier-1 / hard
+negative / Tier-2 mixture; AdamW with cosine decay; checkpoints, resume, curves, metrics."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from emts.errors import BadInputError
+from emts.train.data import MixtureStream, StoredClips, Tier2Stills
+from emts.train.losses import detector_loss
+from emts.train.model import DetectorConfig, MicroDetector
+
+CHECKPOINT = "checkpoint.pt"
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Schedule of §4.4 (epoch = clips drawn; batch = clips x frames)."""
+
+    phase1_epochs: int = 4
+    phase1_clips: int = 2000  # Tier-2 clips per phase-1 epoch
+    phase2_epochs: int = 14
+    phase2_clips: int = 800  # clips per phase-2 epoch: 400 Tier-1 clips at a 0.5 share
+    mixture: dict[str, float] = field(
+        default_factory=lambda: {"tier1": 0.5, "negative": 0.3, "tier2": 0.2}
+    )
+    batch_clips: int = 8
+    frames: int = 4
+    lr: float = 1.5e-3
+    weight_decay: float = 1e-4
+    seed: int = 0
+    threads: int = 2
+    loader_workers: int = 1  # processes preparing batches (Tier 2 is made on the fly)
+    model: DetectorConfig = field(default_factory=DetectorConfig)
+
+    def phases(self) -> list[tuple[str, int, dict[str, float]]]:
+        """(name, steps, mixture) per phase."""
+        return [
+            ("phase1", self.phase1_epochs * self.phase1_clips // self.batch_clips, {"tier2": 1.0}),
+            ("phase2", self.phase2_epochs * self.phase2_clips // self.batch_clips, self.mixture),
+        ]
+
+
+def _cosine(step: int, total: int, lr: float) -> float:
+    return 0.5 * lr * (1 + math.cos(math.pi * min(step, total) / max(total, 1)))
+
+
+def train_detector(
+    out: str | Path,
+    tier1: str | Path,
+    negatives: str | Path,
+    hituav: str | Path,
+    config: TrainConfig | None = None,
+    device: str = "cpu",
+    checkpoint_every: int = 100,
+) -> dict:
+    """Train, writing ``out/checkpoint.pt``, ``model.pt``, ``metrics.json``, ``curves.png``.
+
+    Resumes from ``out/checkpoint.pt`` when it exists. Returns the metrics dictionary.
+    """
+    config = config or TrainConfig()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if device == "cuda" and not torch.cuda.is_available():
+        raise BadInputError("--device cuda: no CUDA device is available")
+    torch.set_num_threads(config.threads)
+    torch.manual_seed(config.seed)
+    model = MicroDetector(config.model).to(device).to(memory_format=torch.channels_last)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=config.lr, weight_decay=config.weight_decay
+    )
+    state = {"phase": 0, "step": 0, "history": [], "seconds": 0.0}
+    checkpoint = out / CHECKPOINT
+    if checkpoint.exists():
+        saved = torch.load(checkpoint, map_location=device, weights_only=False)
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        state = saved["state"]
+    sources = {
+        "tier1": StoredClips(tier1, "tier1", progress=tqdm),
+        "negative": StoredClips(negatives, "negative", progress=tqdm),
+        "tier2": Tier2Stills(hituav),
+    }
+    phases = config.phases()
+    for phase_index in range(state["phase"], len(phases)):
+        name, steps, mixture = phases[phase_index]
+        stream = MixtureStream(
+            sources,
+            mixture,
+            config.batch_clips,
+            config.frames,
+            seed=config.seed * 100 + phase_index * 10 + state["step"],
+        )
+        loader = torch.utils.data.DataLoader(
+            stream,
+            batch_size=None,
+            num_workers=config.loader_workers,
+            persistent_workers=False,
+            prefetch_factor=4 if config.loader_workers else None,
+        )
+        batches = iter(loader)
+        bar = tqdm(
+            range(state["step"], steps),
+            desc=f"train {name}",
+            unit="step",
+            initial=state["step"],
+            total=steps,
+        )
+        window: list[dict[str, float]] = []
+        started = time.perf_counter()
+        model.train()
+        for step in bar:
+            batch = {k: v.to(device) for k, v in next(batches).items()}
+            for group in optimizer.param_groups:
+                group["lr"] = _cosine(step, steps, config.lr)
+            outputs = model(batch["x"].contiguous(memory_format=torch.channels_last))
+            loss, parts = detector_loss(outputs, batch)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+            optimizer.step()
+            window.append({"loss": float(loss.detach()), **parts})
+            if (step + 1) % 20 == 0 or step + 1 == steps:
+                mean = {k: float(np.mean([w[k] for w in window])) for k in window[0]}
+                state["history"].append(
+                    {"phase": name, "step": step + 1, "lr": optimizer.param_groups[0]["lr"], **mean}
+                )
+                bar.set_postfix(loss=f"{mean['loss']:.3f}")
+                window = []
+            state["step"] = step + 1
+            if (step + 1) % checkpoint_every == 0 or step + 1 == steps:
+                state["seconds"] += time.perf_counter() - started
+                started = time.perf_counter()
+                torch.save(
+                    {
+                        "model": model.state_dict(),
+                        "optimizer": optimizer.state_dict(),
+                        "state": state,
+                    },
+                    checkpoint,
+                )
+        state["phase"], state["step"] = phase_index + 1, 0
+        torch.save(
+            {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "state": state},
+            checkpoint,
+        )
+    torch.save({"model": model.state_dict(), "config": asdict(config.model)}, out / "model.pt")
+    metrics = {
+        "config": asdict(config),
+        "device": device,
+        "train_seconds": round(state["seconds"], 1),
+        "final": state["history"][-1] if state["history"] else None,
+        "history": state["history"],
+    }
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
+    plot_curves(state["history"], out / "curves.png")
+    return metrics
+
+
+def plot_curves(history: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if not history:
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    x = np.arange(len(history)) * 20
+    for key in ("loss", "heatmap", "size", "offset", "embedding"):
+        axes[0].plot(x, [h[key] for h in history], label=key)
+    axes[0].set_yscale("log")
+    axes[0].set_xlabel("step (both phases)")
+    axes[0].set_title("training losses (20-step means)")
+    axes[0].legend()
+    axes[1].plot(x, [h["lr"] for h in history])
+    axes[1].set_title("learning rate")
+    phase_change = next((i for i, h in enumerate(history) if h["phase"] == "phase2"), None)
+    if phase_change:
+        for ax in axes:
+            ax.axvline(phase_change * 20, color="gray", ls="--")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
