@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 TRAIN_STAMP := $(VENV)/.installed-train
 
-.PHONY: setup setup-train demo test lint format bench clean
+.PHONY: setup setup-train demo test lint format bench clean data
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,7 @@ setup-train: $(TRAIN_STAMP)
 demo: $(STAMP)
 	$(BIN)/emts demo --out-dir emts-demo
 
-test: $(STAMP)
+test: $(TRAIN_STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/python -m pytest
@@ -42,3 +42,12 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) emts-demo benchmarks/out
+
+# The default synthetic curriculum (paper sizes) with real HIT-UAV plates: about 4 GB.
+DATA ?= data
+HITUAV ?= ../shared/data/hit-uav
+data: $(STAMP)
+	for set in tier1 bench negatives fpbench; do \
+		$(BIN)/emts synth $$set --out $(DATA)/$$set --hituav $(HITUAV) || exit 1; \
+	done
+	du -sh $(DATA)/*

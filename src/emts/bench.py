@@ -13,6 +13,7 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
+from emts.detector import Detector, default_model_path
 from emts.pipeline import MotionFrontEnd
 from emts.synth.still_clip import gusty_clip
 
@@ -29,8 +30,12 @@ def _summary(values_ms: list[float]) -> dict[str, float]:
     }
 
 
-def run_bench(frames: int = 300, warmup: int = 30, threads: int = 2, seed: int = 0) -> dict:
+def run_bench(
+    frames: int = 300, warmup: int = 30, threads: int = 2, seed: int = 0, model: str | None = None
+) -> dict:
     """Time the runtime stages over ``frames`` frames after ``warmup`` frames.
+
+    Stage C (the detector, onnxruntime) is timed when ``model`` or the shipped model exists.
 
     Returns:
         ``{"threads", "frames", "stages": {name: {"median_ms", "p90_ms"}}, "total": {...}}``.
@@ -38,16 +43,24 @@ def run_bench(frames: int = 300, warmup: int = 30, threads: int = 2, seed: int =
     set_threads(threads)
     clip = gusty_clip(frames + warmup, seed=seed)
     front = MotionFrontEnd()
+    detector = None
+    if model is not None or default_model_path().is_file():
+        detector = Detector(model, threads=threads)
     per_stage: dict[str, list[float]] = {}
     totals: list[float] = []
     for index, frame in enumerate(tqdm(clip.frames, desc="bench", unit="frame", disable=None)):
         start = time.perf_counter()
         result = front.step(frame)
+        stages = dict(result.ms)
+        if detector is not None:
+            before_c = time.perf_counter()
+            detector(result.channels)
+            stages["C"] = (time.perf_counter() - before_c) * 1e3
         elapsed = (time.perf_counter() - start) * 1e3
         if index < warmup:
             continue
         totals.append(elapsed)
-        for stage, ms in result.ms.items():
+        for stage, ms in stages.items():
             per_stage.setdefault(stage, []).append(ms)
     return {
         "threads": threads,

@@ -97,7 +97,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
     if args.frames < 1 or args.threads < 1:
         raise BadInputError("--frames and --threads must be positive")
-    report = run_bench(frames=args.frames, warmup=args.warmup, threads=args.threads)
+    report = run_bench(
+        frames=args.frames, warmup=args.warmup, threads=args.threads, model=args.model
+    )
     print(format_table(report))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
@@ -188,6 +190,201 @@ def _add_synth(sub) -> None:
     p.set_defaults(run=_cmd_synth_export)
 
 
+def _require_train_extra() -> None:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise BadInputError(
+            "this command needs the training extra: pip install 'emts[train]'"
+        ) from None
+
+
+def _cmd_train_detector(args: argparse.Namespace) -> int:
+    _require_train_extra()
+    from emts.train.loop import TrainConfig, train_detector
+
+    for folder in (args.tier1, args.negatives):
+        if not (Path(folder) / "manifest.json").is_file():
+            raise BadInputError(f"{folder}: not a clip set; generate it with emts synth")
+    config = TrainConfig(
+        seed=args.seed,
+        threads=args.threads,
+        phase1_epochs=args.phase1_epochs,
+        phase2_epochs=args.phase2_epochs,
+    )
+    metrics = train_detector(
+        args.out, args.tier1, args.negatives, args.hituav, config, device=args.device
+    )
+    print(
+        f"trained in {metrics['train_seconds']} s -> {args.out}/model.pt, metrics.json, curves.png"
+    )
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    _require_train_extra()
+    from emts.train.export import export_onnx, load_trained
+
+    if not Path(args.model).is_file():
+        raise BadInputError(f"{args.model}: no such model")
+    print(export_onnx(load_trained(args.model), args.out))
+    return 0
+
+
+def _cmd_detect(args: argparse.Namespace) -> int:
+    from emts.detector import Detector
+    from emts.geometry import Frame
+    from emts.pipeline import MotionFrontEnd
+
+    detector = Detector(args.model, threads=args.threads, threshold=args.threshold)
+    front = MotionFrontEnd()
+    with open_source(args.source) as frames_in, JsonlWriter(args.jsonl) as records:
+        bar = tqdm(frames_in, total=frames_in.length, desc="detect", unit="frame", disable=None)
+        for index, frame in enumerate(bar):
+            try:
+                result = front.step(frame)
+            except BadInputError as error:
+                raise BadInputError(f"frame {index}: {error}") from None
+            detections = detector(result.channels)
+            boxes = result.geometry.boxes(
+                np.array([d.box for d in detections]).reshape(-1, 4), Frame.NETWORK, Frame.INPUT
+            )
+            records.write(
+                {
+                    "frame": index,
+                    "detections": [
+                        {"box": [round(float(v), 2) for v in box], "score": round(d.score, 4)}
+                        for box, d in zip(boxes, detections, strict=True)
+                    ],
+                }
+            )
+    return 0
+
+
+def _cmd_eval_detect(args: argparse.Namespace) -> int:
+    _require_train_extra()
+    from emts.detector import Detector
+    from emts.eval.detect import (
+        ClassicalDetector,
+        evaluate_bench,
+        network_detector,
+        summarize,
+        write_report,
+    )
+
+    detects = {"EMTS-Det": network_detector(Detector(args.model)), "classical": ClassicalDetector()}
+    curves = {
+        name: summarize(evaluate_bench(fn, args.bench, args.clips)) for name, fn in detects.items()
+    }
+    command = " ".join(["emts", *sys.argv[1:]]) if sys.argv else "emts eval detect"
+    write_report(
+        Path(args.out),
+        "Detector on the held-out synthetic bench",
+        {"held-out bench": curves},
+        command,
+    )
+    for name, summary in curves.items():
+        print(f"{name}: AP@0.25 {summary['AP@0.25']:.3f}  AP@0.5 {summary['AP@0.5']:.3f}")
+    print(f"report: {args.out}/report.md")
+    return 0
+
+
+def _cmd_eval_hituav(args: argparse.Namespace) -> int:
+    _require_train_extra()
+    from emts.detector import Detector
+    from emts.eval.detect import (
+        ClassicalDetector,
+        evaluate_hituav,
+        network_detector,
+        summarize,
+        write_report,
+    )
+
+    sections = {}
+    for variant, title in (
+        ("persons", "only persons move"),
+        ("vehicles", "persons and vehicles move"),
+    ):
+        detects = {
+            "EMTS-Det": network_detector(Detector(args.model)),
+            "classical": ClassicalDetector(),
+        }
+        results = evaluate_hituav(detects, args.hituav, args.split, variant)
+        sections[f"HIT-UAV {args.split}, {title}"] = {k: summarize(v) for k, v in results.items()}
+    command = " ".join(["emts", *sys.argv[1:]])
+    write_report(
+        Path(args.out), f"Detector on real HIT-UAV {args.split} pseudo-clips", sections, command
+    )
+    for section, curves in sections.items():
+        for name, summary in curves.items():
+            ap = f"AP@0.25 {summary['AP@0.25']:.3f}  AP@0.5 {summary['AP@0.5']:.3f}"
+            print(f"{section}: {name}: {ap}")
+    print(f"report: {args.out}/report.md")
+    return 0
+
+
+def _add_training(sub) -> None:
+    train = sub.add_parser("train", help="train models (needs emts[train])")
+    train_sub = train.add_subparsers(dest="train_command", required=True, metavar="MODEL")
+    p = train_sub.add_parser(
+        "detector",
+        help="train the Stage C detector",
+        description="Phase 1 on Tier-2 pseudo-video from HIT-UAV stills, phase 2 on the Tier-1 / "
+        "hard-negative / Tier-2 mixture (paper section 4.4). Resumes from OUT/checkpoint.pt.",
+    )
+    p.add_argument("--out", required=True, help="run folder (e.g. runs/detector)")
+    p.add_argument("--tier1", default="data/tier1", help="Tier-1 set (default: %(default)s)")
+    p.add_argument(
+        "--negatives", default="data/negatives", help="negatives set (default: %(default)s)"
+    )
+    p.add_argument("--hituav", default="../shared/data/hit-uav", help="HIT-UAV folder for Tier 2")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--phase1-epochs", type=int, default=4)
+    p.add_argument("--phase2-epochs", type=int, default=14)
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.set_defaults(run=_cmd_train_detector)
+
+    p = sub.add_parser("export", help="export a trained detector to ONNX (needs emts[train])")
+    p.add_argument("model", help="model.pt of a training run")
+    p.add_argument("--out", default="detector.onnx", help="ONNX file (default: %(default)s)")
+    p.set_defaults(run=_cmd_export)
+
+    p = sub.add_parser(
+        "detect",
+        help="run Stages A-C and write detections as JSON lines",
+        description="One JSON object per frame: {frame, detections: [{box: [x, y, w, h], score}]} "
+        "in the input's pixels. SOURCE as for emts channels.",
+    )
+    p.add_argument("source", metavar="SOURCE")
+    p.add_argument("--jsonl", required=True, help="output JSON lines ('-' for stdout)")
+    p.add_argument(
+        "--threshold", type=float, default=0.3, help="score threshold (default: %(default)s)"
+    )
+    p.add_argument("--model", help="ONNX detector (default: the shipped model)")
+    p.add_argument("--threads", type=int, default=2)
+    p.set_defaults(run=_cmd_detect)
+
+    evaluate = sub.add_parser("eval", help="evaluation protocols (needs emts[train])")
+    eval_sub = evaluate.add_subparsers(dest="eval_command", required=True, metavar="PROTOCOL")
+    p = eval_sub.add_parser("detect", help="AP, PR curve, recall by height on the held-out bench")
+    p.add_argument(
+        "--bench", default="data/bench", help="held-out bench set (default: %(default)s)"
+    )
+    p.add_argument("--model", help="ONNX detector (default: the shipped model)")
+    p.add_argument("--clips", type=int, help="evaluate only the first N clips")
+    p.add_argument("--out", default="reports/detect", help="report folder (default: %(default)s)")
+    p.set_defaults(run=_cmd_eval_detect)
+    p = eval_sub.add_parser(
+        "hituav", help="real HIT-UAV stills as 4-frame pseudo-clips (section 6.5)"
+    )
+    p.add_argument("--hituav", default="../shared/data/hit-uav", help="HIT-UAV folder")
+    p.add_argument("--split", default="val", choices=["val"], help="split (default: %(default)s)")
+    p.add_argument("--model", help="ONNX detector (default: the shipped model)")
+    p.add_argument("--out", default="reports/hituav", help="report folder (default: %(default)s)")
+    p.set_defaults(run=_cmd_eval_hituav)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="emts",
@@ -232,6 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--warmup", type=int, default=30, help="untimed frames first (default: %(default)s)"
     )
+    p.add_argument("--model", help="ONNX detector timed as stage C (default: the shipped one)")
     p.set_defaults(run=_cmd_bench)
 
     p = sub.add_parser(
@@ -247,6 +445,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_cmd_demo)
 
     _add_synth(sub)
+    _add_training(sub)
     return parser
 
 

@@ -39,6 +39,7 @@ def pseudo_clip(
     rng: np.random.Generator,
     frames: int = TIER2_FRAMES,
     vehicle_boxes: list[list[float]] | None = None,
+    zoom: bool = True,
 ) -> PseudoClip:
     """Make one pseudo-video clip from a gray uint8 still and its person boxes.
 
@@ -49,6 +50,8 @@ def pseudo_clip(
         frames: clip length.
         vehicle_boxes: vehicles to cut out and move rigidly as *unlabeled* movers (hard
             negatives); None or empty leaves them parked in the plate.
+        zoom: allow the zoom re-crop and a slight zoom-in; False keeps the still's own scale
+            (the evaluation protocol of §6.5).
     """
     global _noise_bank
     if _noise_bank is None:
@@ -57,11 +60,11 @@ def pseudo_clip(
     walkers = cut_out_movers(image, person_boxes, rng, speed=(0.2, 1.5))
     vehicles = cut_out_movers(image, vehicle_boxes, rng, speed=(0.5, 4.0), articulated=False)
     background = remove_persons(image, list(person_boxes) + list(vehicle_boxes)).astype(np.float32)
-    zoom = float(rng.uniform(1.0, 1.25))
+    scale = float(rng.uniform(1.0, 1.25)) if zoom else 1.0
     path = CameraPath(
-        (image.shape[1], image.shape[0]), FRAME_SIZE, CameraMotionConfig(), rng, zoom=zoom
+        (image.shape[1], image.shape[0]), FRAME_SIZE, CameraMotionConfig(), rng, zoom=scale
     )
-    if walkers and rng.random() < ZOOM_PROBABILITY:
+    if zoom and walkers and rng.random() < ZOOM_PROBABILITY:
         chosen = walkers[int(rng.integers(len(walkers)))]
         target = log_uniform(rng, *ZOOM_TARGET_HEIGHT)
         path.zoom = float(np.clip(target / max(chosen.box_size[1], 1.0), 0.5, 8.0))

@@ -41,8 +41,9 @@ def export_onnx(model: MicroDetector, out: str | Path, opset: int = 17) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     channels = model.config.in_channels
     dummy = torch.zeros(1, channels, 192, 256)
+    wrapper = _Deployable(model).eval()
     torch.onnx.export(
-        _Deployable(model.eval()),
+        wrapper,
         dummy,
         str(out),
         input_names=["channels"],
@@ -51,4 +52,5 @@ def export_onnx(model: MicroDetector, out: str | Path, opset: int = 17) -> Path:
         opset_version=opset,
         dynamo=False,
     )
+    model.eval()  # the exporter restores the wrapper's mode onto the model: keep it in eval
     return out

@@ -1,0 +1,1 @@
+"""Evaluation protocols and reports (needs the ``train`` extra for pycocotools/matplotlib)."""
