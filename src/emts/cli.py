@@ -323,6 +323,70 @@ def _cmd_eval_hituav(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_track(args: argparse.Namespace) -> int:
+    from emts.detector import Detector
+    from emts.pipeline import Pipeline
+    from emts.track import LockRequest, run_track
+    from emts.verifier import Verifier
+    from emts.verifier import default_model_path as default_verifier
+
+    lock = LockRequest.parse(args.lock)
+    verifier = None
+    if not args.no_verifier and (args.verifier or default_verifier().is_file()):
+        verifier = Verifier(args.verifier)
+    pipeline = Pipeline(
+        Detector(args.model, threads=args.threads, threshold=args.threshold),
+        verifier,
+        auto_lock=lock.auto,
+        threads=args.threads,
+    )
+    summary = run_track(args.source, lock, args.out, args.jsonl, pipeline, args.timeline)
+    print(summary.text(), file=sys.stderr)
+    return 0
+
+
+def _cmd_train_verifier(args: argparse.Namespace) -> int:
+    _require_train_extra()
+    from emts.train.verifier import run
+
+    metrics = run(args.out, args.train, args.heldout, args.detector, epochs=args.epochs)
+    print(
+        f"verifier: {metrics['parameters']} parameters, held-out ROC AUC "
+        f"{metrics['heldout_roc_auc']:.3f} on {metrics['heldout_windows']} windows -> {args.out}"
+    )
+    return 0
+
+
+def _add_tracking(sub) -> None:
+    p = sub.add_parser(
+        "track",
+        help="follow one person: Stages A-E, JSON lines, annotated video",
+        description="Track one person through SOURCE (video file, image folder, quoted glob, "
+        "or camera index). Writes one JSON object per frame: {frame, mode, target: {box, score, "
+        "p_human} or null, ms: {A..E}}, boxes in the input's pixels.",
+    )
+    p.add_argument("source", metavar="SOURCE")
+    p.add_argument(
+        "--lock",
+        default="auto",
+        help="'auto' (lock on its own, section 6.7) or X,Y[@FRAME]: operator tap at input "
+        "pixel X,Y on frame FRAME (default 0)",
+    )
+    p.add_argument("--out", help="annotated video (e.g. annotated.mp4)")
+    p.add_argument(
+        "--jsonl", default="track.jsonl", help="JSON lines ('-' for stdout; default: %(default)s)"
+    )
+    p.add_argument("--timeline", help="also write the mode timeline PNG here")
+    p.add_argument(
+        "--threshold", type=float, default=0.3, help="detection score tau_s (default: %(default)s)"
+    )
+    p.add_argument("--model", help="ONNX detector (default: the shipped model)")
+    p.add_argument("--verifier", help="ONNX verifier (default: the shipped model)")
+    p.add_argument("--no-verifier", action="store_true", help="run without Stage E")
+    p.add_argument("--threads", type=int, default=2)
+    p.set_defaults(run=_cmd_track)
+
+
 def _add_training(sub) -> None:
     train = sub.add_parser("train", help="train models (needs emts[train])")
     train_sub = train.add_subparsers(dest="train_command", required=True, metavar="MODEL")
@@ -344,6 +408,19 @@ def _add_training(sub) -> None:
     p.add_argument("--phase2-epochs", type=int, default=14)
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.set_defaults(run=_cmd_train_detector)
+    p = train_sub.add_parser(
+        "verifier",
+        help="train the Stage E verifier",
+        description="Descriptor windows from ground-truth tracks, distractors, ground-fixed "
+        "boxes and detector-proposed tracks; trains on the training sets, reports ROC AUC on the "
+        "held-out sets (disjoint plates), exports OUT/verifier.onnx.",
+    )
+    p.add_argument("--out", required=True, help="run folder (e.g. runs/verifier)")
+    p.add_argument("--train", nargs="+", default=["data/tier1", "data/negatives"])
+    p.add_argument("--heldout", nargs="+", default=["data/bench", "data/fpbench"])
+    p.add_argument("--detector", help="ONNX detector proposing tracks (default: the shipped one)")
+    p.add_argument("--epochs", type=int, default=30)
+    p.set_defaults(run=_cmd_train_verifier)
 
     p = sub.add_parser("export", help="export a trained detector to ONNX (needs emts[train])")
     p.add_argument("model", help="model.pt of a training run")
@@ -444,6 +521,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
     p.set_defaults(run=_cmd_demo)
 
+    _add_tracking(sub)
     _add_synth(sub)
     _add_training(sub)
     return parser

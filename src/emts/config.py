@@ -51,3 +51,37 @@ class ChannelConfig:
 
     ego_compensation: bool = True  # False -> identity warp (the "w/o ego compensation" ablation)
     residual_blur: int = 5  # §3.3: G_5x5 Gaussian on |I_t - warped|
+
+
+@dataclass(frozen=True)
+class TrackerConfig:
+    """Stage D, §3.5 (eqs. 6-7)."""
+
+    process_noise: float = 1.0  # §3.5: q; Q = diag(q, q, 4q, 4q, q/4, q/4)
+    measurement_noise: tuple[float, float, float, float] = (4.0, 4.0, 9.0, 9.0)  # §3.5: R, px^2
+    gate_mahalanobis: float = 9.21  # §3.5: chi^2 0.99, 2 DoF
+    embedding_threshold: float = 0.5  # §3.5: tau_0 of the scale-aware gate (eq. 7)
+    embedding_floor: float = 0.2  # eq. 7: lower bound of tau_e for a grown target
+    scale_gate_ratio: float = 1.5  # eq. 7: tau_e relaxes once h > 1.5 h_lock
+    association_embedding_weight: float = 4.0  # §3.5: choose min(gamma^2 - 4 s)
+    slow_template_keep: float = 0.98  # §3.5: m <- norm(0.98 m + 0.02 e) on every accept
+    fast_template_keep: float = 0.95  # §3.5: faster update on verifier-approved frames only
+    lock_height_keep: float = 0.995  # §3.5: h_lock follows a slow EMA (minutes, not frames)
+    reacquire_after_misses: int = 8  # §3.5: consecutive gate failures before reacquisition
+    relock_similarity: float = 0.65  # §3.5: frozen-template similarity that re-locks
+    relock_gate: float = 16.0  # §3.5: spatial re-lock gate gamma^2 ...
+    relock_frames: int = 3  # ... held for 3 consecutive frames
+
+
+@dataclass(frozen=True)
+class VerifierConfig:
+    """Stage E, §3.6."""
+
+    roi_size: tuple[int, int] = (24, 48)  # §3.6: (w, h) the track ROI is resampled to
+    grid: tuple[int, int] = (2, 4)  # §3.6: (columns, rows) head to legs
+    orientation_bins: int = 4  # §3.6: magnitude-weighted orientation histogram per cell
+    window: int = 16  # §3.6: frames per descriptor window (~one gait cycle)
+    every: int = 8  # §3.7: classify every 8th frame per track
+    roi_margin: float = 0.15  # ROI = box grown by this fraction on each side
+    threshold: float = 0.5  # P(human) below this is a veto
+    autolock_threshold: float = 0.35  # §6.7: auto-lock accepted at P(human) >= 0.35

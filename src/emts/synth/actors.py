@@ -121,7 +121,7 @@ PAUSE_RAMP_FRAMES = 6  # frames to slow down into (and speed up out of) a pause
 
 # --- Scale drift, clothing, sun ---------------------------------------------------------------
 MAX_SCALE_RATE = 0.025  # per-frame height drift, §4.1 "up to +-2.5 %"
-CONTRAST_SPREAD = 1.5  # std of an actor's base contrast (local plate std units)
+CONTRAST_RANGE = (0.3, 4.0)  # |base contrast| of an actor, uniform (local plate std units)
 PART_CONTRAST_SPREAD = 0.7  # std of a part's deviation from the base contrast
 SUN_ELEVATION_RANGE_RAD = (math.radians(15.0), math.radians(90.0))
 MIN_SUN_ELEVATION_RAD = math.radians(10.0)  # shadows are at most cot(10 deg) = 5.7 x height
@@ -712,7 +712,7 @@ class Quadruped(Actor):
         size = float(rng.random())  # 0 = dog, 1 = cow
         withers = ANIMAL_WITHERS_RANGE[0] + size * np.diff(ANIMAL_WITHERS_RANGE)[0]
         stride_hz = ANIMAL_STRIDE_HZ[0] + size * (ANIMAL_STRIDE_HZ[1] - ANIMAL_STRIDE_HZ[0])
-        coat = float(rng.normal(0.0, CONTRAST_SPREAD))
+        coat = float(rng.choice([-1.0, 1.0]) * rng.uniform(*CONTRAST_RANGE))
         params = dict(
             identity=identity,
             ground_position=position,
@@ -1015,12 +1015,14 @@ def sample_schedule(
 
 
 def _sample_contrast(rng: np.random.Generator, parts: tuple[str, ...]) -> dict[str, float]:
-    """Clothing: a base contrast ~ N(0, 1.5) shared by the parts, plus a deviation per part.
+    """Clothing: a base contrast shared by the parts, plus a deviation per part.
 
-    The sign is random, so some actors are darker and some brighter than their surroundings,
-    and about half of them are nearly invisible (|contrast| < 1) over much of the body.
+    The base magnitude is uniform on :data:`CONTRAST_RANGE` with a random sign, so some actors
+    are darker and some brighter than their surroundings, and about a fifth are nearly
+    invisible (|contrast| < 1) over much of the body -- people in drab clothing on matching
+    ground -- while most stand out as people usually do.
     """
-    base = float(rng.normal(0.0, CONTRAST_SPREAD))
+    base = float(rng.choice([-1.0, 1.0]) * rng.uniform(*CONTRAST_RANGE))
     return {part: base + float(rng.normal(0.0, PART_CONTRAST_SPREAD)) for part in parts}
 
 

@@ -1,0 +1,316 @@
+"""Stage E training (§3.6, §4.4): descriptor windows from synthetic clips, a 1-D CNN, ROC.
+
+Windows of 16 descriptors (frames 2-17 of each 18-frame clip) are built from
+* ground-truth person tracks (positives) and animal / vehicle tracks (negatives);
+* ground-fixed boxes on person-free clips (negatives: vegetation, shimmer, cloud shadows,
+  flicker, parallax and registration noise at a place where nothing walks);
+* the same boxes jittered frame to frame, and *detector-proposed* tracks (the detector's boxes
+  linked frame to frame), labeled by their overlap with ground-truth persons -- the sloppy,
+  jittering boxes the verifier receives at run time.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm import tqdm
+
+from emts.config import VerifierConfig
+from emts.detector import Detector
+from emts.geometry import Frame, FrameGeometry
+from emts.synth.store import ClipSet
+from emts.verifier import DESCRIPTOR_SIZE, describe, roi_pair
+
+GEOMETRY = FrameGeometry((640, 512))
+WINDOW_FRAMES = range(2, 18)
+JITTER = 0.1  # per-frame box jitter, fraction of the box size
+
+
+class VerifierNet(nn.Module):
+    """Two Conv1d, global average pooling, two linear layers (~8.1k parameters, §3.6).
+
+    Input (B, 40, 16) descriptor windows; output (B, 1) logits. A fixed per-feature
+    standardization (from the training windows) is part of the model, so it is exported too.
+    """
+
+    def __init__(self, width: int = 32, hidden: int = 32) -> None:
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(1, DESCRIPTOR_SIZE, 1))
+        self.register_buffer("std", torch.ones(1, DESCRIPTOR_SIZE, 1))
+        self.features = nn.Sequential(
+            nn.Conv1d(DESCRIPTOR_SIZE, width, 3, padding=1),
+            nn.ReLU(),
+            nn.Conv1d(width, width, 3, padding=1),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool1d(1),
+        )
+        self.head = nn.Sequential(
+            nn.Flatten(), nn.Linear(width, hidden), nn.ReLU(), nn.Linear(hidden, 1)
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features((x - self.mean) / self.std))
+
+
+@dataclass
+class Windows:
+    x: np.ndarray  # (N, 40, 16)
+    y: np.ndarray  # (N,) 1 = person
+    kind: list[str]  # where each window came from
+
+
+def _network_box(box) -> np.ndarray:
+    return GEOMETRY.boxes([box], Frame.INPUT, Frame.NETWORK)[0]
+
+
+def _window(channels: np.ndarray, boxes: list[np.ndarray], config: VerifierConfig) -> np.ndarray:
+    return np.stack(
+        [
+            describe(*roi_pair(channels[t], b, config), config)
+            for t, b in zip(WINDOW_FRAMES, boxes, strict=True)
+        ],
+        axis=1,
+    )
+
+
+def _iou(a, b) -> float:
+    x0, y0 = max(a[0], b[0]), max(a[1], b[1])
+    x1, y1 = min(a[0] + a[2], b[0] + b[2]), min(a[1] + a[3], b[1] + b[3])
+    inter = max(x1 - x0, 0) * max(y1 - y0, 0)
+    return inter / (a[2] * a[3] + b[2] * b[3] - inter + 1e-9)
+
+
+def _jittered(boxes, rng):
+    return [
+        b + np.concatenate([rng.normal(0, JITTER, 2) * b[2:], b[2:] * rng.normal(0, JITTER, 2)])
+        for b in boxes
+    ]
+
+
+def _gt_tracks(labels: dict, key: str) -> dict:
+    tracks: dict = {}
+    for t in WINDOW_FRAMES:
+        for item in labels["frames"][t][key]:
+            if key == "persons" and item["visible"] < 0.5:
+                continue
+            tracks.setdefault((item.get("kind", "person"), item["id"]), {})[t] = _network_box(
+                item["box"]
+            )
+    return {
+        k: [v[t] for t in WINDOW_FRAMES] for k, v in tracks.items() if len(v) == len(WINDOW_FRAMES)
+    }
+
+
+def _ground_fixed(labels: dict, rng) -> list[np.ndarray]:
+    """A person-sized box at a random ground spot, carried along by the true camera motion."""
+    height = float(np.exp(rng.uniform(np.log(8), np.log(50))))
+    centre = rng.uniform([40, 30], [600, 480])
+    boxes = []
+    for t in range(18):
+        m = np.array(labels["frames"][t]["camera_motion"])
+        centre = m[:, :2] @ centre + m[:, 2]
+        if t in WINDOW_FRAMES:
+            w, h = height * 0.45 / 0.375, height / 0.375  # network px -> frame px
+            boxes.append(_network_box([centre[0] - w / 2, centre[1] - h / 2, w, h]))
+    return boxes
+
+
+def _detector_tracks(channels: np.ndarray, labels: dict, detector: Detector):
+    """Detections linked frame to frame from frame 2 (nearest within 2 cells), by overlap."""
+    detections = {t: detector(channels[t]) for t in WINDOW_FRAMES}
+    first = WINDOW_FRAMES[0]
+    out = []
+    for seed in detections[first][:5]:
+        boxes = [seed.box]
+        for t in list(WINDOW_FRAMES)[1:]:
+            m = np.array(labels["frames"][t]["camera_motion"])
+            previous = boxes[-1]
+            centre = previous[:2] + previous[2:] / 2
+            # carry the centre with the camera (network px: same linear part, scaled shift)
+            centre = m[:, :2] @ centre + m[:, 2] * 0.375
+            near = [
+                d for d in detections[t] if np.hypot(*(d.box[:2] + d.box[2:] / 2 - centre)) < 16
+            ]
+            if near:
+                best = min(near, key=lambda d: np.hypot(*(d.box[:2] + d.box[2:] / 2 - centre)))
+                boxes.append(best.box)
+            else:
+                boxes.append(
+                    np.array(
+                        [centre[0] - previous[2] / 2, centre[1] - previous[3] / 2, *previous[2:]]
+                    )
+                )
+        hits = 0
+        for t, box in zip(WINDOW_FRAMES, boxes, strict=True):
+            persons = [_network_box(p["box"]) for p in labels["frames"][t]["persons"]]
+            hits += any(_iou(box, p) >= 0.3 for p in persons)
+        if hits >= 0.75 * len(boxes):
+            out.append((boxes, 1))
+        elif hits == 0:
+            out.append((boxes, 0))
+    return out
+
+
+def build_windows(
+    folders: list[str | Path],
+    detector: Detector | None,
+    seed: int = 0,
+    config: VerifierConfig | None = None,
+) -> Windows:
+    config = config or VerifierConfig()
+    rng = np.random.default_rng(seed)
+    xs, ys, kinds = [], [], []
+
+    def add(boxes, label, kind):
+        xs.append(_window(channels, boxes, config))
+        ys.append(label)
+        kinds.append(kind)
+
+    for folder in folders:
+        clip_set = ClipSet(folder)
+        for position in tqdm(
+            range(len(clip_set)), desc=f"windows {Path(folder).name}", disable=None
+        ):
+            clip = clip_set[position]
+            channels, labels = clip.channels, clip.labels
+            for boxes in _gt_tracks(labels, "persons").values():
+                add(boxes, 1, "person")
+                add(_jittered(boxes, rng), 1, "person-jittered")
+            for (kind, _), boxes in _gt_tracks(labels, "distractors").items():
+                add(boxes, 0, kind)
+                add(_jittered(boxes, rng), 0, f"{kind}-jittered")
+            if labels["kind"] == "negative":
+                for _ in range(2):
+                    add(_jittered(_ground_fixed(labels, rng), rng), 0, "ground")
+            if detector is not None:
+                for boxes, label in _detector_tracks(channels, labels, detector):
+                    add(boxes, label, "detector-person" if label else "detector-clutter")
+    return Windows(np.stack(xs).astype(np.float32), np.array(ys, np.float32), kinds)
+
+
+def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
+    """Area under the ROC curve (Mann-Whitney U with ties averaged)."""
+    order = np.argsort(scores, kind="mergesort")
+    ranks = np.empty(len(scores))
+    sorted_scores = scores[order]
+    i = 0
+    while i < len(scores):
+        j = i
+        while j + 1 < len(scores) and sorted_scores[j + 1] == sorted_scores[i]:
+            j += 1
+        ranks[order[i : j + 1]] = (i + j) / 2 + 1
+        i = j + 1
+    positives = labels == 1
+    n_pos, n_neg = positives.sum(), (~positives).sum()
+    return float((ranks[positives].sum() - n_pos * (n_pos + 1) / 2) / max(n_pos * n_neg, 1))
+
+
+def train_verifier(train: Windows, epochs: int = 30, seed: int = 0) -> VerifierNet:
+    torch.manual_seed(seed)
+    model = VerifierNet()
+    x = torch.from_numpy(train.x)
+    y = torch.from_numpy(train.y)
+    model.mean.copy_(x.mean(dim=(0, 2), keepdim=True))
+    model.std.copy_(x.std(dim=(0, 2), keepdim=True).clamp(min=1e-3))
+    optimizer = torch.optim.Adam(model.parameters(), lr=2e-3)
+    positive_weight = torch.tensor((y == 0).sum() / max((y == 1).sum(), 1))
+    loss_fn = nn.BCEWithLogitsLoss(pos_weight=positive_weight)
+    generator = torch.Generator().manual_seed(seed)
+    for _ in tqdm(range(epochs), desc="train verifier", disable=None):
+        for batch in torch.randperm(len(x), generator=generator).split(256):
+            loss = loss_fn(model(x[batch]).squeeze(1), y[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return model.eval()
+
+
+def export_verifier(model: VerifierNet, out: str | Path) -> Path:
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    torch.onnx.export(
+        model.eval(),
+        torch.zeros(1, DESCRIPTOR_SIZE, 16),
+        str(out),
+        input_names=["descriptors"],
+        output_names=["logit"],
+        dynamic_axes={"descriptors": {0: "batch"}, "logit": {0: "batch"}},
+        opset_version=17,
+        dynamo=False,
+    )
+    model.eval()
+    return out
+
+
+def plot_roc(labels: np.ndarray, scores: np.ndarray, auc: float, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    thresholds = np.unique(scores)[::-1]
+    tpr = [(scores[labels == 1] >= t).mean() for t in thresholds]
+    fpr = [(scores[labels == 0] >= t).mean() for t in thresholds]
+    fig, ax = plt.subplots(figsize=(5, 5))
+    ax.plot([0, *fpr, 1], [0, *tpr, 1], label=f"verifier (AUC {auc:.3f})")
+    ax.plot([0, 1], [0, 1], "--", color="gray")
+    ax.set_xlabel("false positive rate")
+    ax.set_ylabel("true positive rate")
+    ax.set_title("Stage E on held-out plates")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def run(
+    out: str | Path,
+    train_sets: list[str],
+    heldout_sets: list[str],
+    detector_model: str | None,
+    epochs: int = 30,
+) -> dict:
+    """Build windows, train, evaluate on held-out plates, export; returns the metrics."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    detector = (
+        Detector(detector_model, threshold=0.3)
+        if detector_model or Path(str(Detector.__module__))
+        else None
+    )
+    train = build_windows(train_sets, detector, seed=0)
+    heldout = build_windows(heldout_sets, detector, seed=1)
+    model = train_verifier(train, epochs)
+    with torch.no_grad():
+        scores = torch.sigmoid(model(torch.from_numpy(heldout.x))).squeeze(1).numpy()
+    auc = roc_auc(heldout.y, scores)
+    plot_roc(heldout.y, scores, auc, out / "roc.png")
+    per_kind = {}
+    for kind in sorted(set(heldout.kind)):
+        mask = np.array([k == kind for k in heldout.kind])
+        per_kind[kind] = {
+            "windows": int(mask.sum()),
+            "mean_p_human": round(float(scores[mask].mean()), 3),
+        }
+    export_verifier(model, out / "verifier.onnx")
+    torch.save(model.state_dict(), out / "verifier.pt")
+    metrics = {
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "train_windows": int(len(train.y)),
+        "train_positive_share": round(float(train.y.mean()), 3),
+        "heldout_windows": int(len(heldout.y)),
+        "heldout_positive_share": round(float(heldout.y.mean()), 3),
+        "heldout_roc_auc": round(auc, 4),
+        "heldout_by_source": per_kind,
+        "epochs": epochs,
+        "train_sets": train_sets,
+        "heldout_sets": heldout_sets,
+        "detector_model": detector_model,
+    }
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
+    return metrics

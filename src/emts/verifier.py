@@ -1,0 +1,130 @@
+"""Stage E: does the tracked thing move like a human? (§3.6)
+
+Per frame, the track's ROI in the Stage-B pair (warped previous frame, current frame) is
+resampled to 24x48 and Farneback flow is computed between them -- flow that is already
+ego-compensated, since the first image is the warped previous frame. The ROI is cut into a
+2x4 grid (head to legs); each cell gives its mean flow magnitude and a magnitude-weighted
+4-bin orientation histogram: 40 numbers per frame. A 16-frame window of them goes to a small
+1-D CNN (onnxruntime) that returns P(human motion).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from importlib import resources
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from emts.config import VerifierConfig
+from emts.errors import BadInputError
+
+DESCRIPTOR_SIZE = 40
+DEFAULT_MODEL = "verifier.onnx"
+_FARNEBACK = dict(
+    pyr_scale=0.5, levels=2, winsize=7, iterations=3, poly_n=5, poly_sigma=1.1, flags=0
+)
+
+
+def roi_pair(
+    channels: np.ndarray, box: np.ndarray, config: VerifierConfig | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(warped previous, current) ROI crops, uint8, resampled to ``roi_size``.
+
+    Args:
+        channels: the frame's (3, 192, 256) ``[L, R, D]``; the warped previous frame is L - D.
+        box: ``[x, y, w, h]`` in NETWORK px.
+    """
+    c = config or VerifierConfig()
+    x, y, w, h = (float(v) for v in box)
+    grow_w, grow_h = w * c.roi_margin, h * c.roi_margin
+    src = np.float32(
+        [[x - grow_w, y - grow_h], [x + w + grow_w, y - grow_h], [x - grow_w, y + h + grow_h]]
+    )
+    rw, rh = c.roi_size
+    dst = np.float32([[0, 0], [rw, 0], [0, rh]])
+    affine = cv2.getAffineTransform(src - 0.5, dst - 0.5)
+    current = channels[0]
+    previous = channels[0] - channels[2]
+    crops = [
+        cv2.warpAffine(
+            image, affine, (rw, rh), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
+        )
+        for image in (previous, current)
+    ]
+    return tuple(np.clip(crop * 255.0 + 0.5, 0, 255).astype(np.uint8) for crop in crops)  # type: ignore[return-value]
+
+
+def describe(
+    previous: np.ndarray, current: np.ndarray, config: VerifierConfig | None = None
+) -> np.ndarray:
+    """The 40-D motion descriptor of one ROI pair (float32)."""
+    c = config or VerifierConfig()
+    flow = cv2.calcOpticalFlowFarneback(previous, current, None, **_FARNEBACK)
+    magnitude, angle = cv2.cartToPolar(flow[..., 0], flow[..., 1])
+    bins = (angle / (2 * np.pi) * c.orientation_bins).astype(int) % c.orientation_bins
+    columns, rows = c.grid
+    rh, rw = magnitude.shape[0] // rows, magnitude.shape[1] // columns
+    out = np.zeros((rows, columns, 1 + c.orientation_bins), np.float32)
+    for r in range(rows):
+        for k in range(columns):
+            cell = (slice(r * rh, (r + 1) * rh), slice(k * rw, (k + 1) * rw))
+            m, b = magnitude[cell].ravel(), bins[cell].ravel()
+            out[r, k, 0] = m.mean()
+            out[r, k, 1:] = np.bincount(b, weights=m, minlength=c.orientation_bins) / m.size
+    return out.reshape(-1)
+
+
+def default_model_path() -> Path:
+    return Path(str(resources.files("emts") / "models" / DEFAULT_MODEL))
+
+
+class Verifier:
+    """Keeps the last 16 descriptors of the locked track and classifies them on demand.
+
+    Args:
+        model: ONNX verifier (default: the shipped one).
+        config: Stage E parameters.
+        threads: onnxruntime intra-op threads.
+    """
+
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        config: VerifierConfig | None = None,
+        threads: int = 1,
+    ) -> None:
+        import onnxruntime as ort
+
+        self.config = config or VerifierConfig()
+        path = Path(model) if model is not None else default_model_path()
+        if not path.is_file():
+            raise BadInputError(f"verifier model {path} not found")
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self.input_name = self.session.get_inputs()[0].name
+        self.window: deque[np.ndarray] = deque(maxlen=self.config.window)
+
+    def reset(self) -> None:
+        self.window.clear()
+
+    def observe(self, channels: np.ndarray, box: np.ndarray) -> None:
+        """Add this frame's descriptor of the track's ROI (box in NETWORK px)."""
+        self.window.append(describe(*roi_pair(channels, box, self.config), self.config))
+
+    @property
+    def ready(self) -> bool:
+        return len(self.window) == self.config.window
+
+    def probability(self) -> float | None:
+        """P(human motion) of the current window, or None until 16 frames are in."""
+        if not self.ready:
+            return None
+        return float(self.classify(np.stack(self.window, axis=1)[None])[0])
+
+    def classify(self, windows: np.ndarray) -> np.ndarray:
+        """P(human) for (B, 40, 16) descriptor windows."""
+        logits = self.session.run(None, {self.input_name: windows.astype(np.float32)})[0]
+        return 1.0 / (1.0 + np.exp(-logits.reshape(-1)))

@@ -1,0 +1,100 @@
+"""Stage D: stabilized Kalman tracking, two-key gating, template hygiene, reacquisition."""
+
+import numpy as np
+
+from emts.tracker import Candidate, TargetTracker
+
+E = np.eye(8)
+SIZE = np.array([10.0, 24.0])
+
+
+def _candidate(x, y, embedding=E[0], size=SIZE, score=0.8):
+    return Candidate(np.array([x, y], float), np.asarray(size, float), score, embedding)
+
+
+def _shift(dx, dy):
+    return np.array([[1.0, 0.0, dx], [0.0, 1.0, dy]])
+
+
+def test_no_lock_means_search_mode():
+    state = TargetTracker().update(np.eye(2, 3), [_candidate(10, 10)])
+    assert state.mode == "search" and state.centre is None
+
+
+def test_a_gust_moves_the_image_not_the_stabilized_state():
+    tracker = TargetTracker()
+    tracker.lock(_candidate(300, 200))
+    for _ in range(5):  # the person walks +1 px/frame in x; the camera is still
+        x = tracker.image_box()[0][0] + 1
+        tracker.update(np.eye(2, 3), [_candidate(x, 200)])
+    velocity_before = tracker.x[2:4].copy()
+    # A 40 px gust: the person appears 40 px further right, as the camera moved.
+    centre = tracker.image_box()[0]
+    state = tracker.update(_shift(40, 0), [_candidate(centre[0] + 41, 200)])
+    assert state.mode == "locked" and state.associated == 0
+    np.testing.assert_allclose(tracker.x[2:4], velocity_before, atol=0.3)
+    # Without the stabilization the same jump would fail the Mahalanobis gate.
+    assert tracker._innovation(np.array([centre[0] + 41, 200, 10, 24])) > 9.21
+
+
+def test_embedding_gate_rejects_a_different_person_at_the_same_place():
+    tracker = TargetTracker()
+    tracker.lock(_candidate(300, 200, E[0]))
+    state = tracker.update(np.eye(2, 3), [_candidate(301, 200, E[1])])
+    assert state.associated is None and state.misses == 1
+
+
+def test_association_picks_min_gamma_minus_4s():
+    tracker = TargetTracker()
+    tracker.lock(_candidate(300, 200, E[0]))
+    similar = (E[0] + 0.6 * E[1]) / np.linalg.norm(E[0] + 0.6 * E[1])
+    state = tracker.update(
+        np.eye(2, 3), [_candidate(300.5, 200, similar), _candidate(302, 200, E[0])]
+    )
+    assert state.associated == 1  # slightly farther but the right appearance
+
+
+def test_scale_aware_gate_relaxes_for_a_grown_target():
+    tracker = TargetTracker()
+    tracker.lock(_candidate(300, 200))
+    assert tracker.embedding_gate(24.0) == 0.5
+    assert tracker.embedding_gate(24.0 * 3) == 0.25  # 1.5 * 0.5 * h_lock / h
+    assert tracker.embedding_gate(24.0 * 10) == 0.2
+
+
+def test_eight_misses_enter_reacquisition_and_frozen_template_relocks():
+    tracker = TargetTracker()
+    tracker.lock(_candidate(300, 200, E[0]))
+    for _ in range(8):
+        state = tracker.update(np.eye(2, 3), [])
+    assert state.mode == "reacquire"
+    # Far away (outside any gate) but the same appearance: re-lock by appearance.
+    state = tracker.update(np.eye(2, 3), [_candidate(500, 400, E[0])])
+    assert state.mode == "locked" and state.associated == 0
+
+
+def test_spatial_relock_needs_three_consecutive_frames_inside_the_gate():
+    tracker = TargetTracker()
+    tracker.lock(_candidate(300, 200, E[0]))
+    for _ in range(8):
+        tracker.update(np.eye(2, 3), [])
+    stranger = E[3]  # appearance changed (e.g. grown out of distribution)
+    modes = [tracker.update(np.eye(2, 3), [_candidate(301, 200, stranger)]).mode for _ in range(3)]
+    assert modes == ["reacquire", "reacquire", "locked"]
+    assert tracker.template @ stranger > 0.99  # template rebuilt from the new embedding
+
+
+def test_verifier_veto_forces_reacquisition():
+    tracker = TargetTracker()
+    tracker.lock(_candidate(300, 200))
+    state = tracker.update(np.eye(2, 3), [_candidate(300, 200)], verdict=False)
+    assert state.mode == "reacquire"
+
+
+def test_fast_template_update_only_on_verified_frames():
+    drift = (E[0] + E[1]) / np.sqrt(2)
+    slow, fast = TargetTracker(), TargetTracker()
+    for tracker, verdict in ((slow, None), (fast, True)):
+        tracker.lock(_candidate(300, 200, E[0]))
+        tracker.update(np.eye(2, 3), [_candidate(300, 200, drift)], verdict=verdict)
+    assert fast.template @ drift > slow.template @ drift > E[0] @ drift
