@@ -387,6 +387,39 @@ def _add_tracking(sub) -> None:
     p.set_defaults(run=_cmd_track)
 
 
+def _cmd_eval_tracking(args: argparse.Namespace) -> int:
+    _require_train_extra()
+    from emts.detector import Detector
+    from emts.eval import tracking
+    from emts.verifier import Verifier
+
+    out = Path(args.out)
+    command = " ".join(["emts", *sys.argv[1:]])
+    detector = Detector(args.model)
+    if args.eval_command == "reacq":
+        report = tracking.reacquisition(args.bench, detector, args.clips)
+        tracking.write(out, "reacq", report, command)
+        rate = f"{report['success']}/{report['trials']} = {report['success_rate']:.1%}"
+        errors = f"identity transfers {report['identity_transfer']}, misses {report['miss']}"
+        print(f"reacquisition: {rate}; {errors}")
+    elif args.eval_command == "fp":
+        verifier = None if args.no_verifier else Verifier(args.verifier)
+        report = tracking.false_positives(args.fpbench, detector, verifier, args.clips)
+        tracking.write(out, "fp", report, command)
+        tracking.plot_fp_sweep(report, out / "fp_sweep.png")
+        for tau, row in report["fp_per_frame"].items():
+            both = f"detector only {row['detector_only']}, with verifier {row['with_verifier']}"
+            print(f"tau_s {tau}: FP/frame {both}")
+    else:
+        report = tracking.autolock(detector, Verifier(args.verifier), windows=args.windows)
+        tracking.write(out, "autolock", report, command)
+        locks = f"{report['candidate_locks']} candidate locks, {report['verified_false_locks']}"
+        per_hour = f"verified ({report['verified_false_locks_per_hour']}/hour)"
+        print(f"auto-lock on {report['minutes']} min of person-free footage: {locks} {per_hour}")
+    print(f"report: {out}")
+    return 0
+
+
 def _add_training(sub) -> None:
     train = sub.add_parser("train", help="train models (needs emts[train])")
     train_sub = train.add_subparsers(dest="train_command", required=True, metavar="MODEL")
@@ -460,6 +493,28 @@ def _add_training(sub) -> None:
     p.add_argument("--model", help="ONNX detector (default: the shipped model)")
     p.add_argument("--out", default="reports/hituav", help="report folder (default: %(default)s)")
     p.set_defaults(run=_cmd_eval_hituav)
+    p = eval_sub.add_parser(
+        "reacq", help="forced-occlusion reacquisition on the bench (section 6.9)"
+    )
+    p.add_argument("--bench", default="data/bench")
+    p.add_argument("--clips", type=int, help="only the first N clips")
+    p.add_argument("--model", help="ONNX detector (default: the shipped model)")
+    p.add_argument("--out", default="reports/tracking")
+    p.set_defaults(run=_cmd_eval_tracking)
+    p = eval_sub.add_parser("fp", help="FP/frame on the person-free bench, with/without verifier")
+    p.add_argument("--fpbench", default="data/fpbench")
+    p.add_argument("--clips", type=int, help="only the first N clips")
+    p.add_argument("--model", help="ONNX detector (default: the shipped model)")
+    p.add_argument("--verifier", help="ONNX verifier (default: the shipped model)")
+    p.add_argument("--no-verifier", action="store_true")
+    p.add_argument("--out", default="reports/tracking")
+    p.set_defaults(run=_cmd_eval_tracking)
+    p = eval_sub.add_parser("autolock", help="verified false locks per hour on person-free footage")
+    p.add_argument("--windows", type=int, default=13, help="10-s windows (default: %(default)s)")
+    p.add_argument("--model", help="ONNX detector (default: the shipped model)")
+    p.add_argument("--verifier", help="ONNX verifier (default: the shipped model)")
+    p.add_argument("--out", default="reports/tracking")
+    p.set_defaults(run=_cmd_eval_tracking)
 
 
 def build_parser() -> argparse.ArgumentParser:

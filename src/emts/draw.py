@@ -154,3 +154,32 @@ def timeline(results: list[dict], path, title: str = "tracker mode per frame") -
         cv2.circle(image, point, 2, (180, 100, 30), -1)
         previous = point
     cv2.imwrite(str(path), image)
+
+
+def channels_figure(
+    channels: np.ndarray, heatmap: np.ndarray, detections, caption: str = ""
+) -> np.ndarray:
+    """The paper's Fig. 2 for one frame: L | R | D | heatmap | decoded detections on L.
+
+    Args:
+        channels: (3, 192, 256) ``[L, R, D]``.
+        heatmap: (24, 32) detector heatmap in [0, 1].
+        detections: decoded :class:`emts.detector.Detection` (NETWORK px).
+    """
+    panel = channel_panel(channels)
+    size = (panel.shape[1] // 3, panel.shape[0])
+    heat = cv2.applyColorMap((np.clip(heatmap, 0, 1) * 255).astype(np.uint8), cv2.COLORMAP_VIRIDIS)
+    heat = cv2.resize(heat, size, interpolation=cv2.INTER_NEAREST)
+    _label(heat, "heatmap", (8, 22))
+    decoded = cv2.cvtColor((np.clip(channels[0], 0, 1) * 255).astype(np.uint8), cv2.COLOR_GRAY2BGR)
+    decoded = cv2.resize(decoded, size, interpolation=cv2.INTER_LINEAR)
+    scale = size[0] / channels.shape[2]
+    for d in detections:
+        x, y, w, h = (d.box * scale).astype(int)
+        cv2.rectangle(decoded, (x, y), (x + w, y + h), VERIFIED_COLOUR, 2)
+        _label(decoded, f"{d.score:.2f}", (x, max(y - 4, 12)))
+    _label(decoded, "decoded", (8, 22))
+    figure = np.hstack([panel, heat, decoded])
+    if caption:
+        _label(figure, caption, (8, figure.shape[0] - 10))
+    return figure

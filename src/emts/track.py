@@ -37,8 +37,8 @@ class LockRequest:
         return cls(False, float(match[1]), float(match[2]), int(match[3] or 0))
 
 
-def record(result: FrameResult) -> dict:
-    """The JSON line of one frame."""
+def record(result: FrameResult, index: int | None = None) -> dict:
+    """The JSON line of one frame (``index``: the source's frame number, if it differs)."""
     target = None
     if result.target is not None:
         t = result.target
@@ -48,7 +48,7 @@ def record(result: FrameResult) -> dict:
             "p_human": None if t.p_human is None else round(float(t.p_human), 4),
         }
     return {
-        "frame": result.index,
+        "frame": result.index if index is None else index,
         "mode": result.mode,
         "target": target,
         "ms": {s: round(result.ms.get(s, 0.0), 3) for s in STAGES},
@@ -117,7 +117,7 @@ def run_track(
                             {"frame": index, "mode": None, "target": None, "skipped": str(error)}
                         )
                     continue
-                line = record(result)
+                line = record(result, index)
                 records.append(line)
                 summary.add(result)
                 if lines:

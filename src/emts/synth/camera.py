@@ -72,6 +72,11 @@ class CameraPath:
         offset = np.array([fx, fy]) - linear @ self.centre
         return np.array([[c, -s, offset[0]], [s, c, offset[1]], [0.0, 0.0, 1.0]])
 
+    def impulse(self, velocity: np.ndarray) -> None:
+        """Force a gust now: ``velocity`` = (dx, dy frame px/frame, d roll rad, d log zoom)."""
+        self._gust = np.asarray(velocity, float).copy()
+        self._gust_phase = 0.0
+
     def step(self) -> np.ndarray:
         """Advance one frame; return the new pose."""
         cfg, rng = self.config, self.rng

@@ -210,9 +210,56 @@ def _composite(frame, alpha_patch, values):
     frame[fs] = frame[fs] * (1 - a) + values[ps] * a
 
 
-def render_clip(spec: ClipSpec, pool: HitUavPlates | None = None) -> RenderedClip:
-    """Render one clip (frames, JPEG bytes, labels) deterministically from ``spec``."""
-    rng = spec.rng()
+@dataclass
+class Scene:
+    """Everything in front of the simulated camera, sampled once per clip."""
+
+    plate: Plate
+    path: CameraPath
+    zoom: float
+    pitch_deg: float
+    persons: list
+    distractors: list
+    sun: actor_lib.Sunlight
+    sensor: SensorModel
+    warm_persons: set = field(default_factory=set)
+    follow: object | None = None
+    clouds: CloudShadows | None = None
+    shimmer: WaterShimmer | None = None
+    parallax: ParallaxObjects | None = None
+    flicker: Flicker | None = None
+    crowd: bool = False
+    harsh: bool = False
+    gusts: dict = field(default_factory=dict)  # frame -> forced gust velocity (see CameraPath)
+
+    def describe(self) -> dict:
+        return {
+            "zoom": round(self.zoom, 4),
+            "pitch_deg": round(self.pitch_deg, 2),
+            "crowd": self.crowd,
+            "persons": len(self.persons),
+            "distractors": [d.kind for d in self.distractors],
+            "clouds": self.clouds is not None,
+            "water": self.shimmer is not None,
+            "parallax_objects": 0 if self.parallax is None else len(self.parallax.objects),
+            "flicker": self.flicker is not None,
+            "harsh_camera": self.harsh,
+            "follow": self.follow is not None,
+            "sun": {
+                "azimuth_deg": round(float(np.degrees(self.sun.azimuth_rad)), 1),
+                "elevation_deg": round(float(np.degrees(self.sun.elevation_rad)), 1),
+                "strength": round(self.sun.strength, 3),
+            },
+            "sensor": {
+                "noise_std": round(self.sensor.noise_std, 3),
+                "exposure": round(self.sensor.exposure, 3),
+                "jpeg_quality": self.sensor.jpeg_quality,
+            },
+        }
+
+
+def build_scene(spec: ClipSpec, pool: HitUavPlates | None, rng: np.random.Generator) -> Scene:
+    """Sample the plate, camera, actors and phenomena of one clip."""
     plate, zoom = _pick_plate(rng, spec, pool)
     harsh = spec.kind == "negative" and rng.random() < 0.3
     path = CameraPath(plate.size, FRAME_SIZE, _camera_config(rng, harsh), rng, zoom=zoom)
@@ -237,7 +284,6 @@ def render_clip(spec: ClipSpec, pool: HitUavPlates | None = None) -> RenderedCli
     thermal = plate.source.startswith("hituav")
     warm_persons = {a.identity for a in persons if thermal and rng.random() < 0.75}
     follow = persons[0] if persons and rng.random() < 0.5 else None
-
     clouds = (
         CloudShadows.random(rng, plate.size)
         if rng.random() < (0.3 if spec.kind == "tier1" else 0.5)
@@ -253,26 +299,53 @@ def render_clip(spec: ClipSpec, pool: HitUavPlates | None = None) -> RenderedCli
         if rng.random() < 0.5
         else None
     )
-    sensor = SensorModel.random(rng)
+    return Scene(
+        plate=plate,
+        path=path,
+        zoom=zoom,
+        pitch_deg=pitch_deg,
+        persons=persons,
+        distractors=distractors,
+        sun=sun,
+        sensor=SensorModel.random(rng),
+        warm_persons=warm_persons,
+        follow=follow,
+        clouds=clouds,
+        shimmer=shimmer,
+        parallax=parallax,
+        flicker=flicker,
+        crowd=crowd,
+        harsh=harsh,
+    )
 
+
+def render_scene(
+    scene: Scene, frames: int, rng: np.random.Generator
+) -> tuple[RenderedClip, list[dict]]:
+    """Render ``frames`` frames of a scene; returns the clip and its per-frame labels."""
     clip = RenderedClip()
     frames_labels = []
+    path, plate = scene.path, scene.plate
     previous_pose = path.pose()
-    actors = persons + distractors
-    for t in range(spec.frames):
+    actors = scene.persons + scene.distractors
+    phenomena = [p for p in (scene.clouds, scene.shimmer, scene.parallax) if p is not None]
+    for t in range(frames):
         if t > 0:
-            if follow is not None:
-                path.target = follow.ground_position.copy()
+            if scene.follow is not None:
+                path.target = scene.follow.ground_position.copy()
+            if t in scene.gusts:
+                path.impulse(scene.gusts[t])
             pose = path.step()
             for item in actors:
                 item.step()
-            for phenomenon in (clouds, shimmer, parallax):
-                if phenomenon is not None:
-                    phenomenon.step()
+            for phenomenon in phenomena:
+                phenomenon.step()
         else:
             pose = previous_pose
         motion = relative_motion(previous_pose, pose)
-        ground = plate.image if shimmer is None else shimmer.apply_to_plate(plate.image, rng)
+        ground = (
+            plate.image if scene.shimmer is None else scene.shimmer.apply_to_plate(plate.image, rng)
+        )
         frame = cv2.warpAffine(
             ground, pose[:2], FRAME_SIZE, flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT_101
         )
@@ -291,54 +364,42 @@ def render_clip(spec: ClipSpec, pool: HitUavPlates | None = None) -> RenderedCli
         for sprite in sprites:
             mean, std = _local_stats(frame, sprite.alpha)
             contrast = sprite.contrast.values
-            if sprite.kind == "person" and sprite.identity in warm_persons:
+            if sprite.kind == "person" and sprite.identity in scene.warm_persons:
                 contrast = np.abs(contrast)
             _composite(frame, sprite.alpha, mean + contrast * std)
             weights = sprite.alpha.values
             layers.append((sprite, float((weights * contrast).sum() / max(weights.sum(), 1e-6))))
         occluders = (
-            parallax.render(pose[:2], FRAME_SIZE, path.centre) if parallax is not None else []
+            scene.parallax.render(pose[:2], FRAME_SIZE, path.centre)
+            if scene.parallax is not None
+            else []
         )
         for alpha, image in occluders:
             _composite(frame, alpha, image.values)
-        if clouds is not None:
-            clouds.apply(frame, pose[:2])
-        if flicker is not None:
-            frame *= flicker.gain(rng)
-        decoded, jpeg = sensor.apply(frame, motion, rng, _noise())
+        if scene.clouds is not None:
+            scene.clouds.apply(frame, pose[:2])
+        if scene.flicker is not None:
+            frame *= scene.flicker.gain(rng)
+        decoded, jpeg = scene.sensor.apply(frame, motion, rng, _noise())
         clip.frames.append(decoded)
         clip.jpegs.append(jpeg)
         frames_labels.append(_frame_labels(t, motion, layers, [a for a, _ in occluders]))
         previous_pose = pose
+    return clip, frames_labels
+
+
+def render_clip(spec: ClipSpec, pool: HitUavPlates | None = None) -> RenderedClip:
+    """Render one clip (frames, JPEG bytes, labels) deterministically from ``spec``."""
+    rng = spec.rng()
+    scene = build_scene(spec, pool, rng)
+    clip, frames_labels = render_scene(scene, spec.frames, rng)
     clip.labels = {
         "kind": spec.kind,
         "split": spec.split,
         "seed": spec.seed,
         "clip": spec.index,
-        "plate": plate.source,
-        "scene": {
-            "zoom": round(zoom, 4),
-            "pitch_deg": round(pitch_deg, 2),
-            "crowd": crowd,
-            "persons": len(persons),
-            "distractors": [d.kind for d in distractors],
-            "clouds": clouds is not None,
-            "water": shimmer is not None,
-            "parallax_objects": 0 if parallax is None else len(parallax.objects),
-            "flicker": flicker is not None,
-            "harsh_camera": harsh,
-            "follow": follow is not None,
-            "sun": {
-                "azimuth_deg": round(float(np.degrees(sun.azimuth_rad)), 1),
-                "elevation_deg": round(float(np.degrees(sun.elevation_rad)), 1),
-                "strength": round(sun.strength, 3),
-            },
-            "sensor": {
-                "noise_std": round(sensor.noise_std, 3),
-                "exposure": round(sensor.exposure, 3),
-                "jpeg_quality": sensor.jpeg_quality,
-            },
-        },
+        "plate": scene.plate.source,
+        "scene": scene.describe(),
         "frames": frames_labels,
     }
     return clip

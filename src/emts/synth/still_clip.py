@@ -41,12 +41,12 @@ class StillClip:
     person_boxes: list[np.ndarray] = field(default_factory=list)
 
 
-def load_demo_still() -> tuple[np.ndarray, list[list[float]]]:
-    """The packaged HIT-UAV still (gray uint8) and its person boxes (CC BY 4.0, see JSON)."""
+def load_demo_still(name: str = DEMO_STILL) -> tuple[np.ndarray, list[list[float]]]:
+    """A packaged HIT-UAV still (gray uint8) and its person boxes (CC BY 4.0, see its JSON)."""
     folder = resources.files("emts") / "data"
-    data = np.frombuffer((folder / f"{DEMO_STILL}.jpg").read_bytes(), np.uint8)
+    data = np.frombuffer((folder / f"{name}.jpg").read_bytes(), np.uint8)
     image = cv2.imdecode(data, cv2.IMREAD_GRAYSCALE)
-    meta = json.loads((folder / f"{DEMO_STILL}.json").read_text())
+    meta = json.loads((folder / f"{name}.json").read_text())
     boxes = [b["bbox"] for b in meta["boxes_xywh"] if b["category"] == "Person"]
     return image, boxes
 

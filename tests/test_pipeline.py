@@ -1,0 +1,113 @@
+"""The full pipeline and `emts track`: locking, coordinates, bad frames, streaming."""
+
+import json
+
+import cv2
+import numpy as np
+import pytest
+
+from emts.detector import Detection
+from emts.errors import BadInputError
+from emts.eval.detect import ClassicalDetector
+from emts.pipeline import Pipeline
+from emts.synth.still_clip import gusty_clip
+from emts.track import LockRequest, run_track
+from emts.verifier import describe, roi_pair
+
+
+class BlobDetector:
+    """A stand-in Stage C: residual blobs with a constant embedding (no model file needed)."""
+
+    def __init__(self):
+        self.blobs = ClassicalDetector(threshold=0.02)
+
+    def __call__(self, channels):
+        boxes, scores = self.blobs(channels)
+        return [
+            Detection(b, min(float(s) * 5, 1.0), np.eye(8)[0])
+            for b, s in zip(boxes, scores, strict=True)
+        ]
+
+
+@pytest.fixture(scope="module")
+def clip():
+    return gusty_clip(40, seed=2)
+
+
+def _iou(a, b):
+    x0, y0 = max(a[0], b[0]), max(a[1], b[1])
+    x1, y1 = min(a[0] + a[2], b[0] + b[2]), min(a[1] + a[3], b[1] + b[3])
+    inter = max(x1 - x0, 0) * max(y1 - y0, 0)
+    return inter / (a[2] * a[3] + b[2] * b[3] - inter)
+
+
+@pytest.mark.parametrize("scale", [1.0, 2.0])
+def test_tap_lock_follows_the_walker_in_input_pixels(clip, scale):
+    pipeline = Pipeline(BlobDetector(), verifier=None, auto_lock=False)
+    hits = 0
+    for t, frame in enumerate(clip.frames):
+        frame = cv2.resize(frame, None, fx=scale, fy=scale) if scale != 1.0 else frame
+        truth = clip.person_boxes[t][0] * scale
+        if t == 3:
+            pipeline.lock(*(truth[:2] + truth[2:] / 2))
+        result = pipeline.step(frame)
+        if t > 3:
+            assert result.mode in ("locked", "reacquire")
+            hits += result.target is not None and _iou(result.target.box, truth) > 0.2
+    assert hits >= 0.7 * (len(clip.frames) - 4)
+
+
+def test_every_stage_is_timed(clip):
+    pipeline = Pipeline(BlobDetector(), verifier=None)
+    result = pipeline.step(clip.frames[0])
+    assert set("ABCDE") <= set(result.ms)
+
+
+def test_lock_request_parsing():
+    assert LockRequest.parse("auto").auto
+    tap = LockRequest.parse("320.5,240@12")
+    assert (tap.auto, tap.x, tap.y, tap.frame) == (False, 320.5, 240.0, 12)
+    with pytest.raises(BadInputError):
+        LockRequest.parse("middle")
+
+
+def test_track_skips_bad_frames_mid_stream_and_streams_every_line(clip, tmp_path):
+    frames = list(clip.frames[:12])
+    frames[5] = frames[5].astype(np.float32)  # wrong dtype mid-stream
+    frames[7] = np.zeros((512, 640), np.uint8)  # blank
+    frames[8] = np.full((512, 640), 255, np.uint8)  # saturated
+    frames[9] = cv2.resize(frames[9], (800, 600))  # wrong size
+    jsonl = tmp_path / "track.jsonl"
+    pipeline = Pipeline(BlobDetector(), verifier=None)
+    summary = run_track(frames, LockRequest(), str(tmp_path / "a.mp4"), str(jsonl), pipeline)
+    lines = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    assert [line["frame"] for line in lines] == list(range(12))
+    assert "skipped" in lines[5] and summary.skipped == 1 and summary.frames == 11
+    assert (tmp_path / "a.mp4").stat().st_size > 0
+
+
+def test_a_source_that_ends_early_keeps_every_line(clip, tmp_path):
+    def camera():
+        yield from clip.frames[:6]
+        raise KeyboardInterrupt  # the operator pulls the plug
+
+    jsonl = tmp_path / "track.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        run_track(
+            camera(), LockRequest(), None, str(jsonl), Pipeline(BlobDetector(), verifier=None)
+        )
+    assert len(jsonl.read_text().splitlines()) == 6
+
+
+def test_verifier_descriptor_sees_motion_only_where_things_move():
+    rng = np.random.default_rng(0)
+    texture = cv2.GaussianBlur(rng.random((192, 256)).astype(np.float32), (0, 0), 1.5)
+    channels = np.zeros((3, 192, 256), np.float32)
+    channels[0] = texture
+    channels[2] = 0.0  # warped previous == current: nothing moves
+    still = describe(*roi_pair(channels, np.array([100, 60, 12, 30])))
+    moved = np.roll(texture, 2, axis=1)
+    channels[0], channels[2] = moved, moved - texture  # previous = L - D = texture
+    moving = describe(*roi_pair(channels, np.array([100, 60, 12, 30])))
+    assert still.shape == moving.shape == (40,)
+    assert moving[::5].mean() > 10 * max(still[::5].mean(), 1e-3)
