@@ -29,6 +29,7 @@ from emts.synth.plates import HitUavPlates, Plate, procedural_plate
 TIER1_FRAMES = 18  # §4.1
 PERSON_HEIGHT_RANGE = (24.0, 220.0)  # frame px, log-uniform (§4.1: 9-83 px at 256x192)
 MAX_SCALE_RATE = 0.025  # §4.1: per-frame scale drift up to +-2.5 %
+MAX_SCALE_SWEEP = 2.0  # an actor's size stays within [1/2, 2] x its first size (long clips)
 CROWD_FRACTION = 0.10  # share of Tier-1 clips that are crowds
 CROWD_SIZE = (5, 30)
 REAL_PLATE_FRACTION = 0.65  # share of clips on real aerial plates when a pool is given
@@ -328,6 +329,7 @@ def render_scene(
     path, plate = scene.path, scene.plate
     previous_pose = path.pose()
     actors = scene.persons + scene.distractors
+    start_heights = {id(a): a.height_px for a in actors}
     phenomena = [p for p in (scene.clouds, scene.shimmer, scene.parallax) if p is not None]
     for t in range(frames):
         if t > 0:
@@ -338,6 +340,12 @@ def render_scene(
             pose = path.step()
             for item in actors:
                 item.step()
+                # Long clips: an approaching person turns back before filling the frame.
+                ratio = item.height_px / start_heights[id(item)]
+                if (ratio > MAX_SCALE_SWEEP and item.scale_rate > 0) or (
+                    ratio < 1 / MAX_SCALE_SWEEP and item.scale_rate < 0
+                ):
+                    item.scale_rate = -item.scale_rate
             for phenomenon in phenomena:
                 phenomenon.step()
         else:
