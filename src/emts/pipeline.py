@@ -23,6 +23,10 @@ log = logging.getLogger("emts")
 
 # Corners closer than this (working px) to the letterbox padding are not used by Stage A.
 _CONTENT_MARGIN = 8
+# An operator tap locks on a detection within this many working px of the tapped point; the
+# tap waits (carried along by the camera motion) up to TAP_PATIENCE frames for one to appear.
+TAP_RADIUS = 32.0
+TAP_PATIENCE = 15
 
 
 @dataclass(frozen=True)
@@ -185,7 +189,9 @@ class Pipeline:
         self.tracker = TargetTracker(tracker_config or TrackerConfig())
         self.verifier_config = verifier_config or VerifierConfig()
         self.auto_lock = auto_lock
-        self._pending_tap: tuple[float, float] | None = None
+        self._pending_tap: tuple[float, float] | None = None  # input px, as tapped
+        self._tap_working: np.ndarray | None = None  # the tap carried along, working px
+        self._tap_age = 0
         self._candidate_history: list[np.ndarray] = []  # auto-lock: recent top detections
         self._verified = False
         self._p_human: float | None = None
@@ -212,14 +218,22 @@ class Pipeline:
         if self.verifier is not None:
             self.verifier.reset()
         self._pending_tap = None
+        self._tap_working = None
         self._candidate_history = []
         self._verified = False
         self._p_human = None
         self._provisional = False
 
     def lock(self, x: float, y: float) -> None:
-        """Operator tap at input pixel (x, y): lock on the nearest detection of the next frame."""
+        """Operator tap at input pixel (x, y) on the frame last shown.
+
+        The pipeline locks on the detection nearest to the tap within ``TAP_RADIUS`` working px,
+        from the next frame on; the tapped point follows the camera motion while it waits, for
+        at most ``TAP_PATIENCE`` frames (then the tap is dropped with a warning).
+        """
         self._pending_tap = (float(x), float(y))
+        self._tap_working = None
+        self._tap_age = 0
 
     def step(self, frame: np.ndarray) -> FrameResult:
         """Run one frame through Stages A-E."""
@@ -290,14 +304,24 @@ class Pipeline:
         self._candidate_history = []
 
     def _handle_lock_requests(self, front: FrontEndResult, candidates, boxes_work) -> None:
-        if self._pending_tap is not None and candidates:
-            tap = front.geometry.points([self._pending_tap], Frame.INPUT, Frame.WORKING)[0]
-            nearest = min(
-                range(len(candidates)), key=lambda i: np.hypot(*(candidates[i].centre - tap))
-            )
-            self._drop_lock()
-            self.tracker.lock(candidates[nearest])
-            self._pending_tap = None
+        if self._pending_tap is not None:
+            if self._tap_working is None:
+                self._tap_working = front.geometry.points(
+                    [self._pending_tap], Frame.INPUT, Frame.WORKING
+                )[0]
+            else:
+                m = front.motion.matrix
+                self._tap_working = m[:, :2] @ self._tap_working + m[:, 2]
+            self._tap_age += 1
+            tap = self._tap_working
+            near = [k for k in candidates if np.hypot(*(k.centre - tap)) <= TAP_RADIUS]
+            if near:
+                self._drop_lock()
+                self.tracker.lock(min(near, key=lambda k: np.hypot(*(k.centre - tap))))
+                self._pending_tap = None
+            elif self._tap_age >= TAP_PATIENCE:
+                log.warning("frame %d: nothing detected near the tap; tap dropped", front.index)
+                self._pending_tap = None
             return
         if not self.auto_lock or self.tracker.locked:
             return
