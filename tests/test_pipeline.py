@@ -111,3 +111,13 @@ def test_verifier_descriptor_sees_motion_only_where_things_move():
     moving = describe(*roi_pair(channels, np.array([100, 60, 12, 30])))
     assert still.shape == moving.shape == (40,)
     assert moving[::5].mean() > 10 * max(still[::5].mean(), 1e-3)
+
+
+def test_demo_writes_every_output(tmp_path):
+    from emts.demo import run_demo
+
+    report = run_demo(tmp_path, frames=30)
+    for name in ("input.mp4", "annotated.mp4", "track.jsonl", "timeline.png", "channels.png"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    assert len((tmp_path / "track.jsonl").read_text().splitlines()) == 30
+    assert set("ABCDE") <= set(report["latency_ms"])

@@ -239,5 +239,47 @@ def plot_fp_sweep(report: dict, path: Path) -> None:
 
 
 def write(out: Path, name: str, report: dict, command: str) -> None:
+    """``out/NAME.json`` and a short ``out/NAME.md`` for people."""
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.json").write_text(json.dumps({"command": command, **report}, indent=1) + "\n")
+    lines = [f"# {name}", "", f"Command: `{command}`", ""]
+    if name == "reacq":
+        lines += [
+            "Forced-occlusion reacquisition (section 6.9): lock at frame 5, all detections blacked",
+            "out for 3 frames in one of three staggered windows, judged 2 frames later.",
+            "",
+            "| trials | success | identity transfers | misses | success rate |",
+            "|---|---|---|---|---|",
+            f"| {report['trials']} | {report['success']} | {report['identity_transfer']} "
+            f"| {report['miss']} | {report['success_rate']:.1%} |",
+            "",
+            "| target height (network px) | trials | success rate |",
+            "|---|---|---|",
+            *[
+                f"| {k} | {v['trials']} | {v['success_rate']:.1%} |"
+                for k, v in report["by_target_height_network_px"].items()
+            ],
+        ]
+    elif name == "fp":
+        lines += [
+            f"False positives per frame on {report['frames']} person-free held-out frames.",
+            "",
+            "| tau_s | detector only | with Stage E verifier |",
+            "|---|---|---|",
+            *[
+                f"| {tau} | {row['detector_only']} | {row['with_verifier']} |"
+                for tau, row in report["fp_per_frame"].items()
+            ],
+            "",
+            "![FP sweep](fp_sweep.png)",
+        ]
+    else:
+        footage = f"{report['minutes']} min ({report['frames']} frames)"
+        verified = f"{report['verified_false_locks']} = {report['verified_false_locks_per_hour']}"
+        lines += [
+            f"Full pipeline under auto-lock on {footage} of person-free footage rendered on",
+            "held-out plates.",
+            "",
+            f"Candidate locks: {report['candidate_locks']}; verified false locks: {verified}/h.",
+        ]
+    (out / f"{name}.md").write_text("\n".join(lines) + "\n")
