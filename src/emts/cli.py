@@ -212,8 +212,13 @@ def _cmd_train_detector(args: argparse.Namespace) -> int:
         phase1_epochs=args.phase1_epochs,
         phase2_epochs=args.phase2_epochs,
     )
+    device = args.device
+    if device == "auto":
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
     metrics = train_detector(
-        args.out, args.tier1, args.negatives, args.hituav, config, device=args.device
+        args.out, args.tier1, args.negatives, args.hituav, config, device=device
     )
     print(
         f"trained in {metrics['train_seconds']} s -> {args.out}/model.pt, metrics.json, curves.png"
@@ -439,7 +444,12 @@ def _add_training(sub) -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--phase1-epochs", type=int, default=4)
     p.add_argument("--phase2-epochs", type=int, default=14)
-    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument(
+        "--device",
+        choices=["auto", "cpu", "cuda"],
+        default="auto",
+        help="auto: a CUDA GPU when one is present, else the CPU (default: %(default)s)",
+    )
     p.set_defaults(run=_cmd_train_detector)
     p = train_sub.add_parser(
         "verifier",

@@ -25,6 +25,7 @@ from emts.detector import Detector
 from emts.eval.metrics import ImageResult, by_height, coco_ap
 from emts.geometry import Frame, FrameGeometry
 from emts.pipeline import MotionFrontEnd
+from emts.synth.plates import read_hituav
 from emts.synth.store import ClipSet
 from emts.synth.tier2 import pseudo_clip
 
@@ -32,7 +33,6 @@ GEOMETRY = FrameGeometry((640, 512))
 BENCH_FRAMES = range(4, 18)  # frames 5-18 (1-based), §6.2
 MIN_VISIBLE = 0.3  # less visible persons are ignore regions
 EVAL_THRESHOLD = 0.01  # keep low-score detections for the PR curve
-HITUAV_PERSON, HITUAV_VEHICLES = 0, (1, 2, 3)
 
 DetectFn = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]  # channels -> boxes, scores
 
@@ -94,17 +94,8 @@ def evaluate_bench(
 def hituav_clips(root: str | Path, split: str, variant: str, seed: int = 0):
     """Yield (file name, channels of the last frame, person boxes in NETWORK px)."""
     root = Path(root)
-    data = json.loads((root / f"{split}.json").read_text())
-    boxes: dict[int, dict[str, list]] = {}
-    for ann in data["annotations"]:
-        entry = boxes.setdefault(ann["image_id"], {"persons": [], "vehicles": []})
-        if ann["category_id"] == HITUAV_PERSON:
-            entry["persons"].append(ann["bbox"])
-        elif ann["category_id"] in HITUAV_VEHICLES:
-            entry["vehicles"].append(ann["bbox"])
-    for number, image in enumerate(sorted(data["images"], key=lambda i: i["file_name"])):
-        entry = boxes.get(image["id"], {"persons": [], "vehicles": []})
-        still = cv2.imread(str(root / split / image["file_name"]), cv2.IMREAD_GRAYSCALE)
+    for number, (name, entry) in enumerate(read_hituav(root, split)):
+        still = cv2.imread(str(root / split / name), cv2.IMREAD_GRAYSCALE)
         rng = np.random.default_rng([seed, number])
         vehicles = entry["vehicles"] if variant == "vehicles" else []
         clip = pseudo_clip(
@@ -114,7 +105,7 @@ def hituav_clips(root: str | Path, split: str, variant: str, seed: int = 0):
         channels = [front.step(frame).channels for frame in clip.frames][-1]
         gt = clip.person_boxes[-1]
         gt = GEOMETRY.boxes(gt, Frame.INPUT, Frame.NETWORK) if len(gt) else gt.reshape(-1, 4)
-        yield image["file_name"], channels, gt
+        yield name, channels, gt
 
 
 def evaluate_hituav(

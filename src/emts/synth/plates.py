@@ -55,6 +55,29 @@ class Plate:
         return self.image.shape[1], self.image.shape[0]
 
 
+VEHICLE_CATEGORIES = (1, 2, 3)  # HIT-UAV: Car, Bicycle, OtherVehicle
+
+
+def read_hituav(root: str | Path, split: str = "train") -> list[tuple[str, dict[str, list]]]:
+    """``[(file name, {"persons": [boxes], "vehicles": [boxes]})]`` of a HIT-UAV COCO split,
+    sorted by file name; boxes are ``[x, y, w, h]``."""
+    annotations = Path(root) / f"{split}.json"
+    if not annotations.is_file():
+        raise BadInputError(f"{annotations}: not found (expected a HIT-UAV folder)")
+    data = json.loads(annotations.read_text())
+    boxes: dict[int, dict[str, list]] = {}
+    for ann in data["annotations"]:
+        entry = boxes.setdefault(ann["image_id"], {"persons": [], "vehicles": []})
+        if ann["category_id"] == PERSON_CATEGORY:
+            entry["persons"].append(ann["bbox"])
+        elif ann["category_id"] in VEHICLE_CATEGORIES:
+            entry["vehicles"].append(ann["bbox"])
+    return [
+        (image["file_name"], boxes.get(image["id"], {"persons": [], "vehicles": []}))
+        for image in sorted(data["images"], key=lambda i: i["file_name"])
+    ]
+
+
 def hituav_split(file_name: str) -> str:
     """``"train"`` or ``"heldout"`` for a HIT-UAV file name (``D_ALT_ANGLE_x_ID.jpg``)."""
     image_id = int(Path(file_name).stem.split("_")[-1])
@@ -72,18 +95,10 @@ class HitUavPlates:
 
     def __init__(self, root: str | Path, split: str) -> None:
         self.root = Path(root)
-        annotations = self.root / "train.json"
-        if not annotations.is_file():
-            raise BadInputError(f"{annotations}: not found (expected a HIT-UAV folder)")
-        data = json.loads(annotations.read_text())
-        persons: dict[int, list[list[float]]] = {}
-        for ann in data["annotations"]:
-            if ann["category_id"] == PERSON_CATEGORY:
-                persons.setdefault(ann["image_id"], []).append(ann["bbox"])
         self.entries = [
-            (image["file_name"], persons.get(image["id"], []))
-            for image in sorted(data["images"], key=lambda i: i["file_name"])
-            if hituav_split(image["file_name"]) == split
+            (name, entry["persons"])
+            for name, entry in read_hituav(self.root, "train")
+            if hituav_split(name) == split
         ]
         if not self.entries:
             raise BadInputError(f"{self.root}: no HIT-UAV images in the {split} plate pool")

@@ -9,7 +9,6 @@ contrastive loss pairs a person with itself across the clip's frames only.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,13 +18,12 @@ import torch
 
 from emts.geometry import Frame, FrameGeometry
 from emts.pipeline import MotionFrontEnd
-from emts.synth.plates import hituav_split
+from emts.synth.plates import hituav_split, read_hituav
 from emts.synth.store import ClipSet
 from emts.synth.tier2 import pseudo_clip
 from emts.train.targets import FrameTargets, build_targets
 
 _GEOMETRY = FrameGeometry((640, 512))
-PERSON, VEHICLES = 0, (1, 2, 3)
 TIER2_VEHICLE_MOTION = 0.5  # share of Tier-2 clips whose parked vehicles drive off (negatives)
 
 
@@ -84,19 +82,7 @@ class Tier2Stills:
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
-        data = json.loads((self.root / "train.json").read_text())
-        boxes: dict[int, dict[str, list]] = {}
-        for ann in data["annotations"]:
-            entry = boxes.setdefault(ann["image_id"], {"persons": [], "vehicles": []})
-            if ann["category_id"] == PERSON:
-                entry["persons"].append(ann["bbox"])
-            elif ann["category_id"] in VEHICLES:
-                entry["vehicles"].append(ann["bbox"])
-        self.entries = [
-            (image["file_name"], boxes.get(image["id"], {"persons": [], "vehicles": []}))
-            for image in data["images"]
-            if hituav_split(image["file_name"]) == "train"
-        ]
+        self.entries = [e for e in read_hituav(self.root, "train") if hituav_split(e[0]) == "train"]
         self._cache: dict[str, np.ndarray] = {}
 
     def __len__(self) -> int:

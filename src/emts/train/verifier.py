@@ -218,7 +218,7 @@ def train_verifier(train: Windows, epochs: int = 30, seed: int = 0) -> VerifierN
     model.mean.copy_(x.mean(dim=(0, 2), keepdim=True))
     model.std.copy_(x.std(dim=(0, 2), keepdim=True).clamp(min=1e-3))
     optimizer = torch.optim.Adam(model.parameters(), lr=2e-3)
-    positive_weight = torch.tensor((y == 0).sum() / max((y == 1).sum(), 1))
+    positive_weight = (y == 0).sum().float() / max(int((y == 1).sum()), 1)
     loss_fn = nn.BCEWithLogitsLoss(pos_weight=positive_weight)
     generator = torch.Generator().manual_seed(seed)
     for _ in tqdm(range(epochs), desc="train verifier", disable=None):
