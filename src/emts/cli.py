@@ -442,8 +442,10 @@ def _add_training(sub) -> None:
     p.add_argument("--hituav", default="../shared/data/hit-uav", help="HIT-UAV folder for Tier 2")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--phase1-epochs", type=int, default=4)
-    p.add_argument("--phase2-epochs", type=int, default=14)
+    p.add_argument("--phase1-epochs", type=int, default=6, help="(default: %(default)s; paper: 4)")
+    p.add_argument(
+        "--phase2-epochs", type=int, default=100, help="(default: %(default)s; paper: 14)"
+    )
     p.add_argument(
         "--device",
         choices=["auto", "cpu", "cuda"],

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -167,7 +168,7 @@ def write_report(out: Path, title: str, sections: dict[str, dict[str, dict]], co
     lines = [f"# {title}", "", f"Command: `{command}`", ""]
     data = {}
     for section, curves in sections.items():
-        slug = section.lower().replace(" ", "_").replace("/", "_")
+        slug = re.sub(r"[^a-z0-9]+", "_", section.lower()).strip("_")
         plot_pr(curves, out / f"pr_{slug}.png", section)
         lines += [
             f"## {section}",
