@@ -22,18 +22,9 @@ import numpy as np
 
 from emts.bench import format_table, run_bench, set_threads
 from emts.ego_motion import EgoMotionEstimator
-from emts.metrics import registration_error
+from emts.metrics import GUST_PAIRS, registration_error
 from emts.pipeline import MotionFrontEnd
 from emts.synth.still_clip import gusty_clip, load_demo_still
-
-GUST_PAIRS = {  # (angle rad, scale, tx, ty) at 640x512, as in tests/test_ego_motion.py
-    "drift": (0.0, 1.0, 6.0, -4.0),
-    "roll": (0.02, 1.0, 0.0, 0.0),
-    "zoom": (0.0, 1.015, 0.0, 0.0),
-    "gust_15px": (0.0, 1.0, 15.0, 0.0),
-    "gust_diagonal": (0.008, 1.006, -10.6, 10.6),
-    "everything": (-0.015, 0.985, 9.0, 7.0),
-}
 
 
 def _similarity(angle, scale, tx, ty):

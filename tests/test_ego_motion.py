@@ -6,18 +6,9 @@ from conftest import compose, render, similarity, snow_scene
 from emts.config import EgoMotionConfig
 from emts.ego_motion import EgoMotion, EgoMotionEstimator
 from emts.errors import BadInputError
-from emts.metrics import registration_error
+from emts.metrics import GUST_PAIRS, registration_error
 
-# (angle rad, scale, tx px, ty px) of the camera between two frames, at 640x512.
-KNOWN_MOTIONS = {
-    "still": (0.0, 1.0, 0.0, 0.0),
-    "drift": (0.0, 1.0, 6.0, -4.0),
-    "roll": (0.02, 1.0, 0.0, 0.0),
-    "zoom": (0.0, 1.015, 0.0, 0.0),
-    "gust_15px": (0.0, 1.0, 15.0, 0.0),
-    "gust_diagonal": (0.008, 1.006, -10.6, 10.6),
-    "everything": (-0.015, 0.985, 9.0, 7.0),
-}
+KNOWN_MOTIONS = {"still": (0.0, 1.0, 0.0, 0.0), **GUST_PAIRS}
 
 
 def _estimate(first: np.ndarray, second: np.ndarray, config=None) -> EgoMotion:

@@ -6,6 +6,17 @@ import numpy as np
 
 _GRID_STEPS = 8
 
+# Camera motions between two 640x512 frames, (angle rad, scale, tx px, ty px) about the frame
+# centre: Stage A's accuracy cases (unit tests and benchmarks/bench_stage_ab.py use both).
+GUST_PAIRS = {
+    "drift": (0.0, 1.0, 6.0, -4.0),
+    "roll": (0.02, 1.0, 0.0, 0.0),
+    "zoom": (0.0, 1.015, 0.0, 0.0),
+    "gust_15px": (0.0, 1.0, 15.0, 0.0),
+    "gust_diagonal": (0.008, 1.006, -10.6, 10.6),
+    "everything": (-0.015, 0.985, 9.0, 7.0),
+}
+
 
 def registration_error(estimate: np.ndarray, truth: np.ndarray, size: tuple[int, int]) -> float:
     """Mean distance (px) between where two 2x3 motions send an 8x8 grid of points.
