@@ -257,7 +257,7 @@ class Pipeline:
             Candidate(b[:2] + b[2:] / 2, b[2:], d.score, d.embedding)
             for b, d in zip(boxes_work, detections, strict=True)
         ]
-        self._handle_lock_requests(front, candidates, boxes_work)
+        self._handle_lock_requests(front, candidates)
         was_mode = self.tracker.mode
         verdict = self._verdict_for_tracker()
         state = self.tracker.update(front.motion.matrix, candidates, verdict)
@@ -303,7 +303,7 @@ class Pipeline:
         self._provisional = False
         self._candidate_history = []
 
-    def _handle_lock_requests(self, front: FrontEndResult, candidates, boxes_work) -> None:
+    def _handle_lock_requests(self, front: FrontEndResult, candidates) -> None:
         if self._pending_tap is not None:
             if self._tap_working is None:
                 self._tap_working = front.geometry.points(

@@ -112,7 +112,7 @@ def _view_region(path: CameraPath, margin: float = 0.1) -> tuple[np.ndarray, np.
     return plate_corners.min(axis=0), plate_corners.max(axis=0)
 
 
-def _make_persons(rng, spec, path, zoom, pitch, crowd) -> list:
+def _make_persons(rng, path, zoom, pitch, crowd) -> list:
     low, high = _view_region(path)
     persons = []
     if crowd:
@@ -267,7 +267,7 @@ def build_scene(spec: ClipSpec, pool: HitUavPlates | None, rng: np.random.Genera
     pitch_deg = float(np.clip((plate.pitch_deg or rng.uniform(30, 90)) + rng.normal(0, 4), 30, 90))
     pitch = np.radians(pitch_deg)
     crowd = spec.kind == "tier1" and rng.random() < CROWD_FRACTION
-    persons = _make_persons(rng, spec, path, zoom, pitch, crowd) if spec.kind == "tier1" else []
+    persons = _make_persons(rng, path, zoom, pitch, crowd) if spec.kind == "tier1" else []
     reference_height = (
         float(np.median([p.height_px for p in persons])) * zoom
         if persons
