@@ -53,13 +53,6 @@ class StoredClip:
     channels: np.ndarray  # float32 (n, 3, 192, 256) [L, R, D]
     labels: dict
 
-    @property
-    def person_boxes(self) -> list[np.ndarray]:
-        return [
-            np.array([p["box"] for p in f["persons"]], float).reshape(-1, 4)
-            for f in self.labels["frames"]
-        ]
-
 
 def compute_differences(frames: list[np.ndarray]) -> np.ndarray:
     """Stage A/B's D channel for each frame of a clip (float16, n x 192 x 256)."""
