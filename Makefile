@@ -8,14 +8,15 @@ TRAIN_STAMP := $(VENV)/.installed-train
 
 .PHONY: setup setup-train demo test lint format bench clean data
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $@
 
-# torch is pinned to 2.13.0 in the `train` extra: the CPU wheel on our machines.
-$(TRAIN_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[train,dev]'
+# The `train` extra asks for a torch range; constraints.txt pins the CPU wheel of 2.13.0
+# that lies on our machines (a bare range would pull a multi-GB CUDA build here).
+$(TRAIN_STAMP): $(STAMP) constraints.txt
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[train,dev]'
 	touch $@
 
 setup: $(STAMP)
