@@ -72,6 +72,11 @@ class CameraPath:
         offset = np.array([fx, fy]) - linear @ self.centre
         return np.array([[c, -s, offset[0]], [s, c, offset[1]], [0.0, 0.0, 1.0]])
 
+    def set_drift(self, velocity: np.ndarray) -> None:
+        """Set the smooth drift velocity now (dx, dy frame px/frame): the frame content moves
+        by it, decaying only as ``config.smoothness`` lets it (1 keeps it constant)."""
+        self._velocity[:2] = np.asarray(velocity, float)
+
     def impulse(self, velocity: np.ndarray) -> None:
         """Force a gust now: ``velocity`` = (dx, dy frame px/frame, d roll rad, d log zoom)."""
         self._gust = np.asarray(velocity, float).copy()

@@ -101,12 +101,14 @@ def cut_out_movers(
     rng: np.random.Generator,
     speed: tuple[float, float] = _WALK_SPEED,
     articulated: bool = True,
+    random_heading: bool = False,
 ) -> list[CutOut]:
     """Make movers of the ``[x, y, w, h]`` boxes of ``plate`` (which is not modified; inpaint
     the originals away with :func:`~emts.synth.plates.remove_persons`).
 
     Articulated movers (persons) swing their lower body at a gait frequency; rigid ones
-    (vehicles) only translate.
+    (vehicles) only translate. Movers head towards a point near the plate centre (so long
+    paths stay on the plate), or in a uniformly random direction with ``random_heading``.
     """
     margin = 4
     movers = []
@@ -126,6 +128,8 @@ def cut_out_movers(
         # Head towards a point near the plate centre, so the path stays on the plate.
         goal = np.array([plate.shape[1], plate.shape[0]]) * rng.uniform(0.35, 0.65, 2)
         heading = np.arctan2(goal[1] - (y + h / 2), goal[0] - (x + w / 2)) + rng.normal(0, 0.4)
+        if random_heading:
+            heading = rng.uniform(-np.pi, np.pi)
         pace = rng.uniform(*speed)
         movers.append(
             CutOut(

@@ -40,6 +40,11 @@ def pseudo_clip(
     frames: int = TIER2_FRAMES,
     vehicle_boxes: list[list[float]] | None = None,
     zoom: bool = True,
+    person_speed: tuple[float, float] = (0.2, 1.5),
+    vehicle_speed: tuple[float, float] = (0.5, 4.0),
+    random_heading: bool = False,
+    camera: CameraMotionConfig | None = None,
+    drift: float | None = None,
 ) -> PseudoClip:
     """Make one pseudo-video clip from a gray uint8 still and its person boxes.
 
@@ -52,17 +57,36 @@ def pseudo_clip(
             negatives); None or empty leaves them parked in the plate.
         zoom: allow the zoom re-crop and a slight zoom-in; False keeps the still's own scale
             (the evaluation protocol of §6.5).
+        person_speed, vehicle_speed: ranges of the movers' speeds, still px/frame.
+        random_heading: movers head in uniformly random directions (else roughly towards
+            the still's centre).
+        camera: camera motion statistics (default :class:`CameraMotionConfig`).
+        drift: if given, the camera starts drifting at a speed uniform in [0, drift] frame
+            px/frame in a random direction (the smooth random path only starts from rest).
     """
     global _noise_bank
     if _noise_bank is None:
         _noise_bank = make_noise_bank(np.random.default_rng(7))
     vehicle_boxes = vehicle_boxes or []
-    walkers = cut_out_movers(image, person_boxes, rng, speed=(0.2, 1.5))
-    vehicles = cut_out_movers(image, vehicle_boxes, rng, speed=(0.5, 4.0), articulated=False)
+    walkers = cut_out_movers(
+        image, person_boxes, rng, speed=person_speed, random_heading=random_heading
+    )
+    vehicles = cut_out_movers(
+        image,
+        vehicle_boxes,
+        rng,
+        speed=vehicle_speed,
+        articulated=False,
+        random_heading=random_heading,
+    )
     background = remove_persons(image, list(person_boxes) + list(vehicle_boxes)).astype(np.float32)
     scale = float(rng.uniform(1.0, 1.25)) if zoom else 1.0
     path = CameraPath(
-        (image.shape[1], image.shape[0]), FRAME_SIZE, CameraMotionConfig(), rng, zoom=scale
+        (image.shape[1], image.shape[0]),
+        FRAME_SIZE,
+        camera or CameraMotionConfig(),
+        rng,
+        zoom=scale,
     )
     if zoom and walkers and rng.random() < ZOOM_PROBABILITY:
         chosen = walkers[int(rng.integers(len(walkers)))]
@@ -73,6 +97,9 @@ def pseudo_clip(
         jitter = rng.uniform(-0.35, 0.35, 2) * np.array(FRAME_SIZE) / path.zoom
         path.centre = centre + jitter
     path.target = path.centre.copy()
+    if drift is not None:
+        angle = rng.uniform(-np.pi, np.pi)
+        path.set_drift(rng.uniform(0.0, drift) * np.array([np.cos(angle), np.sin(angle)]))
     sensor = SensorModel.random(rng)
     out = PseudoClip([], [], [])
     previous = path.pose()
