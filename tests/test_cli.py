@@ -1,6 +1,13 @@
 """The ``emts`` command: outputs of the channels job, and one-line errors with exit code 2."""
 
 import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -126,3 +133,285 @@ def test_bench_reports_each_stage_and_writes_json(tmp_path, capsys):
     assert set(report["stages"]) == expected
     assert report["total"]["median_ms"] > 0
     assert "total" in capsys.readouterr().out
+
+
+# --- Field hardening (issue 10): bad arguments and paths, signals, streams with bad data ---
+
+
+def _exit_code(argv) -> int:
+    """main()'s exit code, also when argparse exits by itself."""
+    try:
+        return main(argv)
+    except SystemExit as stop:
+        return stop.code
+
+
+def _expect_refusal(capsys, argv, fragment):
+    assert _exit_code(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("emts: error:") and fragment in err[0], err[0]
+
+
+@pytest.fixture(scope="module")
+def clip_video(tmp_path_factory, aerial_scene):
+    """A 320x256 video of a drifting real still, 400 frames at 25 fps."""
+    return _write_clip_video(tmp_path_factory.mktemp("video") / "in.mp4", aerial_scene, 400)
+
+
+def _write_clip_video(path, scene, count, size=(320, 256)):
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 25, size)
+    for k in range(count):
+        frame = render(scene, similarity(0, 0.5, -40 + 0.5 * k, -30 + 0.2 * k), size)
+        writer.write(cv2.cvtColor(frame, cv2.COLOR_GRAY2BGR))
+    writer.release()
+    return path
+
+
+def _frames_in(path) -> int:
+    capture = cv2.VideoCapture(str(path))
+    count = 0
+    while capture.read()[0]:
+        count += 1
+    return count
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["track", "x.mp4", "--threshold", "-1"], "--threshold"),
+        (["track", "x.mp4", "--threshold", "2"], "--threshold"),
+        (["track", "x.mp4", "--threshold", "nan"], "--threshold"),
+        (["detect", "x.mp4", "--jsonl", "d.jsonl", "--threshold", "inf"], "--threshold"),
+        (["track", "x.mp4", "--threads", "0"], "--threads"),
+        (["detect", "x.mp4", "--jsonl", "d.jsonl", "--threads", "-1"], "--threads"),
+        (["track", "x.mp4", "--threads", "1000"], "--threads"),
+        (["track", "x.mp4", "--fps", "0"], "--fps"),
+        (["channels", "x.mp4", "--fps", "-30"], "--fps"),
+        (["detect", "x.mp4", "--jsonl", "d.jsonl", "--fps", "nan"], "--fps"),
+        (["bench", "--warmup", "-1000"], "--warmup"),
+        (["bench", "--frames", "0"], "--frames"),
+        (["demo", "--frames", "0"], "--frames"),
+        (["demo", "--frames", "3"], "at least 6 frames"),
+        (["demo", "--seed", "-1"], "--seed"),
+        (["synth", "tier1", "--out", "x", "--seed", "-1"], "--seed"),
+        (["synth", "preview", "x", "--out", "s.png", "--clips", "0"], "--clips"),
+        (["track", "x.mp4", "--lock", "1..2,3"], "--lock"),
+        (["track", "x.mp4", "--lock", ".,."], "--lock"),
+        (["track", "x.mp4", "--lock", "here"], "--lock"),
+        (["trak", "x.mp4"], "invalid choice"),
+        (["track"], "SOURCE"),
+        (["track", "x.mp4", "--frobnicate"], "unrecognized"),
+        (["channels", "camera:x"], "camera:N"),
+    ],
+)
+def test_every_bad_argument_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys, argv, fragment):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x.mp4").write_bytes(b"")  # exists, so only the argument can be at fault
+    _expect_refusal(capsys, argv, fragment)
+    assert list(tmp_path.iterdir()) == [tmp_path / "x.mp4"]  # nothing written
+
+
+@pytest.mark.parametrize(
+    "outputs",
+    [
+        ["track", "{v}", "--jsonl", "{v}"],
+        ["track", "{v}", "--out", "{v}", "--jsonl", "t.jsonl"],
+        ["track", "{v}", "--out", "{link}", "--jsonl", "t.jsonl"],
+        ["track", "{v}", "--out", "same.mp4", "--jsonl", "same.mp4"],
+        ["track", "{v}", "--jsonl", "t.jsonl", "--out", "a.mp4", "--timeline", "t.jsonl"],
+        ["detect", "{v}", "--jsonl", "{hard}"],
+        ["channels", "{v}", "--jsonl", "{v}"],
+        ["channels", "{v}", "--out", "{v}", "--jsonl", "e.jsonl"],
+        ["channels", "{v}", "--out", "c.mp4", "--jsonl", "c.mp4"],
+    ],
+    ids=[
+        "track-jsonl-is-input",
+        "track-out-is-input",
+        "track-out-is-symlink-to-input",
+        "track-two-outputs",
+        "track-timeline-is-jsonl",
+        "detect-jsonl-hardlinks-input",
+        "channels-jsonl-is-input",
+        "channels-out-is-input",
+        "channels-two-outputs",
+    ],
+)
+def test_an_output_that_is_an_input_or_another_output_is_refused(
+    tmp_path, monkeypatch, capsys, clip_video, outputs
+):
+    monkeypatch.chdir(tmp_path)
+    video = tmp_path / "in.mp4"
+    video.write_bytes(clip_video.read_bytes())
+    (tmp_path / "link.mp4").symlink_to(video)
+    os.link(video, tmp_path / "hard.mp4")
+    before = video.read_bytes()
+    argv = [a.format(v="in.mp4", link="link.mp4", hard="hard.mp4") for a in outputs]
+    _expect_refusal(capsys, argv, "")
+    assert video.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hard.mp4", "in.mp4", "link.mp4"]
+
+
+def test_an_image_of_the_input_folder_is_not_an_output(tmp_path, capsys):
+    folder = _write_shifted_frames(tmp_path / "frames", np.full((900, 900), 128, np.float32), 2)
+    target = folder / "frame_001.png"
+    before = target.read_bytes()
+    argv = ["track", str(folder), "--jsonl", "-", "--timeline", str(target)]
+    _expect_refusal(capsys, argv, "is an input")
+    assert target.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["track", "{v}", "--out", "{file}/sub/a.mp4"], "not a folder"),
+        (["track", "{v}", "--out", "a.txt"], "a video must end in"),
+        (["track", "{v}", "--timeline", "t.txt"], "must be a .png"),
+        (["track", "{v}", "--timeline", "{dir}.png"], "is a folder"),
+        (["channels", "{v}", "--jsonl", "{dir}.png"], "is a folder"),
+        (["bench", "--json", "/proc/emts-nowhere/b.json"], "cannot write in /proc"),
+        (["demo", "--out-dir", "{file}"], "is a file"),
+        (["synth", "tier1", "--out", "{file}", "--clips", "1"], "is a file"),
+        (["synth", "export", "{set}", "{file}"], "is a file"),
+    ],
+)
+def test_an_output_that_cannot_be_written_is_refused_before_the_run(
+    tmp_path, monkeypatch, capsys, clip_video, argv, fragment
+):
+    if "/proc/" in " ".join(argv) and not Path("/proc/self").exists():
+        pytest.skip("no /proc")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "file").write_text("keep me")
+    (tmp_path / "dir.png").mkdir()
+    (tmp_path / "set").mkdir()
+    (tmp_path / "set" / "manifest.json").write_text("{}")
+    subs = {"v": str(clip_video), "file": "file", "dir": "dir", "set": "set"}
+    _expect_refusal(capsys, [a.format(**subs) for a in argv], fragment)
+    assert (tmp_path / "file").read_text() == "keep me"
+    assert not list(tmp_path.glob("*.jsonl")) and not list(tmp_path.glob("*.mp4"))
+
+
+@pytest.mark.parametrize("content", ["{not json", "", "[1, 2]"], ids=["broken", "empty", "list"])
+@pytest.mark.parametrize("action", ["preview", "export"])
+def test_a_corrupt_manifest_is_one_line_and_exit_2(tmp_path, capsys, content, action):
+    (tmp_path / "set").mkdir()
+    (tmp_path / "set" / "manifest.json").write_text(content)
+    out = tmp_path / ("sheet.png" if action == "preview" else "clip")
+    argv = ["synth", action, str(tmp_path / "set")]
+    argv += ["--out", str(out)] if action == "preview" else [str(out)]
+    _expect_refusal(capsys, argv, "manifest.json")
+
+
+@pytest.mark.parametrize(
+    ("flag", "model", "fragment"),
+    [
+        ("--verifier", "detector.onnx", "is not an EMTS verifier"),
+        ("--model", "verifier.onnx", "is not an EMTS detector"),
+        ("--verifier", "garbage.onnx", "verifier model"),
+        ("--model", "garbage.onnx", "detector model"),
+    ],
+)
+def test_a_model_of_the_wrong_kind_is_one_line_and_exit_2(
+    tmp_path, capsys, clip_video, flag, model, fragment
+):
+    from emts.detector import default_model_path
+
+    models = default_model_path().parent
+    (tmp_path / "garbage.onnx").write_bytes(b"\x00" * 100)
+    path = tmp_path / model if model == "garbage.onnx" else models / model
+    argv = ["track", str(clip_video), "--jsonl", str(tmp_path / "t.jsonl"), flag, str(path)]
+    _expect_refusal(capsys, argv, fragment)
+
+
+def _mixed_folder(tmp_path, aerial_scene):
+    """Eight frames: 0-4 at 640x512, frame 2 corrupt, 5-7 at 400x400."""
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    for k in range(8):
+        size = (640, 512) if k < 5 else (400, 400)
+        frame = render(aerial_scene, similarity(0, 1, -60 + 2 * k, -60), size)
+        cv2.imwrite(str(folder / f"f{k:02d}.png"), frame)
+    (folder / "f02.png").write_bytes(b"\x89PNG broken")
+    return folder
+
+
+def test_track_a_folder_with_a_corrupt_image_and_mixed_sizes(tmp_path, aerial_scene, caplog):
+    folder = _mixed_folder(tmp_path, aerial_scene)
+    out, jsonl = tmp_path / "a.mp4", tmp_path / "t.jsonl"
+    argv = ["track", str(folder), "--out", str(out), "--jsonl", str(jsonl), "--fps", "10"]
+    with caplog.at_level(logging.WARNING, logger="emts"):
+        assert main(argv) == 0
+    lines = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    assert [r["frame"] for r in lines] == list(range(8))  # numbering kept
+    assert "skipped" in lines[2] and "f02.png" in lines[2]["skipped"]
+    assert all("skipped" not in r for i, r in enumerate(lines) if i != 2)
+    capture = cv2.VideoCapture(str(out))
+    assert capture.get(cv2.CAP_PROP_FPS) == pytest.approx(10)
+    assert int(capture.get(cv2.CAP_PROP_FRAME_WIDTH)) == 640
+    assert _frames_in(out) == 7  # every tracked frame, the 400x400 ones letterboxed
+    assert sum("letterboxed" in r.getMessage() for r in caplog.records) == 1
+
+
+@pytest.mark.parametrize("command", ["channels", "detect"])
+def test_a_corrupt_image_keeps_numbering_in_channels_and_detect(tmp_path, aerial_scene, command):
+    folder = _mixed_folder(tmp_path, aerial_scene)
+    jsonl = tmp_path / "o.jsonl"
+    argv = [command, str(folder), "--jsonl", str(jsonl)]
+    argv += ["--no-video"] if command == "channels" else []
+    assert main(argv) == 0
+    lines = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    assert [r["frame"] for r in lines] == list(range(8))
+    assert lines[2] == {"frame": 2, "skipped": "unreadable image f02.png"}
+
+
+def test_a_tap_frame_that_never_comes_is_said_once_at_the_end(tmp_path, clip_video, caplog):
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    capture = cv2.VideoCapture(str(clip_video))
+    for k in range(5):
+        cv2.imwrite(str(folder / f"{k}.png"), capture.read()[1])
+    argv = ["track", str(folder), "--jsonl", str(tmp_path / "t.jsonl"), "--lock", "10,10@999"]
+    with caplog.at_level(logging.WARNING, logger="emts"):
+        assert main(argv) == 0
+    said = [r.getMessage() for r in caplog.records if "never came" in r.getMessage()]
+    assert len(said) == 1 and "999" in said[0] and "5 frames" in said[0]
+
+
+def test_a_timeline_that_cannot_be_written_after_the_run_is_an_error(
+    tmp_path, clip_video, monkeypatch, capsys
+):
+    import emts.draw
+
+    monkeypatch.setattr(emts.draw.cv2, "imwrite", lambda *a, **k: False)  # e.g. disk full
+    argv = ["track", str(clip_video), "--jsonl", str(tmp_path / "t.jsonl")]
+    _expect_refusal(capsys, [*argv, "--timeline", str(tmp_path / "t.png")], "timeline")
+    assert len((tmp_path / "t.jsonl").read_text().splitlines()) == 400  # the lines are kept
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_sigterm_and_sighup_finish_the_files_like_ctrl_c(tmp_path, clip_video, signame):
+    out, jsonl, png = tmp_path / "a.mp4", tmp_path / "t.jsonl", tmp_path / "t.png"
+    argv = ["track", str(clip_video), "--out", str(out), "--jsonl", str(jsonl)]
+    code = "import sys; from emts.cli import main; sys.exit(main(sys.argv[1:]))"
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, *argv, "--timeline", str(png)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:
+        if jsonl.is_file() and len(jsonl.read_text().splitlines()) >= 20:
+            break
+        time.sleep(0.02)
+    assert process.poll() is None, "the run ended before the signal"
+    process.send_signal(getattr(signal, signame))
+    _, err = process.communicate(timeout=60)
+    number = getattr(signal, signame)
+    assert process.returncode == 128 + number, err
+    assert err.strip().splitlines() == [
+        f"emts: interrupted ({signame}); results written so far are kept"
+    ]
+    lines = len(jsonl.read_text().splitlines())
+    assert 20 <= lines < 400
+    assert _frames_in(out) == lines  # a playable mp4 holding every frame written
+    assert png.is_file() and cv2.imread(str(png)) is not None

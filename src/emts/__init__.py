@@ -7,6 +7,14 @@ OpenCV and onnxruntime. Stages follow the paper's Fig. 1:
 * :mod:`emts.channels` -- Stage B, the ego-motion-normalized ``[L, R, D]`` channels.
 """
 
+import os
+
+# onnxruntime queues telemetry under ~/.cache/Microsoft/DeveloperTools as soon as it is
+# imported; a tool on a drone writes only what it was asked to. The variable must be set
+# before the first import of onnxruntime (disable_telemetry_events() does not stop the
+# write); a value the user set is kept.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
 from emts.channels import MotionChannels
 from emts.config import ChannelConfig, EgoMotionConfig
 from emts.ego_motion import EgoMotion, EgoMotionEstimator

@@ -1,16 +1,23 @@
 """The ``emts`` command.
 
-Every subcommand reports bad input as one line on stderr and exits with code 2; results are
-streamed (JSON lines flushed per frame), so an interrupted run keeps what it computed.
+Every subcommand reports bad input (arguments, paths, files) as one line on stderr and exits
+with code 2; results are streamed (JSON lines flushed per frame), and SIGINT, SIGTERM and SIGHUP
+all end a run the same way -- files finished, one line, exit code 128 + the signal number -- so
+an interrupted run keeps what it computed.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
+import math
 import os
+import signal
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -19,9 +26,163 @@ from tqdm import tqdm
 from emts import __version__
 from emts.config import ChannelConfig
 from emts.errors import BadInputError, EmtsError
-from emts.io import JsonlWriter, VideoWriter, open_source
+from emts.io import (
+    VIDEO_SUFFIXES,
+    JsonlWriter,
+    UnreadableFrame,
+    VideoWriter,
+    open_source,
+    signals_held,
+    source_files,
+)
 
 log = logging.getLogger("emts")
+
+# Argument limits (the README lists them).
+MAX_THREADS = (os.cpu_count() or 1) * 4  # --threads, --workers: more only thrashes
+MAX_BENCH_FRAMES = 3000  # bench holds its whole clip in memory (640x512: 0.33 MB a frame)
+MAX_BENCH_WARMUP = 1000
+MAX_DEMO_FRAMES = 3000  # demo renders its whole clip in memory first (about 1 GB at 3,000)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``emts: error: <what>; see 'emts track --help'``."""
+
+    def error(self, message: str):  # type: ignore[override]
+        print(f"emts: error: {message}; see '{self.prog} --help'", file=sys.stderr)
+        sys.exit(2)
+
+
+def _int_in(low: int, high: int | None = None, note: str = ""):
+    """argparse type: a whole number in [low, high]."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            bounds = f"at least {low}" if high is None else f"between {low} and {high}"
+            raise argparse.ArgumentTypeError(f"must be {bounds}{note}, got {value}")
+        return value
+
+    return parse
+
+
+def _float_in(low: float, high: float | None = None, low_inclusive: bool = True):
+    """argparse type: a finite number in [low, high] (or (low, high] without low)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        below = value < low if low_inclusive else value <= low
+        if not math.isfinite(value) or below or (high is not None and value > high):
+            if high is None:
+                bounds = f"a finite number {'>=' if low_inclusive else '>'} {low:g}"
+            else:
+                bounds = f"a finite number in [{low:g}, {high:g}]"
+            raise argparse.ArgumentTypeError(f"must be {bounds}, got {text!r}")
+        return value
+
+    return parse
+
+
+_THREADS = _int_in(1, MAX_THREADS, f" (4x this machine's {os.cpu_count() or 1} cores)")
+_SEED = _int_in(0)
+_POSITIVE = _int_in(1)
+_INDEX = _int_in(0)
+_PROBABILITY = _float_in(0.0, 1.0)
+_FPS = _float_in(0.0, low_inclusive=False)
+
+
+def _add_fps(p) -> None:
+    p.add_argument(
+        "--fps",
+        type=_FPS,
+        help="frame rate of an image folder or glob (default 30); a video keeps its own "
+        "unless this is given",
+    )
+
+
+def _check_writable(flag: str, path: Path, folder: bool = False) -> None:
+    """Refuse an output path that cannot be created, before any work is done."""
+    if folder:
+        if path.exists() and not path.is_dir():
+            raise BadInputError(f"{flag} {path} is a file; name a folder")
+    elif path.is_dir():
+        raise BadInputError(f"{flag} {path} is a folder; name a file in it")
+    ancestor = (path if folder else path.parent).absolute()
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise BadInputError(f"{flag} {path}: {ancestor} is not a folder; choose another path")
+    try:  # a probe, removed at once: permissions alone miss read-only and virtual file systems
+        os.rmdir(tempfile.mkdtemp(prefix=".emts-probe-", dir=ancestor))
+    except OSError as error:
+        raise BadInputError(
+            f"{flag} {path}: cannot write in {ancestor} ({error.strerror}); choose another folder"
+        ) from None
+    if not folder and path.exists() and not os.access(path, os.W_OK):
+        raise BadInputError(f"{flag} {path} is read-only; choose another file")
+
+
+def _check_outputs(source, outputs: dict[str, str | None]) -> None:
+    """Refuse outputs that would overwrite an input or another output, or cannot be written.
+
+    Args:
+        source: the command's SOURCE (its files are the inputs), or None.
+        outputs: flag -> path as given (None or '-' for "not written to a file").
+    """
+    named = {flag: Path(p) for flag, p in outputs.items() if p and p != "-"}
+    claimed: dict[Path, str] = {}
+    for flag, path in named.items():
+        resolved = path.resolve()
+        if resolved in claimed:
+            raise BadInputError(
+                f"{claimed[resolved]} and {flag} both name {path}; give each output its own file"
+            )
+        claimed[resolved] = flag
+    existing = {flag: path.stat() for flag, path in named.items() if path.is_file()}
+    if existing and source is not None:
+        inputs = {(s.st_dev, s.st_ino) for s in (f.stat() for f in source_files(source))}
+        for flag, stat in existing.items():
+            if (stat.st_dev, stat.st_ino) in inputs:
+                raise BadInputError(
+                    f"{flag} {named[flag]} is an input of this run; choose another file"
+                )
+    for flag, path in named.items():
+        _check_writable(flag, path)
+
+
+def _check_video_suffix(flag: str, path: str | None) -> None:
+    if path and Path(path).suffix.lower() not in VIDEO_SUFFIXES:
+        kinds = ", ".join(sorted(VIDEO_SUFFIXES))
+        raise BadInputError(f"{flag} {path}: a video must end in one of {kinds}")
+
+
+def _check_png(flag: str, path: str | None) -> None:
+    if path and Path(path).suffix.lower() != ".png":
+        raise BadInputError(f"{flag} {path}: must be a .png file")
+
+
+def _open_clip_set(folder: str):
+    """:class:`emts.synth.store.ClipSet`, with a broken manifest reported as bad input."""
+    from emts.synth.store import ClipSet
+
+    manifest = Path(folder) / "manifest.json"
+    try:
+        clip_set = ClipSet(folder)
+    except BadInputError:
+        raise
+    except (OSError, ValueError) as error:  # ValueError: JSON and UTF-8 decoding errors
+        raise BadInputError(
+            f"{manifest} cannot be read ({error}); regenerate the set with emts synth"
+        ) from None
+    if not isinstance(clip_set.manifest, dict):
+        raise BadInputError(f"{manifest} is not a clip-set manifest; regenerate it with emts synth")
+    return clip_set
 
 
 def _motion_record(index: int, result) -> dict:
@@ -41,8 +202,12 @@ def run_channels(
     jsonl: str | None,
     ego_compensation: bool = True,
     progress: bool = True,
+    fps: float | None = None,
 ) -> int:
     """Stages A and B over ``source``; write the channel video and the ego-motion JSONL.
+
+    An unreadable image in a folder is written as ``{"frame": i, "skipped": reason}`` (the
+    frame numbers stay the files'); a frame of the wrong dtype or shape ends the run.
 
     Returns:
         The number of frames processed.
@@ -52,7 +217,7 @@ def run_channels(
 
     front = MotionFrontEnd(channel_config=ChannelConfig(ego_compensation=ego_compensation))
     frames = 0
-    with open_source(source) as frames_in:
+    with open_source(source, fps=fps, placeholders=True) as frames_in:
         writer = VideoWriter(out, fps=frames_in.fps) if out else None
         records = JsonlWriter(jsonl) if jsonl else None
         try:
@@ -64,17 +229,22 @@ def run_channels(
                 disable=None if progress else True,
             )
             for index, frame in enumerate(bar):
+                if isinstance(frame, UnreadableFrame):
+                    log.warning("frame %d skipped: %s", index, frame.reason)
+                    if records:
+                        records.write({"frame": index, "skipped": frame.reason})
+                    continue
                 try:
                     result = front.step(frame)
                 except BadInputError as error:
                     raise BadInputError(f"frame {index}: {error}") from None
-                if records:
-                    records.write(_motion_record(index, result))
-                if writer:
-                    caption = (
-                        f"frame {index}  {result.motion.method}  tracks {result.motion.tracks}"
-                    )
-                    writer.write(channel_panel(result.channels, caption))
+                caption = f"frame {index}  {result.motion.method}  tracks {result.motion.tracks}"
+                panel = channel_panel(result.channels, caption) if writer else None
+                with signals_held():  # an interrupt lands between frames, not between files
+                    if records:
+                        records.write(_motion_record(index, result))
+                    if writer:
+                        writer.write(panel)
                 frames += 1
         finally:
             if writer:
@@ -86,7 +256,11 @@ def run_channels(
 
 def _cmd_channels(args: argparse.Namespace) -> int:
     out = None if args.no_video else args.out
-    frames = run_channels(args.source, out, args.jsonl, ego_compensation=not args.no_ego)
+    _check_video_suffix("--out", out)
+    _check_outputs(args.source, {"--out": out, "--jsonl": args.jsonl})
+    frames = run_channels(
+        args.source, out, args.jsonl, ego_compensation=not args.no_ego, fps=args.fps
+    )
     written = [p for p in (out, args.jsonl) if p and p != "-"]
     print(f"{frames} frames -> {', '.join(written) or 'nothing written'}", file=sys.stderr)
     return 0
@@ -95,8 +269,7 @@ def _cmd_channels(args: argparse.Namespace) -> int:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from emts.bench import format_table, run_bench
 
-    if args.frames < 1 or args.threads < 1:
-        raise BadInputError("--frames and --threads must be positive")
+    _check_outputs(None, {"--json": args.json})
     report = run_bench(
         frames=args.frames, warmup=args.warmup, threads=args.threads, model=args.model
     )
@@ -108,8 +281,14 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from emts.demo import run_demo
+    from emts.demo import TAP_FRAME, run_demo
 
+    if args.frames < TAP_FRAME + 1:
+        raise BadInputError(
+            f"--frames {args.frames}: the operator taps at frame {TAP_FRAME}; "
+            f"give at least {TAP_FRAME + 1} frames"
+        )
+    _check_writable("--out-dir", Path(args.out_dir), folder=True)
     run_demo(Path(args.out_dir), frames=args.frames, seed=args.seed)
     return 0
 
@@ -117,8 +296,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_synth_set(args: argparse.Namespace) -> int:
     from emts.synth.generate import generate_set
 
-    if args.clips is not None and args.clips < 1:
-        raise BadInputError("--clips must be positive")
+    _check_writable("--out", Path(args.out), folder=True)
     manifest = generate_set(
         args.set,
         args.out,
@@ -138,15 +316,22 @@ def _cmd_synth_set(args: argparse.Namespace) -> int:
 def _cmd_synth_preview(args: argparse.Namespace) -> int:
     from emts.synth.preview import contact_sheet
 
-    print(contact_sheet(args.folder, args.out, clips=args.clips, frame=args.frame))
+    if len(_open_clip_set(args.folder)) == 0:
+        raise BadInputError(f"{args.folder}: the set has no clips")
+    _check_png("--out", args.out)
+    _check_outputs(None, {"--out": args.out})
+    sheet = contact_sheet(args.folder, args.out, clips=args.clips, frame=args.frame)
+    if not sheet.is_file():
+        raise BadInputError(f"cannot write {args.out}")
+    print(sheet)
     return 0
 
 
 def _cmd_synth_export(args: argparse.Namespace) -> int:
     from emts.synth.preview import export_clip
-    from emts.synth.store import ClipSet
 
-    clip_set = ClipSet(args.folder)
+    clip_set = _open_clip_set(args.folder)
+    _check_writable("OUT", Path(args.out), folder=True)
     if args.clip not in clip_set.indices:
         raise BadInputError(f"{args.folder}: no clip {args.clip}")
     print(export_clip(args.folder, args.out, args.clip))
@@ -167,9 +352,13 @@ def _add_synth(sub) -> None:
     for name, kind in SETS.items():
         p = synth_sub.add_parser(name, help=f"{kind.description} (default {kind.default_clips})")
         p.add_argument("--out", required=True, help="output folder")
-        p.add_argument("--clips", type=int, help=f"number of clips (default {kind.default_clips})")
-        p.add_argument("--seed", type=int, default=0, help="base seed (default: %(default)s)")
-        p.add_argument("--workers", type=int, default=2, help="processes (default: %(default)s)")
+        p.add_argument(
+            "--clips", type=_POSITIVE, help=f"number of clips (default {kind.default_clips})"
+        )
+        p.add_argument("--seed", type=_SEED, default=0, help="base seed (default: %(default)s)")
+        p.add_argument(
+            "--workers", type=_THREADS, default=2, help="processes (default: %(default)s)"
+        )
         p.add_argument(
             "--hituav",
             metavar="DIR",
@@ -180,13 +369,15 @@ def _add_synth(sub) -> None:
     p = synth_sub.add_parser("preview", help="contact sheet (L, R, D with boxes) of a set")
     p.add_argument("folder", metavar="DIR")
     p.add_argument("--out", required=True, help="PNG to write")
-    p.add_argument("--clips", type=int, default=8, help="rows (default: %(default)s)")
-    p.add_argument("--frame", type=int, default=9, help="frame of each clip (default: %(default)s)")
+    p.add_argument("--clips", type=_POSITIVE, default=8, help="rows (default: %(default)s)")
+    p.add_argument(
+        "--frame", type=_INDEX, default=9, help="frame of each clip (default: %(default)s)"
+    )
     p.set_defaults(run=_cmd_synth_preview)
     p = synth_sub.add_parser("export", help="write one clip as PNG frames plus labels.json")
     p.add_argument("folder", metavar="DIR")
     p.add_argument("out", metavar="OUT")
-    p.add_argument("--clip", type=int, default=0, help="clip index (default: %(default)s)")
+    p.add_argument("--clip", type=_INDEX, default=0, help="clip index (default: %(default)s)")
     p.set_defaults(run=_cmd_synth_export)
 
 
@@ -206,6 +397,8 @@ def _cmd_train_detector(args: argparse.Namespace) -> int:
     for folder in (args.tier1, args.negatives):
         if not (Path(folder) / "manifest.json").is_file():
             raise BadInputError(f"{folder}: not a clip set; generate it with emts synth")
+        _open_clip_set(folder)
+    _check_writable("--out", Path(args.out), folder=True)
     config = TrainConfig(
         seed=args.seed,
         threads=args.threads,
@@ -241,11 +434,17 @@ def _cmd_detect(args: argparse.Namespace) -> int:
     from emts.geometry import Frame
     from emts.pipeline import MotionFrontEnd
 
+    _check_outputs(args.source, {"--jsonl": args.jsonl})
     detector = Detector(args.model, threads=args.threads, threshold=args.threshold)
     front = MotionFrontEnd()
-    with open_source(args.source) as frames_in, JsonlWriter(args.jsonl) as records:
+    frames_in = open_source(args.source, fps=args.fps, placeholders=True)
+    with frames_in, JsonlWriter(args.jsonl) as records:
         bar = tqdm(frames_in, total=frames_in.length, desc="detect", unit="frame", disable=None)
         for index, frame in enumerate(bar):
+            if isinstance(frame, UnreadableFrame):
+                log.warning("frame %d skipped: %s", index, frame.reason)
+                records.write({"frame": index, "skipped": frame.reason})
+                continue
             try:
                 result = front.step(frame)
             except BadInputError as error:
@@ -383,7 +582,17 @@ def _cmd_track(args: argparse.Namespace) -> int:
     from emts.verifier import Verifier
     from emts.verifier import default_model_path as default_verifier
 
-    lock = LockRequest.parse(args.lock)
+    try:
+        lock = LockRequest.parse(args.lock)
+    except ValueError:  # BadInputError included: one message for every malformed tap
+        raise BadInputError(
+            f"--lock {args.lock!r}: expected 'auto' or X,Y[@FRAME] with numbers, e.g. 320,240@10"
+        ) from None
+    _check_video_suffix("--out", args.out)
+    _check_png("--timeline", args.timeline)
+    _check_outputs(
+        args.source, {"--out": args.out, "--jsonl": args.jsonl, "--timeline": args.timeline}
+    )
     verifier = None
     if not args.no_verifier and (args.verifier or default_verifier().is_file()):
         verifier = Verifier(args.verifier)
@@ -393,7 +602,9 @@ def _cmd_track(args: argparse.Namespace) -> int:
         auto_lock=lock.auto,
         threads=args.threads,
     )
-    summary = run_track(args.source, lock, args.out, args.jsonl, pipeline, args.timeline)
+    summary = run_track(
+        args.source, lock, args.out, args.jsonl, pipeline, args.timeline, fps=args.fps
+    )
     print(summary.text(), file=sys.stderr)
     return 0
 
@@ -415,7 +626,7 @@ def _add_tracking(sub) -> None:
         "track",
         help="follow one person: Stages A-E, JSON lines, annotated video",
         description="Track one person through SOURCE (video file, image folder, quoted glob, "
-        "or camera index). Writes one JSON object per frame: {frame, mode, target: {box, score, "
+        "or camera:N). Writes one JSON object per frame: {frame, mode, target: {box, score, "
         "p_human} or null, ms: {A..E}}, boxes in the input's pixels.",
     )
     p.add_argument("source", metavar="SOURCE")
@@ -429,14 +640,23 @@ def _add_tracking(sub) -> None:
     p.add_argument(
         "--jsonl", default="track.jsonl", help="JSON lines ('-' for stdout; default: %(default)s)"
     )
-    p.add_argument("--timeline", help="also write the mode timeline PNG here")
+    p.add_argument("--timeline", help="also write the mode timeline PNG here (.png)")
     p.add_argument(
-        "--threshold", type=float, default=0.3, help="detection score tau_s (default: %(default)s)"
+        "--threshold",
+        type=_PROBABILITY,
+        default=0.3,
+        help="detection score tau_s in [0, 1] (default: %(default)s)",
     )
     p.add_argument("--model", help="ONNX detector (default: the shipped model)")
     p.add_argument("--verifier", help="ONNX verifier (default: the shipped model)")
     p.add_argument("--no-verifier", action="store_true", help="run without Stage E")
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument(
+        "--threads",
+        type=_THREADS,
+        default=2,
+        help=f"worker threads, 1..{MAX_THREADS} (default: %(default)s)",
+    )
+    _add_fps(p)
     p.set_defaults(run=_cmd_track)
 
 
@@ -488,11 +708,13 @@ def _add_training(sub) -> None:
         "--negatives", default="data/negatives", help="negatives set (default: %(default)s)"
     )
     p.add_argument("--hituav", default="../shared/data/hit-uav", help="HIT-UAV folder for Tier 2")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--phase1-epochs", type=int, default=6, help="(default: %(default)s; paper: 4)")
+    p.add_argument("--seed", type=_SEED, default=0)
+    p.add_argument("--threads", type=_THREADS, default=2)
     p.add_argument(
-        "--phase2-epochs", type=int, default=100, help="(default: %(default)s; paper: 14)"
+        "--phase1-epochs", type=_INDEX, default=6, help="(default: %(default)s; paper: 4)"
+    )
+    p.add_argument(
+        "--phase2-epochs", type=_INDEX, default=100, help="(default: %(default)s; paper: 14)"
     )
     p.add_argument(
         "--device",
@@ -512,7 +734,7 @@ def _add_training(sub) -> None:
     p.add_argument("--train", nargs="+", default=["data/tier1", "data/negatives"])
     p.add_argument("--heldout", nargs="+", default=["data/bench", "data/fpbench"])
     p.add_argument("--detector", help="ONNX detector proposing tracks (default: the shipped one)")
-    p.add_argument("--epochs", type=int, default=30)
+    p.add_argument("--epochs", type=_POSITIVE, default=30)
     p.set_defaults(run=_cmd_train_verifier)
 
     p = sub.add_parser("export", help="export a trained detector to ONNX (needs emts[train])")
@@ -529,10 +751,19 @@ def _add_training(sub) -> None:
     p.add_argument("source", metavar="SOURCE")
     p.add_argument("--jsonl", required=True, help="output JSON lines ('-' for stdout)")
     p.add_argument(
-        "--threshold", type=float, default=0.3, help="score threshold (default: %(default)s)"
+        "--threshold",
+        type=_PROBABILITY,
+        default=0.3,
+        help="score threshold in [0, 1] (default: %(default)s)",
     )
     p.add_argument("--model", help="ONNX detector (default: the shipped model)")
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument(
+        "--threads",
+        type=_THREADS,
+        default=2,
+        help=f"worker threads, 1..{MAX_THREADS} (default: %(default)s)",
+    )
+    _add_fps(p)
     p.set_defaults(run=_cmd_detect)
 
     evaluate = sub.add_parser("eval", help="evaluation protocols (needs emts[train])")
@@ -542,7 +773,7 @@ def _add_training(sub) -> None:
         "--bench", default="data/bench", help="held-out bench set (default: %(default)s)"
     )
     p.add_argument("--model", help="ONNX detector (default: the shipped model)")
-    p.add_argument("--clips", type=int, help="evaluate only the first N clips")
+    p.add_argument("--clips", type=_POSITIVE, help="evaluate only the first N clips")
     p.add_argument("--out", default="reports/detect", help="report folder (default: %(default)s)")
     p.set_defaults(run=_cmd_eval_detect)
     p = eval_sub.add_parser(
@@ -558,20 +789,22 @@ def _add_training(sub) -> None:
         "reacq", help="forced-occlusion reacquisition on the bench (section 6.9)"
     )
     p.add_argument("--bench", default="data/bench")
-    p.add_argument("--clips", type=int, help="only the first N clips")
+    p.add_argument("--clips", type=_POSITIVE, help="only the first N clips")
     p.add_argument("--model", help="ONNX detector (default: the shipped model)")
     p.add_argument("--out", default="reports/tracking")
     p.set_defaults(run=_cmd_eval_tracking)
     p = eval_sub.add_parser("fp", help="FP/frame on the person-free bench, with/without verifier")
     p.add_argument("--fpbench", default="data/fpbench")
-    p.add_argument("--clips", type=int, help="only the first N clips")
+    p.add_argument("--clips", type=_POSITIVE, help="only the first N clips")
     p.add_argument("--model", help="ONNX detector (default: the shipped model)")
     p.add_argument("--verifier", help="ONNX verifier (default: the shipped model)")
     p.add_argument("--no-verifier", action="store_true")
     p.add_argument("--out", default="reports/tracking")
     p.set_defaults(run=_cmd_eval_tracking)
     p = eval_sub.add_parser("autolock", help="verified false locks per hour on person-free footage")
-    p.add_argument("--windows", type=int, default=13, help="10-s windows (default: %(default)s)")
+    p.add_argument(
+        "--windows", type=_POSITIVE, default=13, help="10-s windows (default: %(default)s)"
+    )
     p.add_argument("--model", help="ONNX detector (default: the shipped model)")
     p.add_argument("--verifier", help="ONNX verifier (default: the shipped model)")
     p.add_argument("--out", default="reports/tracking")
@@ -579,7 +812,7 @@ def _add_training(sub) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="emts",
         description="EMTS: follow-me aerial person tracking on small CPUs.",
     )
@@ -592,7 +825,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="Stages A+B: ego-motion JSONL and a video of the L, R, D channels",
         description="Estimate camera ego-motion (Stage A) and form the motion channels "
         "(Stage B) for every frame. SOURCE is a video file, a folder of images (sorted by "
-        "name), a glob pattern in quotes, or a camera index.",
+        "name), a glob pattern in quotes, or a camera (camera:N, or N when no file or folder "
+        "of that name exists).",
     )
     p.add_argument("source", metavar="SOURCE")
     p.add_argument("--out", default="channels.mp4", help="channel video (default: %(default)s)")
@@ -608,6 +842,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="skip ego-motion compensation in the channels (identity warp; ablation)",
     )
+    _add_fps(p)
     p.set_defaults(run=_cmd_channels)
 
     p = sub.add_parser(
@@ -617,10 +852,23 @@ def build_parser() -> argparse.ArgumentParser:
         "a real aerial still at 640x512. The total is timed end to end per frame.",
     )
     p.add_argument("--json", metavar="OUT", help="also write the report as JSON")
-    p.add_argument("--threads", type=int, default=2, help="worker threads (default: %(default)s)")
-    p.add_argument("--frames", type=int, default=300, help="timed frames (default: %(default)s)")
     p.add_argument(
-        "--warmup", type=int, default=30, help="untimed frames first (default: %(default)s)"
+        "--threads",
+        type=_THREADS,
+        default=2,
+        help=f"worker threads, 1..{MAX_THREADS} (default: %(default)s)",
+    )
+    p.add_argument(
+        "--frames",
+        type=_int_in(1, MAX_BENCH_FRAMES),
+        default=300,
+        help=f"timed frames, 1..{MAX_BENCH_FRAMES} (default: %(default)s)",
+    )
+    p.add_argument(
+        "--warmup",
+        type=_int_in(0, MAX_BENCH_WARMUP),
+        default=30,
+        help=f"untimed frames first, 0..{MAX_BENCH_WARMUP} (default: %(default)s)",
     )
     p.add_argument("--model", help="ONNX detector timed as stage C (default: the shipped one)")
     p.set_defaults(run=_cmd_bench)
@@ -634,8 +882,13 @@ def build_parser() -> argparse.ArgumentParser:
         "JSON lines, the mode timeline, the channels figure and a summary against the truth.",
     )
     p.add_argument("--out-dir", default="emts-demo", help="output folder (default: %(default)s)")
-    p.add_argument("--frames", type=int, default=150, help="clip length (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
+    p.add_argument(
+        "--frames",
+        type=_int_in(1, MAX_DEMO_FRAMES),
+        default=150,
+        help=f"clip length, tap frame + 1 (6) to {MAX_DEMO_FRAMES} (default: %(default)s)",
+    )
+    p.add_argument("--seed", type=_SEED, default=0, help="random seed (default: %(default)s)")
     p.set_defaults(run=_cmd_demo)
 
     _add_tracking(sub)
@@ -652,6 +905,37 @@ def _quiet_opencv() -> None:
     cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_ERROR)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where the program is, so every ``finally`` runs (writers
+    are closed, the mp4 gets its index, the timeline is drawn) exactly as on Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, _frame) -> None:
+    raise Terminated(signum)
+
+
+@contextlib.contextmanager
+def _signals_end_like_ctrl_c() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into :class:`Terminated` while the command runs."""
+    previous = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)  # no SIGHUP on Windows
+        if number is None:
+            continue
+        # ValueError: not the main thread (an embedding application): leave its handlers
+        with contextlib.suppress(ValueError):
+            previous[number] = signal.signal(number, _raise_terminated)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -662,16 +946,23 @@ def main(argv: list[str] | None = None) -> int:
     if not args.verbose:
         _quiet_opencv()
     try:
-        return args.run(args)
+        with _signals_end_like_ctrl_c():
+            return args.run(args)
     except EmtsError as error:
         print(f"emts: error: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("emts: interrupted; results written so far are kept", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as stop:
+        signum = stop.signum if isinstance(stop, Terminated) else signal.SIGINT
+        name = signal.Signals(signum).name
+        print(f"emts: interrupted ({name}); results written so far are kept", file=sys.stderr)
+        return 128 + int(signum)
     except BrokenPipeError:  # e.g. `emts channels clip.mp4 --jsonl - | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as error:  # a disk that fills up or goes away mid-run
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"emts: error: {where}{error.strerror or error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -61,6 +61,21 @@ def decode(
     return out
 
 
+DETECTOR_OUTPUTS = 4  # heatmap, log-size, offset, embedding
+
+
+def _check_detector_graph(session, path: Path) -> None:
+    """Refuse a model that is not a detector (e.g. the verifier) before it runs a frame."""
+    inputs, outputs = session.get_inputs(), session.get_outputs()
+    shape = list(inputs[0].shape) if len(inputs) == 1 else []
+    channels_ok = len(shape) == 4 and (shape[1] == 3 or not isinstance(shape[1], int))
+    if not channels_ok or len(outputs) != DETECTOR_OUTPUTS:
+        raise BadInputError(
+            f"{path} is not an EMTS detector (input {shape}, {len(outputs)} outputs; expected "
+            f"one (batch, 3, H, W) input and {DETECTOR_OUTPUTS} outputs); pass a detector .onnx"
+        )
+
+
 class Detector:
     """onnxruntime session of the detector plus the decoder.
 
@@ -94,7 +109,11 @@ class Detector:
                 str(path), options, providers=["CPUExecutionProvider"]
             )
         except Exception as error:  # onnxruntime raises its own exception types
-            raise BadInputError(f"detector model {path} cannot be loaded: {error}") from None
+            reason = str(error).strip().splitlines()[-1] if str(error).strip() else "unknown"
+            raise BadInputError(
+                f"detector model {path} cannot be loaded ({reason}); pass a detector .onnx"
+            ) from None
+        _check_detector_graph(self.session, path)
         self.input_name = self.session.get_inputs()[0].name
         self.threshold = threshold
         self.path = path

@@ -61,8 +61,9 @@ DETECTION_COLOUR = (160, 160, 160)
 _INSET_SCALE = 0.75
 
 
-def annotate(frame: np.ndarray, result) -> np.ndarray:
-    """BGR picture of one :class:`emts.pipeline.FrameResult` on its input frame.
+def annotate(frame: np.ndarray, result, index: int | None = None) -> np.ndarray:
+    """BGR picture of one :class:`emts.pipeline.FrameResult` on its input frame (captioned
+    with ``index``, the source's frame number, if given, else the pipeline's).
 
     Raw detections are drawn faintly, the target with a crosshair: green when the verifier
     has accepted the lock, yellow while locked but unverified, orange while reacquiring.
@@ -103,7 +104,8 @@ def annotate(frame: np.ndarray, result) -> np.ndarray:
     if ih < image.shape[0] and iw < image.shape[1]:
         image[:ih, -iw:] = inset
         _label(image, "R", (image.shape[1] - iw + 4, 16))
-    _label(image, f"frame {result.index}  {result.mode}", (8, image.shape[0] - 10))
+    number = result.index if index is None else index
+    _label(image, f"frame {number}  {result.mode}", (8, image.shape[0] - 10))
     return image
 
 
@@ -114,9 +116,13 @@ _MODE_COLOURS = {
 }
 
 
-def timeline(results: list[dict], path, title: str = "tracker mode per frame") -> None:
+def timeline(results: list[dict], path, title: str = "tracker mode per frame") -> bool:
     """PNG timeline (as the paper's Fig. 6): one coloured bar per frame for the mode (grey
-    search, orange reacquire, green locked) and the verifier's P(human) drawn above it."""
+    search, orange reacquire, green locked) and the verifier's P(human) drawn above it.
+
+    Returns:
+        Whether the file was written (False: no writer for the suffix, or not writable).
+    """
     n = max(len(results), 1)
     step = max(1, min(6, 1200 // n))
     width, height, strip = n * step + 80, 220, 40
@@ -153,7 +159,10 @@ def timeline(results: list[dict], path, title: str = "tracker mode per frame") -
             cv2.line(image, previous, point, (180, 100, 30), 1, cv2.LINE_AA)
         cv2.circle(image, point, 2, (180, 100, 30), -1)
         previous = point
-    cv2.imwrite(str(path), image)
+    try:
+        return bool(cv2.imwrite(str(path), image))
+    except cv2.error:  # no image writer for the file's suffix
+        return False
 
 
 def channels_figure(

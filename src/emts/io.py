@@ -7,10 +7,12 @@ or BGR); :class:`emts.preprocess.Preprocessor` validates and normalizes them.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import logging
 import math
+import signal
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -24,8 +26,58 @@ from emts.errors import BadInputError
 log = logging.getLogger("emts")
 
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".pgm", ".ppm"})
+VIDEO_SUFFIXES = frozenset({".mp4", ".m4v", ".mov", ".avi", ".mkv"})  # what VideoWriter writes
 DEFAULT_FPS = 30.0
+CAMERA_PREFIX = "camera:"
 _GLOB_CHARACTERS = frozenset("*?[")
+
+
+class UnreadableFrame:
+    """Stands in for an image that could not be decoded, so later frames keep their numbers.
+
+    Yielded by image folders and globs opened with ``placeholders=True`` (the command line
+    does); consumers write ``{"frame": i, "skipped": reason}`` and go on.
+    """
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"UnreadableFrame({self.reason!r})"
+
+
+_ENDING_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold SIGINT, SIGTERM and SIGHUP until the block ends (where the platform can).
+
+    Wrap the writes of one frame's outputs (its JSON line and its video frame) so that an
+    interrupt lands between frames, never between the two: both files then hold the same
+    frames. A signal that arrives meanwhile is delivered when the block ends.
+    """
+    if not hasattr(signal, "pthread_sigmask"):  # Windows
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _ENDING_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def check_fps(fps: float) -> float:
+    """``fps`` as a float if it is a usable frame rate (finite, > 0), else BadInputError."""
+    try:
+        value = float(fps)
+    except (TypeError, ValueError):
+        raise BadInputError(f"fps {fps!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise BadInputError(f"fps must be a finite number > 0, got {fps!r}")
+    return value
 
 
 class FrameSource:
@@ -67,20 +119,36 @@ class ArraySource(FrameSource):
 
 
 class ImageSequenceSource(FrameSource):
-    """Still images read in the given order; unreadable files are skipped with a warning."""
+    """Still images read in the given order.
 
-    def __init__(self, paths: list[Path], description: str) -> None:
+    An unreadable file is skipped with a warning; with ``placeholders=True`` an
+    :class:`UnreadableFrame` is yielded in its place instead, so frame ``i`` stays the
+    ``i``-th file.
+    """
+
+    def __init__(
+        self,
+        paths: list[Path],
+        description: str,
+        fps: float = DEFAULT_FPS,
+        placeholders: bool = False,
+    ) -> None:
         if not paths:
             raise BadInputError(f"{description}: no images found")
         self.paths = paths
         self.description = description
         self.length = len(paths)
+        self.fps = check_fps(fps)
+        self.placeholders = placeholders
 
-    def __iter__(self) -> Iterator[np.ndarray]:
+    def __iter__(self) -> Iterator[np.ndarray | UnreadableFrame]:
         for path in self.paths:
             image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
             if image is None:
-                log.warning("skipping unreadable image %s", path)
+                if self.placeholders:  # the consumer reports it with its frame number
+                    yield UnreadableFrame(f"unreadable image {path.name}")
+                else:
+                    log.warning("skipping unreadable image %s", path)
                 continue
             yield image
 
@@ -92,7 +160,7 @@ class VideoSource(FrameSource):
     at once with a clear message instead of producing nothing.
     """
 
-    def __init__(self, target: str | int, description: str) -> None:
+    def __init__(self, target: str | int, description: str, fps: float | None = None) -> None:
         self.description = description
         self._is_camera = isinstance(target, int)
         self._capture = cv2.VideoCapture(target)
@@ -104,8 +172,11 @@ class VideoSource(FrameSource):
             self.close()
             raise BadInputError(f"{description} has no readable frames")
         self._first: np.ndarray | None = first
-        fps = self._capture.get(cv2.CAP_PROP_FPS)
-        self.fps = fps if math.isfinite(fps) and 1.0 <= fps <= 1000.0 else DEFAULT_FPS
+        if fps is not None:
+            self.fps = check_fps(fps)
+        else:
+            own = self._capture.get(cv2.CAP_PROP_FPS)
+            self.fps = own if math.isfinite(own) and 1.0 <= own <= 1000.0 else DEFAULT_FPS
         count = int(self._capture.get(cv2.CAP_PROP_FRAME_COUNT))
         self.length = count if count > 0 and not self._is_camera else None
 
@@ -129,36 +200,73 @@ class VideoSource(FrameSource):
             self._capture.release()
 
 
-def open_source(source: str | int | Path | Iterable[np.ndarray]) -> FrameSource:
+def _camera_index(text: str) -> int:
+    number = text[len(CAMERA_PREFIX) :].strip()
+    if not number.isdigit():
+        raise BadInputError(f"{text!r}: expected camera:N with N a camera index, e.g. camera:0")
+    return int(number)
+
+
+def source_files(source: str | int | Path) -> list[Path]:
+    """The files a command-line ``source`` reads (none for a camera), for output checks."""
+    if isinstance(source, int) or str(source).startswith(CAMERA_PREFIX):
+        return []
+    path = Path(str(source))
+    if path.is_dir():
+        return sorted(p for p in path.iterdir() if p.is_file())
+    if path.exists():
+        return [path]
+    if _GLOB_CHARACTERS & set(str(source)):
+        return sorted(Path(p) for p in glob.glob(str(source)))
+    return []
+
+
+def open_source(
+    source: str | int | Path | Iterable[np.ndarray],
+    fps: float | None = None,
+    placeholders: bool = False,
+) -> FrameSource:
     """Open a frame source.
 
     Args:
-        source: a camera index (int, or a string of digits), a video file, a folder of images
-            (read in sorted-name order), a glob pattern such as ``"flight/*.png"``, or any
-            iterable of numpy arrays.
+        source: a video file, a folder of images (read in sorted-name order), a glob pattern
+            such as ``"flight/*.png"``, a camera (an int, ``"camera:N"``, or a string of
+            digits that names no file or folder), or any iterable of numpy arrays.
+        fps: frame rate of an image folder or glob (default 30); for a video or camera it
+            replaces the rate the container reports.
+        placeholders: image folders and globs yield an :class:`UnreadableFrame` in place of
+            an unreadable image instead of skipping it (frame numbers stay the files').
 
     Raises:
-        BadInputError: the source does not exist, cannot be read, or holds no frames.
+        BadInputError: the source does not exist, cannot be read, or holds no frames; ``fps``
+            is not a finite number > 0.
     """
+    if fps is not None:
+        fps = check_fps(fps)
     if isinstance(source, FrameSource):
         return source
-    if isinstance(source, int) or (isinstance(source, str) and source.isdigit()):
-        index = int(source)
-        return VideoSource(index, f"camera {index}")
+    if isinstance(source, int) and not isinstance(source, bool):
+        return VideoSource(source, f"camera {source}", fps)
     if isinstance(source, str | Path):
         text = str(source)
+        if text.startswith(CAMERA_PREFIX):
+            index = _camera_index(text)
+            return VideoSource(index, f"camera {index}", fps)
         path = Path(text)
-        if path.is_dir():
+        sequence_fps = DEFAULT_FPS if fps is None else fps
+        if path.is_dir():  # a folder named "2024" beats camera 2024
             images = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
-            return ImageSequenceSource(images, f"folder {text}")
+            return ImageSequenceSource(images, f"folder {text}", sequence_fps, placeholders)
         if path.is_file():
             if path.suffix.lower() in IMAGE_SUFFIXES:
-                return ImageSequenceSource([path], f"image {text}")
-            return VideoSource(text, f"video {text}")
+                return ImageSequenceSource([path], f"image {text}", sequence_fps, placeholders)
+            return VideoSource(text, f"video {text}", fps)
+        if isinstance(source, str) and text.isdigit():
+            return VideoSource(int(text), f"camera {int(text)}", fps)
         if _GLOB_CHARACTERS & set(text):
             matches = sorted(Path(p) for p in glob.glob(text))
             images = [p for p in matches if p.suffix.lower() in IMAGE_SUFFIXES]
-            return ImageSequenceSource(images, f"pattern {text}")
+            return ImageSequenceSource(images, f"pattern {text}", sequence_fps, placeholders)
         raise BadInputError(f"{text}: no such file or folder")
     if isinstance(source, np.ndarray) and source.ndim in (2, 3) and source.dtype != object:
         raise BadInputError("pass a sequence of frames, not a single frame array")
@@ -201,25 +309,62 @@ class JsonlWriter:
 
 
 class VideoWriter:
-    """MP4 writer (OpenCV, ``mp4v``) that opens lazily on the first frame's size."""
+    """MP4 writer (OpenCV, ``mp4v``) that opens lazily on the first frame's size.
+
+    A video has one frame size: a later frame of another size is letterboxed into the first
+    size (aspect kept, black bars), and that is said once in a warning. (OpenCV's writer
+    would silently drop it.) Gray frames are written as BGR.
+    """
 
     def __init__(self, path: str | Path, fps: float = DEFAULT_FPS) -> None:
         self.path = str(path)
-        self.fps = fps
+        self.fps = check_fps(fps)
         self._writer: cv2.VideoWriter | None = None
+        self.size: tuple[int, int] | None = None  # (w, h) of the video
         self.frames = 0
+        self.letterboxed = 0  # frames that had another size
 
     def write(self, image: np.ndarray) -> None:
+        if image.ndim == 2:
+            image = cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
         if self._writer is None:
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            size = (image.shape[1], image.shape[0])
+            try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise BadInputError(f"cannot write video {self.path}: {error.strerror}") from None
+            self.size = (image.shape[1], image.shape[0])
             self._writer = cv2.VideoWriter(
-                self.path, cv2.VideoWriter_fourcc(*"mp4v"), self.fps, size
+                self.path, cv2.VideoWriter_fourcc(*"mp4v"), self.fps, self.size
             )
             if not self._writer.isOpened():
                 raise BadInputError(f"cannot write video {self.path}")
+        if (image.shape[1], image.shape[0]) != self.size:
+            image = self._letterbox(image)
         self._writer.write(image)
         self.frames += 1
+
+    def _letterbox(self, image: np.ndarray) -> np.ndarray:
+        from emts.geometry import Letterbox
+
+        assert self.size is not None
+        if not self.letterboxed:
+            log.warning(
+                "video %s: frames of another size (first %dx%d) are letterboxed into %dx%d",
+                self.path,
+                image.shape[1],
+                image.shape[0],
+                *self.size,
+            )
+        self.letterboxed += 1
+        box = Letterbox.fit((image.shape[1], image.shape[0]), self.size)
+        shrinking = box.content[0] < image.shape[1]
+        resized = cv2.resize(
+            image, box.content, interpolation=cv2.INTER_AREA if shrinking else cv2.INTER_LINEAR
+        )
+        left, top = box.pad
+        right = self.size[0] - box.content[0] - left
+        bottom = self.size[1] - box.content[1] - top
+        return cv2.copyMakeBorder(resized, top, bottom, left, right, cv2.BORDER_CONSTANT, value=0)
 
     def close(self) -> None:
         if self._writer is not None:

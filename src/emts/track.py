@@ -7,12 +7,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 from tqdm import tqdm
 
 from emts.errors import BadInputError
-from emts.io import JsonlWriter, VideoWriter, open_source
+from emts.io import JsonlWriter, UnreadableFrame, VideoWriter, open_source, signals_held
 from emts.pipeline import FrameResult, Pipeline
+from emts.stats import DecimatedHistory, Reservoir
 
 log = logging.getLogger("emts")
 STAGES = ("A", "B", "C", "D", "E")
@@ -57,17 +57,27 @@ def record(result: FrameResult, index: int | None = None) -> dict:
 
 @dataclass
 class TrackSummary:
+    """Counts and per-stage latency of a run, in bounded memory: latencies go into a
+    fixed-size reservoir per stage (exact median/p90 up to 4,096 frames, a uniform sample
+    beyond), so an endless camera stream does not grow the summary."""
+
     frames: int = 0
     locked_frames: int = 0
     reacquisitions: int = 0
     skipped: int = 0
-    ms: dict[str, list[float]] = field(default_factory=lambda: {s: [] for s in (*STAGES, "total")})
+    ms: dict[str, Reservoir] = field(
+        default_factory=lambda: {s: Reservoir() for s in (*STAGES, "total")}
+    )
 
     def add(self, result: FrameResult) -> None:
         self.frames += 1
         self.locked_frames += result.mode == "locked"
-        for stage in self.ms:
-            self.ms[stage].append(result.ms.get(stage, 0.0))
+        for stage, reservoir in self.ms.items():
+            reservoir.add(result.ms.get(stage, 0.0))
+
+    def latency_ms(self, q: float = 0.5) -> dict[str, float]:
+        """The ``q`` quantile of each stage's ms per frame (stages with data only)."""
+        return {stage: r.quantile(q) for stage, r in self.ms.items() if len(r)}
 
     def text(self) -> str:
         lock = self.locked_frames / max(self.frames, 1)
@@ -76,11 +86,10 @@ class TrackSummary:
             + (f", {self.skipped} bad frames skipped" if self.skipped else ""),
             "stage   median ms   p90 ms",
         ]
-        for stage, values in self.ms.items():
-            if values:
-                lines.append(
-                    f"{stage:<7}{np.median(values):>10.3f}{np.percentile(values, 90):>9.3f}"
-                )
+        for stage, reservoir in self.ms.items():
+            if len(reservoir):
+                median, p90 = reservoir.quantile(0.5), reservoir.quantile(0.9)
+                lines.append(f"{stage:<7}{median:>10.3f}{p90:>9.3f}")
         return "\n".join(lines)
 
 
@@ -91,23 +100,37 @@ def run_track(
     jsonl: str | None,
     pipeline: Pipeline | None = None,
     timeline_png: str | None = None,
+    fps: float | None = None,
 ) -> TrackSummary:
-    """Track through ``source``; stream JSON lines and the annotated video as it goes."""
+    """Track through ``source``; stream JSON lines and the annotated video as it goes.
+
+    Memory does not grow with the stream: the summary keeps fixed-size latency samples and
+    the timeline a decimated history (at most 2,048 bars). A bad frame (wrong dtype or
+    shape, an unreadable image in a folder) is written as ``{"frame": i, "skipped": ...}``
+    and the run goes on. ``fps``: frame rate of an image folder (default 30), or a
+    replacement for a video's own. An interrupted run (an exception, Ctrl-C, or SIGTERM/SIGHUP
+    through the command line) still finishes the video, the JSON lines and the timeline.
+    """
     from emts.draw import annotate, timeline
 
     pipeline = pipeline or Pipeline.default(auto_lock=lock.auto)
     summary = TrackSummary()
-    records = []
-    with open_source(source) as frames:
+    history = DecimatedHistory()
+    seen = 0
+    completed = False
+    with open_source(source, fps=fps, placeholders=True) as frames:
         writer = VideoWriter(out, fps=frames.fps) if out else None
         lines = JsonlWriter(jsonl) if jsonl else None
         try:
             for index, frame in enumerate(
                 tqdm(frames, total=frames.length, desc="track", unit="frame", disable=None)
             ):
+                seen = index + 1
                 if not lock.auto and index == lock.frame:
                     pipeline.lock(lock.x, lock.y)
                 try:
+                    if isinstance(frame, UnreadableFrame):
+                        raise BadInputError(frame.reason)
                     result = pipeline.step(frame)
                 except BadInputError as error:  # a bad frame mid-stream: say so, skip it
                     log.warning("frame %d skipped: %s", index, error)
@@ -118,18 +141,34 @@ def run_track(
                         )
                     continue
                 line = record(result, index)
-                records.append(line)
+                history.add({"mode": line["mode"], "target": line["target"]})
                 summary.add(result)
-                if lines:
-                    lines.write(line)
-                if writer:
-                    writer.write(annotate(frame, result))
+                picture = annotate(frame, result, index) if writer else None
+                with signals_held():  # an interrupt lands between frames, not between files
+                    if lines:
+                        lines.write(line)
+                    if writer:
+                        writer.write(picture)
+            completed = True
         finally:
             if writer:
                 writer.close()
             if lines:
                 lines.close()
             summary.reacquisitions = pipeline.reacquisitions
-            if timeline_png and records:
-                timeline(records, Path(timeline_png))
+            if timeline_png and history.records:
+                title = "tracker mode per frame" + (
+                    f" (every {history.stride}th frame)" if history.stride > 1 else ""
+                )
+                if not timeline(history.records, Path(timeline_png), title):
+                    message = f"cannot write the timeline {timeline_png}"
+                    if completed:
+                        raise BadInputError(f"{message}; choose a writable .png path")
+                    log.error(message)
+    if not lock.auto and lock.frame >= seen:
+        log.warning(
+            "the tap frame %d never came (the source ended after %d frames); no tap was applied",
+            lock.frame,
+            seen,
+        )
     return summary

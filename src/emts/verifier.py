@@ -103,8 +103,24 @@ class Verifier:
             raise BadInputError(f"verifier model {path} not found")
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
-        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        self.input_name = self.session.get_inputs()[0].name
+        try:
+            self.session = ort.InferenceSession(
+                str(path), options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as error:  # onnxruntime raises its own exception types
+            reason = str(error).strip().splitlines()[-1] if str(error).strip() else "unknown"
+            raise BadInputError(
+                f"verifier model {path} cannot be loaded ({reason}); pass a verifier .onnx"
+            ) from None
+        inputs, outputs = self.session.get_inputs(), self.session.get_outputs()
+        shape = list(inputs[0].shape) if len(inputs) == 1 else []
+        if len(shape) != 3 or shape[1] != DESCRIPTOR_SIZE or len(outputs) != 1:
+            raise BadInputError(
+                f"{path} is not an EMTS verifier (input {shape}, {len(outputs)} outputs; expected "
+                f"one (batch, {DESCRIPTOR_SIZE}, frames) input and one output); pass a verifier "
+                ".onnx"
+            )
+        self.input_name = inputs[0].name
         self.window: deque[np.ndarray] = deque(maxlen=self.config.window)
 
     def reset(self) -> None:
