@@ -62,15 +62,47 @@ def test_scale_aware_gate_relaxes_for_a_grown_target():
     assert tracker.embedding_gate(24.0 * 10) == 0.2
 
 
-def test_eight_misses_enter_reacquisition_and_frozen_template_relocks():
+def test_eight_misses_enter_reacquisition_and_frozen_embedding_relocks_only_nearby():
     tracker = TargetTracker()
     tracker.lock(_candidate(300, 200, E[0]))
     for _ in range(8):
         state = tracker.update(np.eye(2, 3), [])
     assert state.mode == "reacquire"
-    # Far away (outside any gate) but the same appearance: re-lock by appearance.
+    # Far away (outside the re-lock gate) with the same appearance: never a teleport.
     state = tracker.update(np.eye(2, 3), [_candidate(500, 400, E[0])])
-    assert state.mode == "locked" and state.associated == 0
+    assert state.mode == "reacquire" and state.associated is None
+    # Near the coasted prediction with the frozen appearance: re-locked at once.
+    state = tracker.update(np.eye(2, 3), [_candidate(304, 203, E[0])])
+    assert state.mode == "locked" and state.associated == 0 and state.event == "relock"
+
+
+def test_relock_reinitializes_position_and_velocity_instead_of_a_kalman_jump():
+    tracker = TargetTracker()
+    tracker.lock(_candidate(300, 200, E[0]))
+    for x in range(301, 311):  # walking +1 px/frame, then lost
+        tracker.update(np.eye(2, 3), [_candidate(x, 200, E[0])])
+    for _ in range(8):
+        tracker.update(np.eye(2, 3), [])
+    coasted = tracker.image_box()[0]
+    found = coasted + np.array([12.0, -6.0])
+    state = tracker.update(np.eye(2, 3), [_candidate(*found, E[0])])
+    assert state.event == "relock"
+    np.testing.assert_allclose(state.centre, found, atol=1e-6)  # the new origin, not a blend
+    np.testing.assert_allclose(tracker.x[2:4], 0.0)
+
+
+def test_reported_centre_never_leaves_the_image_and_leaving_it_loses_the_lock():
+    tracker = TargetTracker()
+    tracker.lock(_candidate(630, 200))
+    for _ in range(6):  # the person walks off the right edge at 6 px/frame
+        x = tracker.image_box()[0][0] + 6
+        state = tracker.update(np.eye(2, 3), [_candidate(x, 200)])
+        if state.mode != "locked":
+            break
+    for _ in range(3):
+        state = tracker.update(np.eye(2, 3), [])
+        assert 0 <= state.centre[0] <= 640 and 0 <= state.centre[1] <= 512
+    assert state.mode == "reacquire"
 
 
 def test_spatial_relock_needs_three_consecutive_frames_inside_the_gate():

@@ -71,6 +71,20 @@ class TrackerConfig:
     relock_similarity: float = 0.65  # §3.5: frozen-template similarity that re-locks
     relock_gate: float = 16.0  # §3.5: spatial re-lock gate gamma^2 ...
     relock_frames: int = 3  # ... held for 3 consecutive frames
+    # Second measurement (SPEC §0): normalized cross-correlation of a gray template of the
+    # target, searched in stabilized coordinates around the Kalman prediction. Not in the paper.
+    appearance_margin: float = 0.1  # template = box grown by this fraction of w/h each side
+    appearance_min_size: int = 9  # px; a smaller template side is grown to this
+    appearance_threshold: float = 0.3  # NCC peak that counts as a measurement while locked
+    appearance_noise: float = 2.0  # px^2, R of the NCC position measurement (stabilized px)
+    search_radius: tuple[float, float] = (10.0, 48.0)  # (min, max) stabilized px, from 3 sigma
+    template_refresh: float = 0.1  # blend of the current patch into the template ...
+    refresh_similarity: float = 0.4  # ... only where the match is at least this strong
+    relock_appearance: float = 0.7  # NCC peak of the frozen template that re-locks ...
+    relock_appearance_frames: int = 2  # ... on this many consecutive, consistent frames
+    relock_max_radius: float = 120.0  # re-lock searches at most this far (stabilized px)
+    veto_drops_operator_locks: bool = False  # a veto drops auto-locks; tap locks only if True
+    coast_velocity_keep: float = 0.95  # velocity decays while coasting (a stop is likelier)
 
 
 @dataclass(frozen=True)
@@ -84,4 +98,21 @@ class VerifierConfig:
     every: int = 8  # §3.7: classify every 8th frame per track
     roi_margin: float = 0.15  # ROI = box grown by this fraction on each side
     threshold: float = 0.5  # P(human) below this is a veto
-    autolock_threshold: float = 0.35  # §6.7: auto-lock accepted at P(human) >= 0.35
+
+
+@dataclass(frozen=True)
+class AcquisitionConfig:
+    """How a lock starts: operator tap (SPEC §0) and auto-lock (§6.7)."""
+
+    autolock_frames: int = 3  # §6.7: the strongest detection, stable for 3 consecutive frames
+    autolock_threshold: float = 0.35  # §6.7: the auto-lock stands at P(human) >= 0.35
+    # A tap takes the detection whose box (grown by this fraction) holds the tapped point ...
+    tap_detection_margin: float = 0.25
+    # ... else the blob around the point that differs from the local ground level (median of
+    # this (w, h) window, WORKING px) by at least this many gray levels ...
+    tap_window: tuple[int, int] = (81, 121)
+    tap_min_contrast: float = 12.0
+    tap_size_limits: tuple[float, float] = (6.0, 120.0)  # blob sides clipped to this range
+    tap_max_aspect: float = 0.45  # a wider blob (w/h) is a person with their shadow: narrowed
+    # ... else a box of this (w, h) centred on the point: a person ~40 px tall at 640x512.
+    tap_default_size: tuple[float, float] = (16.0, 40.0)

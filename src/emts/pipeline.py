@@ -1,7 +1,7 @@
 """Composes the stages on the per-frame schedule of §3 and times each of them.
 
-Stages A and B run on every frame (:class:`MotionFrontEnd`); the detector, tracker and
-verifier are added by later stages of the build.
+:class:`MotionFrontEnd` runs Stages A and B; :class:`Pipeline` runs the straight sequence
+A -> B -> C -> lock acquisition -> D -> E on every frame (E classifies every 8th frame).
 """
 
 from __future__ import annotations
@@ -9,24 +9,32 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import cv2
 import numpy as np
 
+from emts.acquisition import LockAcquisition, Tap
 from emts.channels import MotionChannels
-from emts.config import STAGE_A_SIZE, ChannelConfig, EgoMotionConfig
+from emts.config import (
+    STAGE_A_SIZE,
+    AcquisitionConfig,
+    ChannelConfig,
+    EgoMotionConfig,
+    TrackerConfig,
+    VerifierConfig,
+)
+from emts.detector import Detection
 from emts.ego_motion import EgoMotion, EgoMotionEstimator
 from emts.geometry import Frame, FrameGeometry
 from emts.preprocess import Preprocessor
+from emts.tracker import AppearanceView, Candidate, TargetTracker
+from emts.verifier import VerificationSchedule
 
 log = logging.getLogger("emts")
 
 # Corners closer than this (working px) to the letterbox padding are not used by Stage A.
 _CONTENT_MARGIN = 8
-# An operator tap locks on a detection within this many working px of the tapped point; the
-# tap waits (carried along by the camera motion) up to TAP_PATIENCE frames for one to appear.
-TAP_RADIUS = 32.0
-TAP_PATIENCE = 15
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,7 @@ class FrontEndResult:
         working: the 640x512 uint8 gray working frame.
         motion: Stage A's estimate (WORKING coordinates).
         channels: Stage B's (3, 192, 256) float32 ``[L, R, D]``.
+        size_changed: the input size differs from the previous frame's (history restarted).
         ms: milliseconds spent per stage: ``"A"`` (incl. gray/letterbox conversion), ``"B"``.
     """
 
@@ -48,6 +57,7 @@ class FrontEndResult:
     motion: EgoMotion
     channels: np.ndarray
     ms: dict[str, float] = field(default_factory=dict)
+    size_changed: bool = False
 
     def motion_in_input(self) -> np.ndarray:
         """``M_t`` (2x3) in the input's own pixel coordinates."""
@@ -77,32 +87,33 @@ class MotionFrontEnd:
         self.ego_motion = EgoMotionEstimator(ego_config)
         self.channels = MotionChannels(channel_config)
         self._corner_mask: np.ndarray | None = None
+        self._corner_mask_for: FrameGeometry | None = None
         self._index = 0
 
     def reset(self) -> None:
         self.preprocess.reset()
         self.ego_motion.reset()
         self.channels.reset()
+        self._corner_mask_for = None
         self._index = 0
 
     def step(self, frame: np.ndarray) -> FrontEndResult:
         """Run Stages A and B on one frame (any size; uint8 or uint16; gray, BGR or BGRA)."""
         start = time.perf_counter()
-        working = self.preprocess(frame)
-        geometry = self.preprocess.geometry
-        assert geometry is not None
-        if self.preprocess.geometry_changed:
+        working, geometry, size_changed = self.preprocess(frame)
+        if size_changed:
             log.warning("frame %d: frame size changed; motion history restarted", self._index)
             self.ego_motion.reset()
             self.channels.reset()
-        if self.preprocess.geometry_changed or self._index == 0:
+        if size_changed or self._corner_mask_for is not geometry:
             self._corner_mask = _stage_a_mask(geometry)
+            self._corner_mask_for = geometry
         motion = self.ego_motion.update(working, self._corner_mask)
         after_a = time.perf_counter()
         channels = self.channels.update(working, motion)
         after_b = time.perf_counter()
         ms = {"A": (after_a - start) * 1e3, "B": (after_b - after_a) * 1e3}
-        result = FrontEndResult(self._index, geometry, working, motion, channels, ms)
+        result = FrontEndResult(self._index, geometry, working, motion, channels, ms, size_changed)
         self._index += 1
         return result
 
@@ -116,13 +127,42 @@ def _stage_a_mask(geometry: FrameGeometry) -> np.ndarray | None:
     return cv2.resize(mask, STAGE_A_SIZE, interpolation=cv2.INTER_NEAREST)
 
 
+class DetectorStage(Protocol):
+    """Stage C: ``[L, R, D]`` (3, 192, 256) -> detections in NETWORK px."""
+
+    def __call__(self, channels: np.ndarray) -> list[Detection]: ...
+
+
+class VerifierModel(Protocol):
+    """Stage E's model: a window of per-frame descriptors -> P(human motion)."""
+
+    ready: bool
+
+    def observe(self, channels: np.ndarray, box: np.ndarray) -> None: ...
+
+    def probability(self) -> float | None: ...
+
+    def reset(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class Target:
-    """The locked target in the input's pixels."""
+    """The locked target in the input's pixels.
 
-    box: np.ndarray  # [x, y, w, h]
-    score: float | None  # detector score of the associated detection (None when coasting)
-    p_human: float | None  # last verifier probability, None until known
+    Attributes:
+        box: ``[x, y, w, h]``, input px, inside the image.
+        score: detector score of the associated detection (None when none was associated).
+        p_human: the verifier's last P(human motion) for this track, None until known.
+        verified: the verifier accepted this track at its last classification.
+        measured_by: ``"detection"``, ``"appearance"``, ``"both"``, ``"relock"`` or None
+            (coasting on the Kalman prediction).
+    """
+
+    box: np.ndarray
+    score: float | None
+    p_human: float | None
+    verified: bool = False
+    measured_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -131,7 +171,8 @@ class FrameResult:
 
     Attributes:
         index: frame number in the stream.
-        mode: ``"search"``, ``"locked"`` or ``"reacquire"``.
+        mode: ``"search"``, ``"locked"`` or ``"reacquire"`` (a provisional auto-lock that the
+            verifier has not accepted yet is reported as ``"search"``).
         target: the locked target, or None in search mode.
         verified: True once the verifier has accepted the current lock.
         detections: ``[(box, score)]`` of Stage C above the score threshold.
@@ -139,6 +180,10 @@ class FrameResult:
         motion_input: 2x3 ``M_t`` in input pixels (frame t-1 -> t).
         ms: milliseconds per stage ``A``-``E``.
         channels: the (3, 192, 256) ``[L, R, D]`` stack (for drawing).
+        event: ``"lock"`` (with ``lock_source``), ``"relock"`` or ``"lost"`` on the frame where
+            that happened, else None.
+        lock_source: how the current lock was made (``"tap:detection"``, ``"tap:blob"``,
+            ``"tap:box"``, ``"tap:default"``, ``"auto"``), None in search.
     """
 
     index: int
@@ -150,15 +195,28 @@ class FrameResult:
     motion_input: np.ndarray
     ms: dict[str, float]
     channels: np.ndarray = field(repr=False)
+    event: str | None = None
+    lock_source: str | None = None
+
+
+def _content_box(geometry: FrameGeometry) -> tuple[float, float, float, float]:
+    """The letterbox content of WORKING as ``(x0, y0, x1, y1)`` point coordinates."""
+    box = geometry.boxes([[0, 0, *geometry.input_size]], Frame.INPUT, Frame.WORKING)[0]
+    return (box[0] - 0.5, box[1] - 0.5, box[0] + box[2] - 0.5, box[1] + box[3] - 0.5)
 
 
 class Pipeline:
     """Stages A-E on the multi-rate schedule of §3.7: A-D every frame, E every 8th frame.
 
+    Each frame is a straight sequence: A (ego-motion) -> B (channels) -> C (detections) ->
+    lock acquisition (tap / auto-lock, :mod:`emts.acquisition`) -> D (tracker, which applies a
+    lock after the frame's camera motion) -> E (verifier). The stages hold their own state;
+    what one stage tells another travels as an argument.
+
     Args:
-        detector: Stage C (default: the shipped model).
+        detector: Stage C (default: the shipped model); None: no detections.
         verifier: Stage E (default: the shipped model); None disables verification.
-        tracker_config / verifier_config: Stage D / E parameters.
+        tracker_config / verifier_config / acquisition_config: stage parameters.
         auto_lock: lock on its own (§6.7) when no operator tap is given.
         threads: worker threads for OpenCV and onnxruntime.
 
@@ -172,33 +230,23 @@ class Pipeline:
 
     def __init__(
         self,
-        detector=None,
-        verifier=None,
-        tracker_config=None,
-        verifier_config=None,
+        detector: DetectorStage | None = None,
+        verifier: VerifierModel | None = None,
+        tracker_config: TrackerConfig | None = None,
+        verifier_config: VerifierConfig | None = None,
         auto_lock: bool = True,
         threads: int = 2,
+        acquisition_config: AcquisitionConfig | None = None,
     ) -> None:
-        from emts.config import TrackerConfig, VerifierConfig
-        from emts.tracker import TargetTracker
-
         cv2.setNumThreads(threads)
         self.front = MotionFrontEnd()
         self.detector = detector
         self.verifier = verifier
+        self.acquisition = LockAcquisition(auto_lock, verifier is not None, acquisition_config)
         self.tracker = TargetTracker(tracker_config or TrackerConfig())
-        self.verifier_config = verifier_config or VerifierConfig()
-        self.auto_lock = auto_lock
-        self._pending_tap: tuple[float, float] | None = None  # input px, as tapped
-        self._tap_working: np.ndarray | None = None  # the tap carried along, working px
-        self._tap_age = 0
-        self._candidate_history: list[np.ndarray] = []  # auto-lock: recent top detections
-        self._verified = False
-        self._p_human: float | None = None
-        self._provisional = False  # auto-lock waiting for the verifier
-        self._since_verify = 0
-        self._pending_verdict: bool | None = None  # computed at frame t, reaches D at t+1
+        self.verification = VerificationSchedule(verifier, verifier_config or VerifierConfig())
         self.reacquisitions = 0
+        self._release = False  # an unlock() waiting for the next step
 
     @classmethod
     def default(cls, threads: int = 2, auto_lock: bool = True) -> Pipeline:
@@ -211,41 +259,47 @@ class Pipeline:
             log.warning("no verifier model shipped: running without Stage E")
         return cls(Detector(threads=threads), verifier, auto_lock=auto_lock, threads=threads)
 
+    @property
+    def auto_lock(self) -> bool:
+        return self.acquisition.auto_lock
+
     def reset(self) -> None:
-        """Forget everything: motion history, lock, verifier window."""
+        """Forget everything: motion history, pending taps, lock, verifier window, counters."""
         self.front.reset()
+        self.acquisition.reset()
         self.tracker.reset()
-        if self.verifier is not None:
-            self.verifier.reset()
-        self._pending_tap = None
-        self._tap_working = None
-        self._candidate_history = []
-        self._verified = False
-        self._p_human = None
-        self._provisional = False
+        self.verification.reset()
+        self.reacquisitions = 0
+        self._release = False
 
-    def lock(self, x: float, y: float) -> None:
-        """Operator tap at input pixel (x, y) on the frame last shown.
+    def lock(self, x: float, y: float, box=None, on_last_frame: bool = False) -> None:
+        """Operator tap at input pixel (x, y), applied with the next :meth:`step`.
 
-        The pipeline locks on the detection nearest to the tap within ``TAP_RADIUS`` working px,
-        from the next frame on; the tapped point follows the camera motion while it waits, for
-        at most ``TAP_PATIENCE`` frames (then the tap is dropped with a warning).
+        The lock is made at once on the person under the point (see :mod:`emts.acquisition`),
+        whether or not the detector sees them.
+
+        Args:
+            x, y: the tapped point, input px, on the next frame given to :meth:`step` (or on
+                the frame last processed, with ``on_last_frame=True``: a live display).
+            box: optional ``[x, y, w, h]`` around the person (input px): lock on exactly it.
+            on_last_frame: carry the tap by the next frame's camera motion.
+
+        Raises:
+            BadInputError: the point or box is not finite numbers.
         """
-        self._pending_tap = (float(x), float(y))
-        self._tap_working = None
-        self._tap_age = 0
+        self.acquisition.request(Tap.make(x, y, box, on_last_frame))
+
+    def unlock(self) -> None:
+        """Drop the lock (and any pending tap) from the next :meth:`step` on."""
+        self.acquisition.reset()
+        self._release = True
 
     def step(self, frame: np.ndarray) -> FrameResult:
         """Run one frame through Stages A-E."""
-        from emts.tracker import Candidate
-
         start = time.perf_counter()
-        front = self.front.step(frame)
+        front = self.front.step(frame)  # A, B
         ms = dict(front.ms)
         geometry = front.geometry
-        if self.front.preprocess.geometry_changed and self.tracker.locked:
-            log.warning("frame %d: frame size changed; lock dropped", front.index)
-            self._drop_lock()
         t = time.perf_counter()
         detections = self.detector(front.channels) if self.detector is not None else []
         ms["C"] = (time.perf_counter() - t) * 1e3
@@ -257,115 +311,80 @@ class Pipeline:
             Candidate(b[:2] + b[2:] / 2, b[2:], d.score, d.embedding)
             for b, d in zip(boxes_work, detections, strict=True)
         ]
-        self._handle_lock_requests(front, candidates)
-        was_mode = self.tracker.mode
-        verdict = self._verdict_for_tracker()
-        state = self.tracker.update(front.motion.matrix, candidates, verdict)
-        if was_mode == "locked" and state.mode == "reacquire":
-            self.reacquisitions += 1
-            self._verified = False
-            if self.verifier is not None:
-                self.verifier.reset()
+        decision = self.acquisition.step(
+            geometry,
+            front.working,
+            front.motion.matrix,
+            candidates,
+            self.tracker.mode,
+            self.verification.classified,
+        )
+        release = decision.release or self._release or front.size_changed
+        if front.size_changed and self.tracker.locked:
+            log.warning("frame %d: frame size changed; lock dropped", front.index)
+        self._release = False
+        state = self.tracker.update(
+            front.motion.matrix,
+            candidates,
+            verdict=self.verification.verdict_for_tracker(),
+            lock=decision.lock,
+            release=release,
+            view=_appearance_view(frame, front),
+            content=_content_box(geometry),
+        )
+        self.reacquisitions += state.event == "lost"
         ms["D"] = (time.perf_counter() - t) * 1e3
 
         t = time.perf_counter()
-        self._run_verifier(front, state)
+        box_net = None
+        if state.centre is not None:
+            box_work = np.array([*(state.centre - state.size / 2), *state.size])
+            box_net = geometry.boxes([box_work], Frame.WORKING, Frame.NETWORK)[0]
+        self.verification.step(front.channels, box_net, restart=state.event is not None)
         ms["E"] = (time.perf_counter() - t) * 1e3
 
+        provisional = self.acquisition.provisional
         target = None
-        mode = state.mode if not self._provisional else "search"
-        if state.centre is not None and not self._provisional:
+        verified = self.verification.verified and not provisional
+        if state.centre is not None and not provisional:
             box_work = np.array([*(state.centre - state.size / 2), *state.size])
             box_input = geometry.boxes([box_work], Frame.WORKING, Frame.INPUT)[0]
-            target = Target(box_input, state.score, self._p_human)
+            target = Target(
+                _clamp_box(box_input, geometry.input_size),
+                state.score,
+                self.verification.p_human,
+                verified,
+                state.measured_by,
+            )
         boxes_input = geometry.boxes(boxes_net, Frame.NETWORK, Frame.INPUT)
         ms["total"] = (time.perf_counter() - start) * 1e3
         return FrameResult(
             index=front.index,
-            mode=mode,
+            mode="search" if provisional else state.mode,
             target=target,
-            verified=self._verified and not self._provisional,
+            verified=verified,
             detections=[(b, d.score) for b, d in zip(boxes_input, detections, strict=True)],
             ego_motion=front.motion,
             motion_input=front.motion_in_input(),
             ms=ms,
             channels=front.channels,
+            event=None if provisional else state.event,
+            lock_source=self.acquisition.last_source if state.mode != "search" else None,
         )
 
-    # ------------------------------------------------------------------ internals
-    def _drop_lock(self) -> None:
-        self._pending_verdict = None
-        self.tracker.reset()
-        if self.verifier is not None:
-            self.verifier.reset()
-        self._verified = False
-        self._p_human = None
-        self._provisional = False
-        self._candidate_history = []
 
-    def _handle_lock_requests(self, front: FrontEndResult, candidates) -> None:
-        if self._pending_tap is not None:
-            if self._tap_working is None:
-                self._tap_working = front.geometry.points(
-                    [self._pending_tap], Frame.INPUT, Frame.WORKING
-                )[0]
-            else:
-                m = front.motion.matrix
-                self._tap_working = m[:, :2] @ self._tap_working + m[:, 2]
-            self._tap_age += 1
-            tap = self._tap_working
-            near = [k for k in candidates if np.hypot(*(k.centre - tap)) <= TAP_RADIUS]
-            if near:
-                self._drop_lock()
-                self.tracker.lock(min(near, key=lambda k: np.hypot(*(k.centre - tap))))
-                self._pending_tap = None
-            elif self._tap_age >= TAP_PATIENCE:
-                log.warning("frame %d: nothing detected near the tap; tap dropped", front.index)
-                self._pending_tap = None
-            return
-        if not self.auto_lock or self.tracker.locked:
-            return
-        # §6.7: the strongest detection, spatially stable for 3 consecutive frames.
-        if not candidates:
-            self._candidate_history = []
-            return
-        top = max(candidates, key=lambda k: k.score)
-        moved = [
-            front.motion.matrix[:, :2] @ c + front.motion.matrix[:, 2]
-            for c in self._candidate_history
-        ]
-        if moved and np.hypot(*(moved[-1] - top.centre)) > max(top.size[1], 8.0):
-            moved = []
-        self._candidate_history = [*moved, top.centre][-3:]
-        if len(self._candidate_history) == 3:
-            self.tracker.lock(top)
-            self._provisional = self.verifier is not None  # wait for the verifier's word
-            self._verified = False
-            self._candidate_history = []
+def _appearance_view(frame: np.ndarray, front: FrontEndResult) -> AppearanceView:
+    """Colour input (uint8 BGR) is sampled directly: colour tells a person from the shadow
+    they walk into, where gray does not. Anything else uses the gray working frame."""
+    if frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3:
+        return AppearanceView(frame, front.geometry.matrix(Frame.WORKING, Frame.INPUT))
+    return AppearanceView.of(front.working)
 
-    def _verdict_for_tracker(self) -> bool | None:
-        verdict, self._pending_verdict = self._pending_verdict, None
-        return verdict
 
-    def _run_verifier(self, front: FrontEndResult, state) -> None:
-        if self.verifier is None or state.centre is None:
-            return
-        box_work = np.array([*(state.centre - state.size / 2), *state.size])
-        box_net = front.geometry.boxes([box_work], Frame.WORKING, Frame.NETWORK)[0]
-        self.verifier.observe(front.channels, box_net)
-        self._since_verify += 1
-        if not self.verifier.ready or self._since_verify < self.verifier_config.every:
-            return
-        self._since_verify = 0
-        p = self.verifier.probability()
-        self._p_human = p
-        if self._provisional:
-            if p >= self.verifier_config.autolock_threshold:
-                self._provisional = False
-                self._verified = True
-            else:
-                self._drop_lock()
-            return
-        human = p >= self.verifier_config.threshold
-        self._verified = human
-        self._pending_verdict = human  # reaches Stage D with the next frame
+def _clamp_box(box: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """``[x, y, w, h]`` cut to the image ``size`` (keeps at least 1 px of width and height)."""
+    x0 = float(np.clip(box[0], 0, size[0] - 1))
+    y0 = float(np.clip(box[1], 0, size[1] - 1))
+    x1 = float(np.clip(box[0] + box[2], x0 + 1, size[0]))
+    y1 = float(np.clip(box[1] + box[3], y0 + 1, size[1]))
+    return np.array([x0, y0, x1 - x0, y1 - y0])

@@ -59,30 +59,36 @@ def to_gray(frame: np.ndarray) -> np.ndarray:
 class Preprocessor:
     """Validates frames, converts them to gray uint8 and letterboxes them to 640x512.
 
-    Keeps two pieces of state: the input geometry (rebuilt if the frame size changes; check
-    :attr:`geometry_changed` after each call) and the smoothed gray range of uint16 input.
+    Keeps two pieces of state: the input geometry (rebuilt when the frame size changes) and
+    the smoothed gray range of uint16 input. Each call returns
+    ``(working, geometry, size_changed)``.
     """
 
     def __init__(self) -> None:
         self.geometry: FrameGeometry | None = None
-        self.geometry_changed = False
         self._thermal_range: tuple[float, float] | None = None
 
     def reset(self) -> None:
         self.geometry = None
-        self.geometry_changed = False
         self._thermal_range = None
 
-    def __call__(self, frame: object) -> np.ndarray:
+    def __call__(self, frame: object) -> tuple[np.ndarray, FrameGeometry, bool]:
+        """Validate and convert one frame.
+
+        Returns:
+            ``(working, geometry, size_changed)``: the 640x512 uint8 gray working frame, the
+            geometry of this frame's input size, and whether that size differs from the
+            previous frame's (False on the first frame).
+        """
         image = validate_frame(frame)
         gray = to_gray(image)
         if gray.dtype == np.uint16:
             gray = self._stretch_uint16(gray)
         size = (gray.shape[1], gray.shape[0])
-        self.geometry_changed = self.geometry is not None and self.geometry.input_size != size
-        if self.geometry is None or self.geometry_changed:
+        changed = self.geometry is not None and self.geometry.input_size != size
+        if self.geometry is None or changed:
             self.geometry = FrameGeometry(size)
-        return self.geometry.to_working(np.ascontiguousarray(gray))
+        return self.geometry.to_working(np.ascontiguousarray(gray)), self.geometry, changed
 
     def _stretch_uint16(self, gray: np.ndarray) -> np.ndarray:
         sample = gray[::_THERMAL_SAMPLE_STRIDE, ::_THERMAL_SAMPLE_STRIDE]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-import re
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,39 +20,75 @@ STAGES = ("A", "B", "C", "D", "E")
 
 @dataclass(frozen=True)
 class LockRequest:
-    """``auto`` or an operator tap at input pixel (x, y) on a frame."""
+    """``auto``, or an operator tap on frame ``frame``: a point (x, y) in input pixels, or a
+    box (x, y, w, h) around the person (a drag, or a ground station's rectangle)."""
 
     auto: bool = True
     x: float = 0.0
     y: float = 0.0
     frame: int = 0
+    box: tuple[float, float, float, float] | None = None
 
     @classmethod
     def parse(cls, text: str) -> LockRequest:
-        if text == "auto":
+        """``auto``, ``X,Y[@FRAME]`` or ``X,Y,W,H[@FRAME]`` (input px; FRAME default 0)."""
+        if text.strip() == "auto":
             return cls()
-        match = re.fullmatch(r"\s*([-\d.]+)\s*,\s*([-\d.]+)\s*(?:@\s*(\d+))?\s*", text)
-        if not match:
-            raise BadInputError(f"--lock {text!r}: expected 'auto' or X,Y[@FRAME], e.g. 320,240@10")
-        return cls(False, float(match[1]), float(match[2]), int(match[3] or 0))
+        usage = (
+            f"--lock {text!r}: expected 'auto', X,Y[@FRAME] or X,Y,W,H[@FRAME] "
+            "(input pixels), e.g. 320,240@10"
+        )
+        where, _, frame_text = text.partition("@")
+        try:
+            numbers = [float(v) for v in where.split(",")]
+            frame = int(frame_text) if frame_text.strip() else 0
+        except ValueError:
+            raise BadInputError(usage) from None
+        if len(numbers) not in (2, 4) or not all(math.isfinite(v) for v in numbers) or frame < 0:
+            raise BadInputError(usage)
+        if len(numbers) == 4:
+            x, y, w, h = numbers
+            if w <= 0 or h <= 0:
+                raise BadInputError(f"--lock {text!r}: the box needs W, H > 0")
+            return cls(False, x + w / 2, y + h / 2, frame, (x, y, w, h))
+        return cls(False, numbers[0], numbers[1], frame)
+
+
+def _round(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(float(value), digits)
 
 
 def record(result: FrameResult, index: int | None = None) -> dict:
-    """The JSON line of one frame (``index``: the source's frame number, if it differs)."""
+    """The JSON line of one frame (``index``: the source's frame number, if it differs).
+
+    ``target``: ``box`` [x, y, w, h] input px, detector ``score`` (None when no detection was
+    associated), verifier ``p_human`` and ``verified``, ``measured_by`` (what placed the box:
+    ``detection``, ``appearance``, ``both``, ``relock``, or None while coasting). ``event``:
+    ``lock`` / ``relock`` / ``lost`` on the frame where that happened; ``lock_source`` says
+    how the lock was made (``tap:detection``, ``tap:blob``, ``tap:box``, ``tap:default``,
+    ``auto``).
+    """
     target = None
     if result.target is not None:
         t = result.target
         target = {
             "box": [round(float(v), 2) for v in t.box],
-            "score": None if t.score is None else round(float(t.score), 4),
-            "p_human": None if t.p_human is None else round(float(t.p_human), 4),
+            "score": _round(t.score),
+            "p_human": _round(t.p_human),
+            "verified": bool(t.verified),
+            "measured_by": t.measured_by,
         }
-    return {
+    line = {
         "frame": result.index if index is None else index,
         "mode": result.mode,
         "target": target,
         "ms": {s: round(result.ms.get(s, 0.0), 3) for s in STAGES},
     }
+    if result.event is not None:
+        line["event"] = result.event
+    if result.lock_source is not None:
+        line["lock_source"] = result.lock_source
+    return line
 
 
 @dataclass
@@ -127,7 +163,7 @@ def run_track(
             ):
                 seen = index + 1
                 if not lock.auto and index == lock.frame:
-                    pipeline.lock(lock.x, lock.y)
+                    pipeline.lock(lock.x, lock.y, box=lock.box)
                 try:
                     if isinstance(frame, UnreadableFrame):
                         raise BadInputError(frame.reason)

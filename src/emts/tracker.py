@@ -1,14 +1,30 @@
 """Stage D: the locked target in stabilized coordinates (§3.5, eqs. 6-7).
 
-``G_t = H(M_t) G_{t-1}`` accumulates the camera motion since lock (``G_0 = I``). Detections are
-mapped through ``G_t^-1`` into the stabilized frame, where a constant-velocity Kalman filter
-on ``[x, y, vx, vy, w, h]`` models the *person*: a wind gust changes ``G_t``, not the state.
-Association needs two keys: the Mahalanobis gate on position and the scale-aware embedding
-gate (eq. 7); among admissible detections the one minimizing ``gamma^2 - 4 s`` wins.
+``G_t = H(M_t) G_{t-1}`` accumulates the camera motion since lock (``G_0 = I``). Measurements
+are mapped through ``G_t^-1`` into the stabilized frame, where a constant-velocity Kalman
+filter on ``[x, y, vx, vy, w, h]`` models the *person*: a wind gust changes ``G_t``, not the
+state.
+
+Two measurements feed the filter under the same Mahalanobis gate (eq. ``eq:gates``):
+
+* **detections** (Stage C), which also need the scale-aware embedding key (``eq:scalegate``);
+  among admissible detections the one minimizing ``gamma^2 - 4 s`` wins;
+* **appearance** (SPEC §0, not in the paper): a gray template of the target, cut in
+  stabilized coordinates at lock, searched by normalized cross-correlation around the
+  prediction. Sampling the search window through ``G_t`` undoes the camera's rotation and
+  zoom, so the template matches without being rotated or rescaled. It keeps the lock when the
+  detector is silent; it is refreshed only where the verifier approves the track or where a
+  detection and the appearance match agree.
 
 Modes: ``"search"`` (no lock), ``"locked"``, ``"reacquire"`` (coasting after 8 consecutive
-gate failures or a verifier veto; re-locks on frozen-template similarity > 0.65, or on a
-detection inside ``gamma^2 < 16`` for 3 consecutive frames, rebuilding the template).
+frames without a measurement, a verifier veto, or the target leaving the image). A re-lock
+(frozen template found again on consecutive frames near the coasted prediction, a detection
+with the frozen embedding inside the re-lock gate, or a detection held inside that gate for
+3 frames) **re-initializes** position and velocity: it is a new origin, never a Kalman
+innovation across the image.
+
+A lock arrives as a :class:`LockCommand` in the coordinates of the frame being updated; the
+tracker applies it *after* that frame's camera motion, so the motion is never applied twice.
 
 All boxes here are ``[cx, cy, w, h]`` (centre and size) in WORKING pixels (640x512) unless
 named stabilized.
@@ -16,15 +32,21 @@ named stabilized.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
+import cv2
 import numpy as np
 
-from emts.config import TrackerConfig
+from emts.config import WORKING_SIZE, TrackerConfig
 from emts.geometry import lift
 
 Mode = Literal["search", "locked", "reacquire"]
+# Initial state covariance of a (re-)lock: position px^2, velocity (px/frame)^2, size px^2.
+_LOCK_COVARIANCE = (4.0, 4.0, 25.0, 25.0, 9.0, 9.0)
+# Re-lock by appearance: consecutive matches must agree within this many stabilized px.
+_RELOCK_CONSISTENCY = 4.0
+_WHOLE_FRAME = (-0.5, -0.5, WORKING_SIZE[0] - 0.5, WORKING_SIZE[1] - 0.5)
 
 
 @dataclass(frozen=True)
@@ -38,30 +60,213 @@ class Candidate:
 
 
 @dataclass(frozen=True)
+class LockCommand:
+    """Lock on a target on the frame being updated (WORKING px, centre and size).
+
+    Attributes:
+        centre, size: the target on this frame.
+        embedding: the detector's embedding of it, or None (a tap with no detection there).
+        source: how the lock was made: ``"tap:detection"``, ``"tap:blob"``, ``"tap:box"``,
+            ``"tap:default"`` or ``"auto"``.
+    """
+
+    centre: np.ndarray
+    size: np.ndarray
+    embedding: np.ndarray | None
+    source: str
+
+    @classmethod
+    def from_candidate(cls, candidate: Candidate, source: str) -> LockCommand:
+        return cls(candidate.centre, candidate.size, candidate.embedding, source)
+
+
+@dataclass(frozen=True)
 class TrackState:
-    """The tracker's output for one frame."""
+    """The tracker's output for one frame.
+
+    Attributes:
+        mode: ``"search"``, ``"locked"`` or ``"reacquire"``.
+        centre, size: the estimate in WORKING px (None in search); the centre is kept inside
+            the image content.
+        score: score of the associated detection, None when no detection was associated.
+        associated: index of the associated candidate, if any.
+        misses: consecutive frames without a measurement.
+        appearance: the NCC peak of the appearance match this frame (None: not searched).
+        measured_by: ``"detection"``, ``"appearance"``, ``"both"`` or None (coasting).
+        event: ``"lock"``, ``"relock"``, ``"lost"`` on the frame where that happened, else None.
+    """
 
     mode: Mode
-    centre: np.ndarray | None  # WORKING px (None in search)
+    centre: np.ndarray | None
     size: np.ndarray | None
-    score: float | None  # score of the associated detection, None when coasting
-    associated: int | None  # index of the associated candidate, if any
+    score: float | None
+    associated: int | None
     misses: int
+    appearance: float | None = None
+    measured_by: str | None = None
+    event: str | None = None
 
 
 def _normalize(vector: np.ndarray) -> np.ndarray:
     return vector / max(float(np.linalg.norm(vector)), 1e-12)
 
 
+@dataclass(frozen=True)
+class AppearanceView:
+    """The image the appearance measurement samples, and the map WORKING px -> its px.
+
+    The working frame itself (gray) by default; the pipeline passes colour input frames, since
+    colour separates a person from a shadow that gray does not.
+    """
+
+    image: np.ndarray  # (h, w) or (h, w, 3) uint8
+    from_working: np.ndarray = field(default_factory=lambda: np.eye(3))  # 3x3
+
+    @classmethod
+    def of(cls, working: np.ndarray) -> AppearanceView:
+        return cls(working)
+
+
+@dataclass(frozen=True)
+class ResidualView:
+    """Stage B's ego-compensated residual ``R`` and the map WORKING px -> its px."""
+
+    image: np.ndarray  # float32 in [0, 1]
+    from_working: np.ndarray  # 3x3
+
+
+def motion_search(
+    image: np.ndarray, g: np.ndarray, centre: np.ndarray, size: np.ndarray, radius: float
+) -> tuple[float, float, np.ndarray] | None:
+    """Where near ``centre`` a target-sized box holds the most residual motion.
+
+    Args:
+        image, g: the residual image and the map stabilized -> its px.
+        centre, size: the predicted target (stabilized px).
+        radius: search radius (stabilized px).
+
+    Returns:
+        ``(peak, background, centre)``: the best box's mean residual, the window's median
+        box mean, and that box's centre in stabilized px; None for a degenerate window.
+    """
+    w, h = (max(int(round(float(v))), 3) for v in size)
+    r = int(np.ceil(radius))
+    top_left = np.round(centre - np.array([w - 1, h - 1]) / 2.0) - r
+    window = AppearanceTemplate.sample(image, g, top_left, (w + 2 * r, h + 2 * r))
+    means = cv2.boxFilter(window, -1, (w, h), normalize=True, borderType=cv2.BORDER_CONSTANT)
+    # box centres whose box lies inside the window: offsets 0..2r from the first one
+    valid = means[h // 2 : h // 2 + 2 * r + 1, w // 2 : w // 2 + 2 * r + 1]
+    if valid.size == 0:
+        return None
+    py, px = np.unravel_index(int(np.argmax(valid)), valid.shape)
+    peak = float(valid[py, px])
+    matched = top_left + np.array([px, py]) + np.array([w - 1, h - 1]) / 2.0
+    return peak, float(np.median(valid)), matched
+
+
+class AppearanceTemplate:
+    """A template of the target in stabilized coordinates, matched by NCC.
+
+    Patches are sampled from the view's image through ``G_t`` (stabilized -> image), so a
+    rotated or zoomed camera is undone before matching; a patch is always at the
+    stabilized frame's scale, whatever the image's resolution.
+    """
+
+    def __init__(self) -> None:
+        self.patch: np.ndarray | None = None  # float32, stabilized px
+
+    @staticmethod
+    def sample(
+        image: np.ndarray, g: np.ndarray, top_left: np.ndarray, size: tuple[int, int]
+    ) -> np.ndarray:
+        """The stabilized-frame window ``[top_left, top_left + size)`` cut from ``image``
+        (``g``: stabilized -> image px)."""
+        a = g[:2, :2]
+        offset = a @ top_left + g[:2, 2]
+        inverse_map = np.hstack([a, offset[:, None]])  # window px -> image px
+        out = cv2.warpAffine(
+            image,
+            inverse_map,
+            size,
+            flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+            borderMode=cv2.BORDER_CONSTANT,
+            borderValue=0,
+        ).astype(np.float32)
+        return out
+
+    @staticmethod
+    def patch_size(size: np.ndarray, config: TrackerConfig) -> tuple[int, int]:
+        grow = 1.0 + 2.0 * config.appearance_margin
+        w = max(config.appearance_min_size, round(float(size[0]) * grow))
+        h = max(config.appearance_min_size, round(float(size[1]) * grow))
+        return int(w), int(h)
+
+    def capture(
+        self,
+        image: np.ndarray,
+        g: np.ndarray,
+        centre: np.ndarray,
+        size: np.ndarray,
+        config: TrackerConfig,
+    ) -> None:
+        w, h = self.patch_size(size, config)
+        top_left = centre - np.array([w - 1, h - 1]) / 2.0
+        patch = self.sample(image, g, top_left, (w, h))
+        self.patch = patch if float(patch.std()) > 1e-3 else None  # a flat patch matches anything
+
+    def blend(self, image: np.ndarray, g: np.ndarray, centre: np.ndarray, alpha: float) -> None:
+        if self.patch is None:
+            return
+        h, w = self.patch.shape[:2]
+        top_left = centre - np.array([w - 1, h - 1]) / 2.0
+        current = self.sample(image, g, top_left, (w, h))
+        if current.shape != self.patch.shape:
+            return
+        self.patch = (1.0 - alpha) * self.patch + alpha * current
+
+    def search(
+        self, image: np.ndarray, g: np.ndarray, centre: np.ndarray, radius: float
+    ) -> tuple[float, np.ndarray] | None:
+        """(NCC peak, matched centre in stabilized px) within ``radius`` of ``centre``."""
+        if self.patch is None:
+            return None
+        h, w = self.patch.shape[:2]
+        r = int(np.ceil(radius))
+        window_size = (w + 2 * r, h + 2 * r)
+        top_left = np.round(centre - np.array([w - 1, h - 1]) / 2.0) - r
+        window = self.sample(image, g, top_left, window_size)
+        if window.shape[2:] != self.patch.shape[2:] or float(window.std()) < 1e-3:
+            return None
+        response = cv2.matchTemplate(window, self.patch, cv2.TM_CCOEFF_NORMED)
+        _, peak, _, (px, py) = cv2.minMaxLoc(response)
+        dx = _parabola_offset(response[py, max(px - 1, 0) : px + 2]) if px > 0 else 0.0
+        dy = _parabola_offset(response[max(py - 1, 0) : py + 2, px]) if py > 0 else 0.0
+        matched = top_left + np.array([px + dx, py + dy]) + np.array([w - 1, h - 1]) / 2.0
+        return float(peak), matched
+
+
+def _parabola_offset(values: np.ndarray) -> float:
+    """Sub-pixel offset of a peak from three samples (0 at the middle one)."""
+    if len(values) != 3:
+        return 0.0
+    left, middle, right = (float(v) for v in values)
+    denominator = left - 2.0 * middle + right
+    if abs(denominator) < 1e-9:
+        return 0.0
+    return float(np.clip(0.5 * (left - right) / denominator, -0.5, 0.5))
+
+
 class TargetTracker:
-    """Tracks one locked target. Stages hold only their own state; the verifier's verdict
-    comes in as an argument of :meth:`update`.
+    """Tracks one locked target. Stages hold only their own state; the lock and the
+    verifier's verdict come in as arguments of :meth:`update`.
 
     Example:
         >>> import numpy as np
         >>> tracker = TargetTracker()
         >>> e = np.eye(8)[0]
-        >>> tracker.lock(Candidate(np.array([100., 80.]), np.array([10., 24.]), 0.9, e))
+        >>> start = LockCommand(np.array([100., 80.]), np.array([10., 24.]), e, "auto")
+        >>> tracker.update(np.eye(2, 3), [], lock=start).mode
+        'locked'
         >>> seen = Candidate(np.array([101., 80.]), np.array([10., 24.]), 0.8, e)
         >>> state = tracker.update(np.eye(2, 3), [seen])
         >>> state.mode, state.associated
@@ -77,6 +282,8 @@ class TargetTracker:
         self._r = np.diag(c.measurement_noise)  # §3.5: R
         self._h = np.zeros((4, 6))
         self._h[0, 0] = self._h[1, 1] = self._h[2, 4] = self._h[3, 5] = 1.0
+        self._h_position = self._h[:2]
+        self._r_appearance = np.eye(2) * c.appearance_noise
         self.reset()
 
     # ------------------------------------------------------------------ state
@@ -88,40 +295,78 @@ class TargetTracker:
         self.g = np.eye(3)  # G_t: stabilized -> current image
         self.template = np.zeros(8)
         self.frozen_template = np.zeros(8)
+        self.has_embedding = False
+        self.appearance = AppearanceTemplate()
+        self.frozen_appearance: np.ndarray | None = None
         self.lock_height = 0.0
         self.misses = 0
         self._spatial_streak = 0
+        self._appearance_streak: list[np.ndarray] = []
+        self._veto_drops = True
 
-    def lock(self, candidate: Candidate) -> None:
-        """Lock on ``candidate`` (operator tap or auto-lock): G_0 = I, template from it."""
+    def lock(self, candidate: Candidate | LockCommand, view: AppearanceView | None = None) -> None:
+        """Lock now, on the current frame (``G_0 = I``); see also ``update(lock=...)``."""
+        if isinstance(candidate, Candidate):
+            candidate = LockCommand.from_candidate(candidate, "auto")
+        c = self.config
         self.reset()
         self.mode = "locked"
         self.x = np.array([*candidate.centre, 0.0, 0.0, *candidate.size], float)
-        self.p = np.diag([4.0, 4.0, 25.0, 25.0, 9.0, 9.0])
-        self.template = _normalize(candidate.embedding)
+        self.p = np.diag(_LOCK_COVARIANCE)
+        # A veto drops an automatic lock; an operator's lock is the operator's to drop, unless
+        # configured otherwise (a veto then only stops template refreshes).
+        self._veto_drops = c.veto_drops_operator_locks or not candidate.source.startswith("tap")
+        if candidate.embedding is not None:
+            self.template = _normalize(np.asarray(candidate.embedding, float))
+            self.has_embedding = True
         self.lock_height = float(candidate.size[1])
+        if view is not None:
+            self._capture(view)
 
     @property
     def locked(self) -> bool:
         return self.mode != "search"
 
     # -------------------------------------------------------------- geometry
+    def _from_image(self, point: np.ndarray) -> np.ndarray:
+        inverse = np.linalg.inv(self.g)
+        return inverse[:2, :2] @ point + inverse[:2, 2]
+
+    # The appearance lives in image coordinates: in an oblique view a walker's apparent size
+    # and orientation follow the camera, not the ground plane that G_t models.
+    def _capture(self, view: AppearanceView) -> None:
+        centre = self._to_image(self.x[:2])
+        self.appearance.capture(view.image, view.from_working, centre, self.x[4:6], self.config)
+
+    def _blend(self, view: AppearanceView, centre: np.ndarray, alpha: float) -> None:
+        image_centre = self._to_image(centre)
+        self.appearance.blend(view.image, view.from_working, image_centre, alpha)
+
+    def _search(self, view: AppearanceView, radius: float) -> tuple[float, np.ndarray] | None:
+        """(NCC peak, matched centre in stabilized px) within ``radius`` stabilized px."""
+        match = self.appearance.search(
+            view.image, view.from_working, self._to_image(self.x[:2]), radius * self._scale()
+        )
+        return None if match is None else (match[0], self._from_image(match[1]))
+
     def _scale(self) -> float:
         return float(np.sqrt(abs(np.linalg.det(self.g[:2, :2]))))
 
     def _to_stabilized(self, candidate: Candidate) -> np.ndarray:
         inverse = np.linalg.inv(self.g)
         centre = inverse[:2, :2] @ candidate.centre + inverse[:2, 2]
-        return np.array([*centre, *(candidate.size / self._scale())])
+        return np.array([*centre, *candidate.size])
+
+    def _to_image(self, stabilized: np.ndarray) -> np.ndarray:
+        return self.g[:2, :2] @ stabilized + self.g[:2, 2]
 
     def image_box(self) -> tuple[np.ndarray, np.ndarray]:
         """Current estimate mapped back to the image (WORKING px): (centre, size)."""
-        centre = self.g[:2, :2] @ self.x[:2] + self.g[:2, 2]
-        return centre, self.x[4:6] * self._scale()
+        return self._to_image(self.x[:2]), self.x[4:6].copy()
 
     # ------------------------------------------------------------------ gates
     def embedding_gate(self, height: float) -> float:
-        """eq. 7: tau_e(h), scale-aware."""
+        """``eq:scalegate``: tau_e(h), scale-aware."""
         c = self.config
         if height <= c.scale_gate_ratio * self.lock_height:
             return c.embedding_threshold
@@ -130,63 +375,151 @@ class TargetTracker:
             c.scale_gate_ratio * c.embedding_threshold * self.lock_height / height,
         )
 
-    def _innovation(self, measurement: np.ndarray) -> float:
-        """gamma^2 of the positional innovation (eq. 6, 2 DoF)."""
-        s = (self._h @ self.p @ self._h.T + self._r)[:2, :2]
+    def _innovation(self, measurement: np.ndarray, noise: np.ndarray | None = None) -> float:
+        """gamma^2 of the positional innovation (``eq:gates``, 2 DoF)."""
+        noise = self._r[:2, :2] if noise is None else noise
+        s = self.p[:2, :2] + noise
         nu = measurement[:2] - self.x[:2]
         return float(nu @ np.linalg.solve(s, nu))
 
+    def _search_radius(self, upper: float) -> float:
+        low, _ = self.config.search_radius
+        sigma = np.sqrt(max(self.p[0, 0], self.p[1, 1]) + self.config.appearance_noise)
+        return float(np.clip(3.0 * sigma, low, upper))
+
     # ------------------------------------------------------------------ update
     def update(
-        self, motion: np.ndarray, candidates: list[Candidate], verdict: bool | None = None
+        self,
+        motion: np.ndarray,
+        candidates: list[Candidate],
+        verdict: bool | None = None,
+        lock: LockCommand | None = None,
+        release: bool = False,
+        view: AppearanceView | None = None,
+        content: tuple[float, float, float, float] | None = None,
     ) -> TrackState:
         """Advance one frame.
 
         Args:
             motion: Stage A's ``M_t`` (2x3, WORKING px, frame t-1 -> t).
             candidates: this frame's detections.
-            verdict: the verifier's verdict on this track this frame: True (moves like a
-                human), False (veto) or None (not classified this frame).
+            verdict: the verifier's verdict on this track: True (moves like a human), False
+                (veto) or None (not classified).
+            lock: lock on this target, given in this frame's coordinates (applied after
+                ``M_t``, which then plays no part).
+            release: drop the lock (before ``lock``, if both are given).
+            view: the image the appearance measurement samples (None: detections only).
+            content: ``(x0, y0, x1, y1)`` of the image content in WORKING px (the letterbox
+                area); the target leaving it is lost. None: the whole working frame.
         """
+        content = content or _WHOLE_FRAME
+        if release:
+            self.reset()
+        if lock is not None:
+            self.lock(lock, view)
+            return self._state(None, None, None, content, event="lock")
         if self.mode == "search":
             return TrackState("search", None, None, None, None, 0)
         c = self.config
         self.g = lift(motion) @ self.g  # G_t = H(M_t) G_{t-1}
+        if self.mode == "reacquire":  # coasting: a stop is likelier than a straight line
+            self.x[2:4] *= c.coast_velocity_keep
         self.x = self._f @ self.x  # x = F x
         self.p = self._f @ self.p @ self._f.T + self._q  # P = F P F^T + Q
         measurements = [self._to_stabilized(k) for k in candidates]
         gammas = [self._innovation(m) for m in measurements]
-        vetoed = verdict is False and self.mode == "locked"
+        vetoed = verdict is False and self.mode == "locked" and self._veto_drops
+        event = None
         if vetoed:  # the verifier says this track does not move like a human: coast
             self._enter_reacquire()
-        chosen = None
+            event = "lost"
         if self.mode == "locked":
-            best = np.inf
-            for i, (k, gamma) in enumerate(zip(candidates, gammas, strict=True)):
-                similarity = float(self.template @ k.embedding)
-                if gamma < c.gate_mahalanobis and similarity > self.embedding_gate(k.size[1]):
-                    cost = gamma - c.association_embedding_weight * similarity
-                    if cost < best:
-                        best, chosen = cost, i
-            if chosen is None:
+            chosen, peak, measured_by = self._locked_step(
+                candidates, measurements, gammas, verdict, view
+            )
+            if measured_by is None or not self._inside(content):
                 self.misses += 1
-                if self.misses >= c.reacquire_after_misses:
+                if self.misses >= c.reacquire_after_misses or not self._inside(content):
                     self._enter_reacquire()
-            else:
-                self._accept(candidates[chosen], measurements[chosen], verdict)
-        elif self.mode == "reacquire" and not vetoed:
-            chosen = self._try_relock(candidates, measurements, gammas)
+                    event = "lost"
+            return self._state(chosen, candidates, measured_by, content, peak, event)
+        if self.mode == "reacquire" and not vetoed:
+            chosen, peak = self._try_relock(candidates, measurements, gammas, view)
+            if self.mode == "locked":
+                return self._state(chosen, candidates, "relock", content, peak, "relock")
+            return self._state(None, None, None, content, peak, event)
+        return self._state(None, None, None, content, None, event)
+
+    def _inside(self, content: tuple[float, float, float, float]) -> bool:
+        x, y = self._to_image(self.x[:2])
+        return content[0] <= x <= content[2] and content[1] <= y <= content[3]
+
+    def _state(self, chosen, candidates, measured_by, content, peak=None, event=None):
         centre, size = self.image_box()
+        centre = np.clip(centre, content[:2], content[2:])  # never report a box off the image
         score = candidates[chosen].score if chosen is not None else None
-        return TrackState(self.mode, centre, size, score, chosen, self.misses)
+        return TrackState(
+            self.mode, centre, size, score, chosen, self.misses, peak, measured_by, event
+        )
+
+    def _locked_step(self, candidates, measurements, gammas, verdict, view):
+        c = self.config
+        chosen, best = None, np.inf
+        for i, (k, gamma) in enumerate(zip(candidates, gammas, strict=True)):
+            if gamma >= c.gate_mahalanobis:
+                continue
+            similarity = float(self.template @ k.embedding) if self.has_embedding else 0.0
+            if self.has_embedding and similarity <= self.embedding_gate(k.size[1]):
+                continue
+            cost = gamma - c.association_embedding_weight * similarity
+            if cost < best:
+                best, chosen = cost, i
+        match = None
+        if view is not None:
+            match = self._search(view, self._search_radius(c.search_radius[1]))
+        peak = None if match is None else match[0]
+        appearance_ok = (
+            match is not None
+            and match[0] >= c.appearance_threshold
+            and self._innovation(match[1], self._r_appearance) < c.gate_mahalanobis
+        )
+        if chosen is None and not appearance_ok:
+            return None, peak, None
+        if chosen is not None:
+            self._accept(candidates[chosen], measurements[chosen], verdict)
+        if appearance_ok:
+            self._kalman(match[1], self._h_position, self._r_appearance)
+            self.misses = 0
+        agree = (
+            chosen is not None
+            and appearance_ok
+            and np.hypot(*(measurements[chosen][:2] - match[1])) < max(3.0, 0.25 * self.x[5])
+        )
+        # Template hygiene: a vetoed track never teaches the template; an approved or doubly
+        # confirmed one (detection and appearance agree) teaches it faster. At the matched
+        # position, not the filtered one: a lag would creep into the template.
+        teach = appearance_ok and match[0] >= c.refresh_similarity and verdict is not False
+        if view is not None and teach:
+            rate = c.template_refresh * (2.0 if verdict or agree else 1.0)
+            self._blend(view, match[1], rate)
+        measured_by = (
+            "both" if chosen is not None and appearance_ok else
+            "detection" if chosen is not None else "appearance"
+        )  # fmt: skip
+        return chosen, peak, measured_by
+
+    def _kalman(self, z: np.ndarray, h: np.ndarray, r: np.ndarray) -> None:
+        s = h @ self.p @ h.T + r
+        gain = self.p @ h.T @ np.linalg.inv(s)  # K = P H^T S^-1
+        self.x = self.x + gain @ (z - h @ self.x)  # x = x + K (z - H x)
+        self.p = (np.eye(6) - gain @ h) @ self.p  # P = (I - K H) P
 
     def _accept(self, candidate: Candidate, measurement: np.ndarray, verdict: bool | None) -> None:
         c = self.config
-        s = self._h @ self.p @ self._h.T + self._r
-        gain = self.p @ self._h.T @ np.linalg.inv(s)  # K = P H^T S^-1
-        self.x = self.x + gain @ (measurement - self._h @ self.x)  # x = x + K (z - H x)
-        self.p = (np.eye(6) - gain @ self._h) @ self.p  # P = (I - K H) P
+        self._kalman(measurement, self._h, self._r)
         e = candidate.embedding
+        if not self.has_embedding:  # a lock without a detection: the first one sets it
+            self.template, self.has_embedding = _normalize(e), True
         self.template = _normalize(
             c.slow_template_keep * self.template + (1 - c.slow_template_keep) * e
         )
@@ -201,34 +534,72 @@ class TargetTracker:
     def _enter_reacquire(self) -> None:
         self.mode = "reacquire"
         self.frozen_template = self.template.copy()
+        self.frozen_appearance = (
+            None if self.appearance.patch is None else self.appearance.patch.copy()
+        )
         self._spatial_streak = 0
+        self._appearance_streak = []
 
-    def _try_relock(self, candidates, measurements, gammas) -> int | None:
+    def _try_relock(self, candidates, measurements, gammas, view):
         c = self.config
         self.misses += 1
+        peak = None
+        # 1. Appearance: the frozen template, near the coasted prediction, on consecutive frames.
+        if view is not None and self.frozen_appearance is not None:
+            self.appearance.patch = self.frozen_appearance
+            match = self._search(view, self._search_radius(c.relock_max_radius))
+            if match is not None:
+                peak = match[0]
+            if match is not None and match[0] >= c.relock_appearance:
+                streak = self._appearance_streak
+                expected = streak[-1] + self.x[2:4] if streak else None  # moved as predicted
+                if streak and np.hypot(*(expected - match[1])) > _RELOCK_CONSISTENCY:
+                    streak.clear()
+                streak.append(match[1])
+                if len(streak) >= c.relock_appearance_frames:
+                    self._relock(match[1], self.x[4:6], None, rebuild=False)
+                    return None, peak
+            else:
+                self._appearance_streak = []
         if not candidates:
             self._spatial_streak = 0
-            return None
-        similarities = [float(self.frozen_template @ k.embedding) for k in candidates]
-        best = int(np.argmax(similarities))
-        if similarities[best] > c.relock_similarity:  # appearance path
-            self._relock(candidates[best], measurements[best], rebuild=False)
-            return best
-        inside = [i for i, g in enumerate(gammas) if g < c.relock_gate]
-        if inside:  # spatial path: persistence inside the coasted gate
-            self._spatial_streak += 1
-            nearest = min(inside, key=lambda i: gammas[i])
-            if self._spatial_streak >= c.relock_frames:
-                self._relock(candidates[nearest], measurements[nearest], rebuild=True)
-                return nearest
-        else:
+            return None, peak
+        inside = [
+            i
+            for i, (g, m) in enumerate(zip(gammas, measurements, strict=True))
+            if g < c.relock_gate and np.hypot(*(m[:2] - self.x[:2])) <= c.relock_max_radius
+        ]
+        if not inside:
             self._spatial_streak = 0
-        return None
+            return None, peak
+        # 2. A detection with the frozen embedding, inside the re-lock gate (never anywhere).
+        if self.has_embedding:
+            similarities = {
+                i: float(self.frozen_template @ candidates[i].embedding) for i in inside
+            }
+            best = max(similarities, key=similarities.get)
+            if similarities[best] > c.relock_similarity:
+                m = measurements[best]
+                self._relock(m[:2], m[2:], candidates[best].embedding, rebuild=False)
+                return best, peak
+        # 3. Spatial persistence inside the re-lock gate for 3 frames (template rebuilt).
+        self._spatial_streak += 1
+        nearest = min(inside, key=lambda i: gammas[i])
+        if self._spatial_streak >= c.relock_frames:
+            m = measurements[nearest]
+            self._relock(m[:2], m[2:], candidates[nearest].embedding, rebuild=True)
+            if view is not None:
+                self._capture(view)
+            return nearest, peak
+        return None, peak
 
-    def _relock(self, candidate: Candidate, measurement: np.ndarray, rebuild: bool) -> None:
+    def _relock(self, centre, size, embedding, rebuild: bool) -> None:
+        """Re-initialize at a new origin: position from the measurement, velocity zero."""
         self.mode = "locked"
-        self._accept(candidate, measurement, verdict=None)
-        if rebuild:
-            self.template = _normalize(candidate.embedding)
+        self.x = np.array([*centre, 0.0, 0.0, *size], float)
+        self.p = np.diag(_LOCK_COVARIANCE)
+        if embedding is not None and (rebuild or not self.has_embedding):
+            self.template, self.has_embedding = _normalize(embedding), True
         self._spatial_streak = 0
+        self._appearance_streak = []
         self.misses = 0

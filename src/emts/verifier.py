@@ -144,3 +144,62 @@ class Verifier:
         """P(human) for (B, 40, 16) descriptor windows."""
         logits = self.session.run(None, {self.input_name: windows.astype(np.float32)})[0]
         return 1.0 / (1.0 + np.exp(-logits.reshape(-1)))
+
+
+class VerificationSchedule:
+    """Stage E on the multi-rate schedule of §3.7 for the one locked track.
+
+    Observes the track's ROI every frame and classifies every ``config.every``-th frame once
+    the 16-frame window is full. A verdict computed at frame t reaches Stage D with frame t+1
+    (:meth:`verdict_for_tracker`).
+
+    Args:
+        verifier: the model (anything with ``observe``, ``ready``, ``probability``, ``reset``);
+            None disables Stage E (every verdict is None, nothing is ever verified).
+        config: Stage E parameters.
+    """
+
+    def __init__(self, verifier: Verifier | None, config: VerifierConfig | None = None) -> None:
+        self.verifier = verifier
+        self.config = config or VerifierConfig()
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the track: window, schedule, verdicts."""
+        if self.verifier is not None:
+            self.verifier.reset()
+        self._since_classified = 0
+        self._pending_verdict: bool | None = None
+        self.p_human: float | None = None  # last probability for this track
+        self.classified: float | None = None  # probability computed on the last step, if any
+        self.verified = False  # the verifier accepted this track at its last classification
+
+    def verdict_for_tracker(self) -> bool | None:
+        """The verdict from the previous frame's classification (once), else None."""
+        verdict, self._pending_verdict = self._pending_verdict, None
+        return verdict
+
+    def step(self, channels: np.ndarray, box: np.ndarray | None, restart: bool) -> float | None:
+        """Observe this frame's track ROI (``box`` in NETWORK px; None: no track).
+
+        Args:
+            restart: the track was (re-)locked this frame: start a new window.
+
+        Returns:
+            P(human) if the track was classified this frame, else None.
+        """
+        self.classified = None
+        if restart or box is None:
+            self.reset()
+        if self.verifier is None or box is None:
+            return None
+        self.verifier.observe(channels, box)
+        self._since_classified += 1
+        if not self.verifier.ready or self._since_classified < self.config.every:
+            return None
+        self._since_classified = 0
+        p = self.verifier.probability()
+        self.p_human = self.classified = p
+        self.verified = p is not None and p >= self.config.threshold
+        self._pending_verdict = None if p is None else self.verified
+        return p

@@ -1,0 +1,240 @@
+"""Lock acquisition: how a lock starts (operator tap, §6.7 auto-lock) and whether it stands.
+
+This stage sits between the detector (C) and the tracker (D). Each frame it returns an
+:class:`AcquisitionDecision`, which the pipeline hands to
+:meth:`emts.tracker.TargetTracker.update` -- the tracker applies a lock *after* the frame's
+camera motion, so nothing outside the stages calls into D or E.
+
+* **Operator tap** (SPEC §0): locks at once, on the frame the tap refers to, on the person
+  under the point: the detection whose box holds the point if there is one, else the
+  appearance blob around the point (a dark or bright region that stands out from the local
+  ground), else a default-sized box centred on the point. A tap with a box (a drag, or a
+  ground station's rectangle) uses the box as given. A tap made on the frame last shown is
+  carried to the next frame by that frame's camera motion.
+* **Auto-lock** (§6.7): the strongest detection, spatially stable (carried by the camera
+  motion) for 3 consecutive frames, is locked *provisionally*; the lock is reported only once
+  the verifier accepts it (P(human) >= 0.35) and released if it does not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from emts.config import AcquisitionConfig
+from emts.errors import BadInputError
+from emts.geometry import Frame, FrameGeometry
+from emts.tracker import Candidate, LockCommand, Mode
+
+
+@dataclass(frozen=True)
+class Tap:
+    """An operator tap in INPUT px: a point, or a box ``[x, y, w, h]`` around the person.
+
+    ``on_last_frame``: the tap was made on the frame last processed (a live display), not on
+    the next frame given to the pipeline.
+    """
+
+    point: tuple[float, float]
+    box: tuple[float, float, float, float] | None = None
+    on_last_frame: bool = False
+
+    @classmethod
+    def make(cls, x, y, box=None, on_last_frame: bool = False) -> Tap:
+        """Validated tap (BadInputError on non-numbers, NaN, or a box without area)."""
+        try:
+            point = (float(x), float(y))
+            box = None if box is None else tuple(float(v) for v in box)
+        except (TypeError, ValueError):
+            raise BadInputError(f"lock point must be two numbers, got {x!r}, {y!r}") from None
+        if not all(np.isfinite(point)):
+            raise BadInputError(f"lock point must be finite, got {point}")
+        if box is not None and (len(box) != 4 or not all(np.isfinite(box)) or min(box[2:]) <= 0):
+            raise BadInputError(f"lock box must be finite x, y, w, h with w, h > 0; got {box}")
+        return cls(point, box, bool(on_last_frame))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class AcquisitionDecision:
+    """What the acquisition stage asks of the tracker this frame.
+
+    Attributes:
+        lock: lock on this target now (this frame's WORKING px), or None.
+        release: drop the current lock (a provisional auto-lock the verifier rejected).
+        provisional: the current lock awaits the verifier; report it as not locked yet.
+    """
+
+    lock: LockCommand | None = None
+    release: bool = False
+    provisional: bool = False
+
+
+NOTHING = AcquisitionDecision()
+
+
+def blob_box(
+    working: np.ndarray, point: np.ndarray, config: AcquisitionConfig
+) -> np.ndarray | None:
+    """``[cx, cy, w, h]`` (WORKING px) of the region under ``point`` that stands out from the
+    local ground, or None when nothing there does.
+
+    The ground level is the median of a window around the point; pixels that differ from it
+    by more than the larger of a fixed floor and half the difference at the point form the
+    mask, and the connected component under (or nearest to) the point is the blob.
+    """
+    half_w, half_h = (s // 2 for s in config.tap_window)
+    x, y = int(round(point[0])), int(round(point[1]))
+    height, width = working.shape
+    x0, y0 = max(x - half_w, 0), max(y - half_h, 0)
+    x1, y1 = min(x + half_w + 1, width), min(y + half_h + 1, height)
+    if x1 - x0 < 8 or y1 - y0 < 8:
+        return None
+    window = cv2.GaussianBlur(working[y0:y1, x0:x1], (3, 3), 0).astype(np.float32)
+    difference = window - float(np.median(window))
+    px, py = x - x0, y - y0
+    core = difference[max(py - 2, 0) : py + 3, max(px - 2, 0) : px + 3]
+    at_point = float(core.flat[np.argmax(np.abs(core))])
+    if abs(at_point) < config.tap_min_contrast:
+        return None
+    # Both polarities: a person is often a light shirt over dark legs beside a dark shadow.
+    mask = np.abs(difference) > max(config.tap_min_contrast, 0.5 * abs(at_point))
+    mask = cv2.morphologyEx(mask.astype(np.uint8), cv2.MORPH_CLOSE, np.ones((5, 5), np.uint8))
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
+    if count <= 1:
+        return None
+    near = labels[max(py - 2, 0) : py + 3, max(px - 2, 0) : px + 3]
+    ids = [i for i in np.unique(near) if i != 0]
+    if not ids:
+        return None
+    best = max(ids, key=lambda i: stats[i, cv2.CC_STAT_AREA])
+    bx, by, bw, bh = stats[best, :4]
+    if bw >= window.shape[1] - 2 or bh >= window.shape[0] - 2:
+        return None  # runs out of the window: ground texture, not an object
+    low, high = config.tap_size_limits
+    centre = np.array([x0 + bx + (bw - 1) / 2.0, y0 + by + (bh - 1) / 2.0])
+    if bw > config.tap_max_aspect * bh:
+        # Wider than a person: the blob holds the cast shadow too. Keep a person-shaped box
+        # on the tapped column; the operator tapped the person, not the shadow.
+        bw = config.tap_max_aspect * bh
+        centre[0] = point[0]
+    size = np.clip([bw, bh], low, high).astype(float)
+    return np.array([*centre, *size])
+
+
+class LockAcquisition:
+    """Turns operator taps and the auto-lock rule into lock decisions for the tracker.
+
+    Args:
+        auto_lock: lock on its own (§6.7) when there is no lock and no tap.
+        verify_auto_locks: an auto-lock waits for the verifier (False when there is none).
+        config: tap and auto-lock parameters.
+    """
+
+    def __init__(
+        self,
+        auto_lock: bool = True,
+        verify_auto_locks: bool = True,
+        config: AcquisitionConfig | None = None,
+    ) -> None:
+        self.auto_lock = auto_lock
+        self.verify_auto_locks = verify_auto_locks
+        self.config = config or AcquisitionConfig()
+        self.reset()
+
+    def reset(self) -> None:
+        self._tap: Tap | None = None
+        self._history: list[np.ndarray] = []  # auto-lock: recent top detections, WORKING px
+        self.provisional = False
+        self.last_source: str | None = None
+
+    def request(self, tap: Tap) -> None:
+        """Queue an operator tap; it is applied on the next :meth:`step`."""
+        self._tap = tap
+
+    @property
+    def pending(self) -> bool:
+        return self._tap is not None
+
+    def step(
+        self,
+        geometry: FrameGeometry,
+        working: np.ndarray,
+        motion: np.ndarray,
+        candidates: list[Candidate],
+        tracker_mode: Mode,
+        p_human: float | None,
+    ) -> AcquisitionDecision:
+        """Decide for this frame.
+
+        Args:
+            geometry, working, motion: this frame's geometry, working frame and ``M_t``.
+            candidates: this frame's detections (WORKING px).
+            tracker_mode: the tracker's mode after the previous frame.
+            p_human: the verifier's probability if it classified the track on the previous
+                frame, else None.
+        """
+        if self._tap is not None:
+            tap, self._tap = self._tap, None
+            self.provisional = False
+            self._history = []
+            command = self._tap_lock(tap, geometry, working, motion, candidates)
+            self.last_source = command.source
+            return AcquisitionDecision(lock=command)
+        if self.provisional:
+            if tracker_mode == "search":
+                self.provisional = False
+            elif p_human is not None:
+                self.provisional = False
+                if p_human < self.config.autolock_threshold:
+                    return AcquisitionDecision(release=True)
+                return NOTHING
+            return AcquisitionDecision(provisional=self.provisional)
+        if not self.auto_lock or tracker_mode != "search":
+            return NOTHING
+        return self._auto_lock(motion, candidates)
+
+    # ------------------------------------------------------------------ internals
+    def _tap_lock(self, tap, geometry, working, motion, candidates) -> LockCommand:
+        c = self.config
+        point = geometry.points([tap.point], Frame.INPUT, Frame.WORKING)[0]
+        if tap.on_last_frame:  # carried by this frame's camera motion
+            point = motion[:, :2] @ point + motion[:, 2]
+        if tap.box is not None:
+            box = geometry.boxes([tap.box], Frame.INPUT, Frame.WORKING)[0]
+            centre = box[:2] + box[2:] / 2
+            if tap.on_last_frame:
+                centre = motion[:, :2] @ centre + motion[:, 2]
+            return LockCommand(centre, box[2:], None, "tap:box")
+        under = [
+            k
+            for k in candidates
+            if np.all(np.abs(point - k.centre) <= k.size / 2 * (1 + c.tap_detection_margin))
+        ]
+        if under:
+            nearest = min(under, key=lambda k: float(np.hypot(*(k.centre - point))))
+            return LockCommand.from_candidate(nearest, "tap:detection")
+        blob = blob_box(working, point, c)
+        if blob is not None and np.hypot(*(blob[:2] - point)) <= blob[3]:
+            return LockCommand(blob[:2], blob[2:], None, "tap:blob")
+        return LockCommand(point, np.array(c.tap_default_size, float), None, "tap:default")
+
+    def _auto_lock(self, motion: np.ndarray, candidates: list[Candidate]) -> AcquisitionDecision:
+        # §6.7: the strongest detection, spatially stable for 3 consecutive frames.
+        if not candidates:
+            self._history = []
+            return NOTHING
+        top = max(candidates, key=lambda k: k.score)
+        moved = [motion[:, :2] @ c + motion[:, 2] for c in self._history]
+        if moved and np.hypot(*(moved[-1] - top.centre)) > max(top.size[1], 8.0):
+            moved = []
+        self._history = [*moved, top.centre][-self.config.autolock_frames :]
+        if len(self._history) < self.config.autolock_frames:
+            return NOTHING
+        self._history = []
+        self.provisional = self.verify_auto_locks
+        self.last_source = "auto"
+        return AcquisitionDecision(
+            lock=LockCommand.from_candidate(top, "auto"), provisional=self.provisional
+        )
