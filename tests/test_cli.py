@@ -303,6 +303,19 @@ def test_a_corrupt_manifest_is_one_line_and_exit_2(tmp_path, capsys, content, ac
 
 
 @pytest.mark.parametrize(
+    "argv",
+    [["eval", "detect", "--bench"], ["eval", "reacq", "--bench"], ["eval", "fp", "--fpbench"]],
+)
+def test_an_evaluation_on_a_set_with_a_corrupt_manifest_is_one_line(tmp_path, capsys, argv):
+    pytest.importorskip("torch")
+    (tmp_path / "set").mkdir()
+    (tmp_path / "set" / "manifest.json").write_text("{oops")
+    out = tmp_path / "report"
+    _expect_refusal(capsys, [*argv, str(tmp_path / "set"), "--out", str(out)], "manifest.json")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
     ("flag", "model", "fragment"),
     [
         ("--verifier", "detector.onnx", "is not an EMTS verifier"),

@@ -476,6 +476,7 @@ def _cmd_eval_detect(args: argparse.Namespace) -> int:
         write_report,
     )
 
+    _open_clip_set(args.bench)
     detects = {"EMTS-Det": network_detector(Detector(args.model)), "classical": ClassicalDetector()}
     curves = {
         name: summarize(evaluate_bench(fn, args.bench, args.clips)) for name, fn in detects.items()
@@ -668,6 +669,8 @@ def _cmd_eval_tracking(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     command = " ".join(["emts", *sys.argv[1:]])
+    if args.eval_command in ("reacq", "fp"):
+        _open_clip_set(args.bench if args.eval_command == "reacq" else args.fpbench)
     detector = Detector(args.model)
     if args.eval_command == "reacq":
         report = tracking.reacquisition(args.bench, detector, args.clips)
