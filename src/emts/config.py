@@ -80,9 +80,14 @@ class TrackerConfig:
     search_radius: tuple[float, float] = (10.0, 48.0)  # (min, max) stabilized px, from 3 sigma
     template_refresh: float = 0.1  # blend of the current patch into the template ...
     refresh_similarity: float = 0.4  # ... only where the match is at least this strong
-    relock_appearance: float = 0.7  # NCC peak of the frozen template that re-locks ...
-    relock_appearance_frames: int = 2  # ... on this many consecutive, consistent frames
-    relock_max_radius: float = 120.0  # re-lock searches at most this far (stabilized px)
+    occlusion_ratio: float = 0.75  # a peak below this fraction of the running one: occluded
+    typical_peak_keep: float = 0.3  # running NCC peak of accepted matches (fast: sudden drops)
+    relock_appearance: float = 0.85  # after a drop, a peak this fraction of the running one
+    relock_appearance_frames: int = 2  # re-lock: a match moving like a walker over 2 steps
+    relock_floor: float = 0.55  # re-lock matches: NCC peak >= this fraction of the typical one
+    walk_speed: tuple[float, float] = (0.7, 15.0)  # (min, max) stabilized px/frame of a walker
+    relock_max_radius: float = 120.0  # re-lock searches at most this far (stabilized px) ...
+    relock_growth: float = 0.05  # ... within a body height growing by this many per lost frame
     veto_drops_operator_locks: bool = False  # a veto drops auto-locks; tap locks only if True
     coast_velocity_keep: float = 0.95  # velocity decays while coasting (a stop is likelier)
 

@@ -377,7 +377,8 @@ def _appearance_view(frame: np.ndarray, front: FrontEndResult) -> AppearanceView
     """Colour input (uint8 BGR) is sampled directly: colour tells a person from the shadow
     they walk into, where gray does not. Anything else uses the gray working frame."""
     if frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3:
-        return AppearanceView(frame, front.geometry.matrix(Frame.WORKING, Frame.INPUT))
+        matrix = front.geometry.matrix(Frame.WORKING, Frame.INPUT)
+        return AppearanceView(frame, matrix, front.working)
     return AppearanceView.of(front.working)
 
 

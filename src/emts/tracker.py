@@ -121,47 +121,11 @@ class AppearanceView:
 
     image: np.ndarray  # (h, w) or (h, w, 3) uint8
     from_working: np.ndarray = field(default_factory=lambda: np.eye(3))  # 3x3
+    working: np.ndarray | None = None  # the gray working frame (local ground motion)
 
     @classmethod
     def of(cls, working: np.ndarray) -> AppearanceView:
-        return cls(working)
-
-
-@dataclass(frozen=True)
-class ResidualView:
-    """Stage B's ego-compensated residual ``R`` and the map WORKING px -> its px."""
-
-    image: np.ndarray  # float32 in [0, 1]
-    from_working: np.ndarray  # 3x3
-
-
-def motion_search(
-    image: np.ndarray, g: np.ndarray, centre: np.ndarray, size: np.ndarray, radius: float
-) -> tuple[float, float, np.ndarray] | None:
-    """Where near ``centre`` a target-sized box holds the most residual motion.
-
-    Args:
-        image, g: the residual image and the map stabilized -> its px.
-        centre, size: the predicted target (stabilized px).
-        radius: search radius (stabilized px).
-
-    Returns:
-        ``(peak, background, centre)``: the best box's mean residual, the window's median
-        box mean, and that box's centre in stabilized px; None for a degenerate window.
-    """
-    w, h = (max(int(round(float(v))), 3) for v in size)
-    r = int(np.ceil(radius))
-    top_left = np.round(centre - np.array([w - 1, h - 1]) / 2.0) - r
-    window = AppearanceTemplate.sample(image, g, top_left, (w + 2 * r, h + 2 * r))
-    means = cv2.boxFilter(window, -1, (w, h), normalize=True, borderType=cv2.BORDER_CONSTANT)
-    # box centres whose box lies inside the window: offsets 0..2r from the first one
-    valid = means[h // 2 : h // 2 + 2 * r + 1, w // 2 : w // 2 + 2 * r + 1]
-    if valid.size == 0:
-        return None
-    py, px = np.unravel_index(int(np.argmax(valid)), valid.shape)
-    peak = float(valid[py, px])
-    matched = top_left + np.array([px, py]) + np.array([w - 1, h - 1]) / 2.0
-    return peak, float(np.median(valid)), matched
+        return cls(working, np.eye(3), working)
 
 
 class AppearanceTemplate:
@@ -239,10 +203,45 @@ class AppearanceTemplate:
             return None
         response = cv2.matchTemplate(window, self.patch, cv2.TM_CCOEFF_NORMED)
         _, peak, _, (px, py) = cv2.minMaxLoc(response)
+        return float(peak), self._centre(response, top_left, px, py)
+
+    def _centre(self, response: np.ndarray, top_left: np.ndarray, px: int, py: int) -> np.ndarray:
+        h, w = self.patch.shape[:2]
         dx = _parabola_offset(response[py, max(px - 1, 0) : px + 2]) if px > 0 else 0.0
         dy = _parabola_offset(response[max(py - 1, 0) : py + 2, px]) if py > 0 else 0.0
-        matched = top_left + np.array([px + dx, py + dy]) + np.array([w - 1, h - 1]) / 2.0
-        return float(peak), matched
+        return top_left + np.array([px + dx, py + dy]) + np.array([w - 1, h - 1]) / 2.0
+
+    def peaks(
+        self,
+        image: np.ndarray,
+        g: np.ndarray,
+        centre: np.ndarray,
+        radius: float,
+        floor: float,
+        count: int = 5,
+    ) -> list[tuple[float, np.ndarray]]:
+        """Up to ``count`` local NCC maxima above ``floor`` within ``radius``: (peak, centre)."""
+        if self.patch is None:
+            return []
+        h, w = self.patch.shape[:2]
+        r = int(np.ceil(radius))
+        top_left = np.round(centre - np.array([w - 1, h - 1]) / 2.0) - r
+        window = self.sample(image, g, top_left, (w + 2 * r, h + 2 * r))
+        if window.shape[2:] != self.patch.shape[2:] or float(window.std()) < 1e-3:
+            return []
+        response = cv2.matchTemplate(window, self.patch, cv2.TM_CCOEFF_NORMED)
+        return [
+            (float(response[y, x]), self._centre(response, top_left, x, y))
+            for x, y in _local_maxima(response, floor, count)
+        ]
+
+
+def _local_maxima(response: np.ndarray, floor: float, count: int) -> list[tuple[int, int]]:
+    """(x, y) of up to ``count`` strongest 5x5 local maxima of ``response`` above ``floor``."""
+    dilated = cv2.dilate(response, np.ones((5, 5), np.uint8))
+    ys, xs = np.nonzero((response >= dilated) & (response >= floor))
+    order = np.argsort(-response[ys, xs])[:count]
+    return [(int(xs[i]), int(ys[i])) for i in order]
 
 
 def _parabola_offset(values: np.ndarray) -> float:
@@ -303,6 +302,9 @@ class TargetTracker:
         self._spatial_streak = 0
         self._appearance_streak: list[np.ndarray] = []
         self._veto_drops = True
+        self.typical_peak: float | None = None  # running NCC peak of this track's matches
+        self._occluded = False  # the last match dropped suddenly: wait for a strong one
+        self._previous: tuple[np.ndarray, np.ndarray] | None = None  # (working, G) at t-1
 
     def lock(self, candidate: Candidate | LockCommand, view: AppearanceView | None = None) -> None:
         """Lock now, on the current frame (``G_0 = I``); see also ``update(lock=...)``."""
@@ -412,6 +414,12 @@ class TargetTracker:
             content: ``(x0, y0, x1, y1)`` of the image content in WORKING px (the letterbox
                 area); the target leaving it is lost. None: the whole working frame.
         """
+        state = self._update(motion, candidates, verdict, lock, release, view, content)
+        # kept for the next frame: local ground motion around a re-lock candidate
+        self._previous = None if view is None or view.working is None else (view.working, self.g)
+        return state
+
+    def _update(self, motion, candidates, verdict, lock, release, view, content) -> TrackState:
         content = content or _WHOLE_FRAME
         if release:
             self.reset()
@@ -478,11 +486,23 @@ class TargetTracker:
         if view is not None:
             match = self._search(view, self._search_radius(c.search_radius[1]))
         peak = None if match is None else match[0]
+        # Occlusion: a match suddenly much weaker than the last accepted one is an occluder
+        # (or the target gone), not the target. Until a match as strong as before the drop
+        # returns, the appearance gives no measurement and learns nothing.
+        previous = self.typical_peak
+        if match is None or previous is None:
+            needed = c.appearance_threshold
+        elif self._occluded:
+            needed = max(c.appearance_threshold, c.relock_appearance * previous)
+        else:
+            needed = max(c.appearance_threshold, c.occlusion_ratio * previous)
         appearance_ok = (
             match is not None
-            and match[0] >= c.appearance_threshold
+            and match[0] >= needed
             and self._innovation(match[1], self._r_appearance) < c.gate_mahalanobis
         )
+        if match is not None and previous is not None and not appearance_ok:
+            self._occluded = True
         if chosen is None and not appearance_ok:
             return None, peak, None
         if chosen is not None:
@@ -499,6 +519,12 @@ class TargetTracker:
         # confirmed one (detection and appearance agree) teaches it faster. At the matched
         # position, not the filtered one: a lag would creep into the template.
         teach = appearance_ok and match[0] >= c.refresh_similarity and verdict is not False
+        if appearance_ok:
+            self._occluded = False
+            keep = c.typical_peak_keep
+            self.typical_peak = (
+                match[0] if previous is None else keep * previous + (1 - keep) * match[0]
+            )
         if view is not None and teach:
             rate = c.template_refresh * (2.0 if verdict or agree else 1.0)
             self._blend(view, match[1], rate)
@@ -540,34 +566,42 @@ class TargetTracker:
         self._spatial_streak = 0
         self._appearance_streak = []
 
+    def _relock_radius(self) -> float:
+        """How far from the coasted prediction the target can be by now (stabilized px): a
+        body height, growing by ``relock_growth`` heights per frame since the last
+        measurement, at most ``relock_max_radius``."""
+        c = self.config
+        height = max(float(self.x[5]) / self._scale(), 1.0)
+        return min(c.relock_max_radius, height * (1.0 + c.relock_growth * self.misses))
+
     def _try_relock(self, candidates, measurements, gammas, view):
         c = self.config
         self.misses += 1
         peak = None
-        # 1. Appearance: the frozen template, near the coasted prediction, on consecutive frames.
+        # 1. Appearance: the frozen template matched near the coasted prediction, by a region
+        # that *moves* the same way over consecutive frames. An occluder, or ground that looks
+        # like the target, stays put in stabilized coordinates and never re-locks.
         if view is not None and self.frozen_appearance is not None:
             self.appearance.patch = self.frozen_appearance
-            match = self._search(view, self._search_radius(c.relock_max_radius))
-            if match is not None:
-                peak = match[0]
-            if match is not None and match[0] >= c.relock_appearance:
-                streak = self._appearance_streak
-                expected = streak[-1] + self.x[2:4] if streak else None  # moved as predicted
-                if streak and np.hypot(*(expected - match[1])) > _RELOCK_CONSISTENCY:
-                    streak.clear()
-                streak.append(match[1])
-                if len(streak) >= c.relock_appearance_frames:
-                    self._relock(match[1], self.x[4:6], None, rebuild=False)
-                    return None, peak
-            else:
-                self._appearance_streak = []
+            floor = max(c.appearance_threshold, c.relock_floor * (self.typical_peak or 1.0))
+            found = self._peaks(view, self._search_radius(self._relock_radius()), floor)
+            peak = max((f[0] for f in found), default=None)
+            moving = self._moving_match([f[1] for f in found], view)
+            if moving is not None:
+                self._relock(moving[0], self.x[4:6], None, rebuild=False)
+                self.x[2:4] = moving[1]  # the chain's own velocity: it is walking
+                # The look has changed since the template froze (that is why the peaks were
+                # low): start the template and its running peak afresh from here.
+                self._capture(view)
+                self.typical_peak = None
+                return None, peak
         if not candidates:
             self._spatial_streak = 0
             return None, peak
         inside = [
             i
             for i, (g, m) in enumerate(zip(gammas, measurements, strict=True))
-            if g < c.relock_gate and np.hypot(*(m[:2] - self.x[:2])) <= c.relock_max_radius
+            if g < c.relock_gate and np.hypot(*(m[:2] - self.x[:2])) <= self._relock_radius()
         ]
         if not inside:
             self._spatial_streak = 0
@@ -590,8 +624,103 @@ class TargetTracker:
             self._relock(m[:2], m[2:], candidates[nearest].embedding, rebuild=True)
             if view is not None:
                 self._capture(view)
+                self.typical_peak = None
             return nearest, peak
         return None, peak
+
+    def _peaks(self, view: AppearanceView, radius: float, floor: float):
+        """Local NCC maxima (peak, stabilized centre) within ``radius`` stabilized px."""
+        found = self.appearance.peaks(
+            view.image,
+            view.from_working,
+            self._to_image(self.x[:2]),
+            radius * self._scale(),
+            floor,
+        )
+        return [(p, self._from_image(centre)) for p, centre in found]
+
+    def _moving_match(
+        self, positions: list[np.ndarray], view: AppearanceView
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """(position, velocity) of a match that continues a chain of matches moving like a
+        walker, or None.
+
+        A match extends the previous frame's chain whose predicted next position (last
+        position + last step) is nearest, within ``_RELOCK_CONSISTENCY`` px plus a third of
+        the step; every step must be between ``walk_speed`` bounds (stabilized px/frame).
+        ``relock_appearance_frames`` consistent steps re-lock. Hopping between static
+        look-alikes gives steps that disagree; an occluder gives no step at all.
+        """
+        c = self.config
+        low, high = c.walk_speed
+        chains = []
+        for position in positions:
+            best = None
+            for chain in self._appearance_streak:
+                step = position - chain[-1]
+                speed = float(np.hypot(*step))
+                if not low <= speed <= high:
+                    continue
+                if len(chain) >= 2:
+                    expected = chain[-1] - chain[-2]
+                    miss = float(np.hypot(*(step - expected)))
+                    if miss > _RELOCK_CONSISTENCY + speed / 3:
+                        continue
+                else:
+                    miss = 0.0
+                if best is None or miss < best[0]:
+                    best = (miss, chain)
+            chain = [*(best[1] if best else []), position]
+            chains.append(chain[-(c.relock_appearance_frames + 1) :])
+        self._appearance_streak = chains
+        for chain in chains:
+            if len(chain) > c.relock_appearance_frames and self._moves_on_its_ground(chain, view):
+                return chain[-1], chain[-1] - chain[-2]
+        return None
+
+    def _moves_on_its_ground(self, chain: list[np.ndarray], view: AppearanceView) -> bool:
+        """Does the match move relative to the ground around it (not only in stabilized
+        coordinates, which drift off the ground plane in oblique views)?
+
+        The ground's own motion from t-1 to t is the median LK flow of corners in a ring
+        around the match; the match must differ from it by ``walk_speed[0]`` (image px).
+        """
+        if self._previous is None or view.working is None:
+            return False
+        previous_working, previous_g = self._previous
+        before = previous_g[:2, :2] @ chain[-2] + previous_g[:2, 2]  # image px at t-1
+        after = self._to_image(chain[-1])
+        height = float(self.x[5])
+        x, y = before
+        frame_h, frame_w = previous_working.shape
+        half = 2.0 * height
+        x0, y0 = int(max(x - half, 0)), int(max(y - half, 0))
+        x1, y1 = int(min(x + half, frame_w)), int(min(y + half, frame_h))
+        if x1 - x0 < 8 or y1 - y0 < 8:
+            return False
+        mask = np.full((y1 - y0, x1 - x0), 255, np.uint8)
+        w2, h2 = 0.75 * float(self.x[4]), 0.75 * height  # the match itself is not ground
+        cv2.rectangle(
+            mask,
+            (int(x - x0 - w2), int(y - y0 - h2)),
+            (int(x - x0 + w2), int(y - y0 + h2)),
+            0,
+            -1,
+        )
+        corners = cv2.goodFeaturesToTrack(
+            previous_working[y0:y1, x0:x1], 40, 0.01, 3, mask=mask, blockSize=3
+        )
+        if corners is None or len(corners) < 6:
+            return False
+        start = (corners.reshape(-1, 2) + [x0, y0]).astype(np.float32)
+        end, status, _ = cv2.calcOpticalFlowPyrLK(
+            previous_working, view.working, start, None, winSize=(11, 11), maxLevel=2
+        )
+        good = status.reshape(-1) == 1
+        if good.sum() < 6:
+            return False
+        ground = np.median(end[good] - start[good], axis=0)
+        return float(np.hypot(*((after - before) - ground))) >= self.config.walk_speed[0]
 
     def _relock(self, centre, size, embedding, rebuild: bool) -> None:
         """Re-initialize at a new origin: position from the measurement, velocity zero."""

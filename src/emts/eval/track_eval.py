@@ -1,0 +1,528 @@
+"""``emts eval track``: how well the lock holds on a real clip with ground truth.
+
+Protocol (the real-footage issue's): a tap at the person's centre on the lock frame (or a
+given point or box); **lock recall** = share of frames, from the tap on, where the person is
+visible and the reported target centre lies within ``max(20 px, h/2)`` of the truth (input
+px); **false-lock frames** = mode ``locked`` with the centre outside that radius, or with no
+visible person at all. Stress tests, applied to the frames before the pipeline sees them:
+
+* ``occlude=[(a, b)]``: the person walks behind an obstacle on frames a..b: a patch of the
+  scene (inpainted at frame a from its surroundings, covering the person's whole path over
+  a..b) anchored in the scene -- it moves with the camera, carried by a homography chain
+  estimated with ORB features (independent of Stage A).
+* ``remove=[(a, b)]``: the person is gone on frames a..b (inpainted out frame by frame, as if
+  out of view).
+* ``gust=SEED``: every frame (and its ground truth) is warped along a gusty camera path of
+  the curriculum's camera model (``emts.synth.camera.CameraPath``).
+
+For each hidden span it reports how many frames the mode stayed ``locked`` after the person
+vanished, whether anything else was locked meanwhile, and the **recovery**: frames from the
+person's reappearance until the lock is back on them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cv2
+import numpy as np
+from tqdm import tqdm
+
+from emts.errors import BadInputError
+from emts.io import open_source
+from emts.pipeline import Pipeline
+
+MIN_RADIUS = 20.0  # px: the success radius is max(20, h / 2) in the input's pixels
+_OCCLUDER_MARGIN = 0.35  # the occluder covers the person's path grown by this fraction of h
+_ORB_FEATURES = 1500
+_REMOVE_MARGIN = 1.0  # a removed person's box grows by this fraction of h: their shadow goes
+
+
+# ----------------------------------------------------------------------------- ground truth
+def read_ground_truth(path: str | Path, target_id: int | None = None) -> np.ndarray:
+    """Boxes ``(n, 4)`` ``[x, y, w, h]`` per frame (input px, 0-based rows), NaN = absent.
+
+    Reads UAV123/OTB files (one ``x,y,w,h`` line per frame; commas, tabs or spaces; ``NaN``
+    for an absent target) or MOTChallenge ``gt.txt`` (``frame, id, x, y, w, h, ...`` with
+    1-based frames; ``target_id`` picks the person).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise BadInputError(f"{path}: no such ground-truth file")
+    rows = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append([float(v) for v in line.replace(",", " ").split()])
+        except ValueError:
+            raise BadInputError(f"{path}:{number}: not numbers: {line.strip()!r}") from None
+    if not rows:
+        raise BadInputError(f"{path}: empty ground truth")
+    widths = {len(r) for r in rows}
+    if widths == {4}:
+        boxes = np.array(rows, float)
+        boxes[~np.all(np.isfinite(boxes), axis=1) | np.any(boxes[:, 2:] <= 0, axis=1)] = np.nan
+        return boxes
+    if min(widths) >= 6:
+        if target_id is None:
+            raise BadInputError(f"{path}: MOTChallenge ground truth; say which --target-id")
+        mine = [r for r in rows if int(r[1]) == target_id]
+        if not mine:
+            raise BadInputError(f"{path}: no rows for target id {target_id}")
+        boxes = np.full((int(max(r[0] for r in rows)), 4), np.nan)
+        for r in mine:
+            boxes[int(r[0]) - 1] = r[2:6]
+        return boxes
+    raise BadInputError(f"{path}: expected x,y,w,h lines (UAV123/OTB) or MOTChallenge rows")
+
+
+def parse_span(text: str) -> tuple[int, int]:
+    """``"A:B"`` -> (A, B), inclusive frame numbers (0-based, JSON frame numbers)."""
+    first, sep, last = text.partition(":")
+    try:
+        a, b = int(first), int(last)
+    except ValueError:
+        raise BadInputError(f"{text!r}: expected A:B, two frame numbers") from None
+    if not sep or a < 0 or b < a:
+        raise BadInputError(f"{text!r}: expected A:B with 0 <= A <= B")
+    return a, b
+
+
+# ----------------------------------------------------------------------------- stress tests
+class _SceneChain:
+    """Frame-to-frame homographies from ORB features + RANSAC (independent of Stage A)."""
+
+    def __init__(self) -> None:
+        self.orb = cv2.ORB_create(_ORB_FEATURES)
+        self.matcher = cv2.BFMatcher(cv2.NORM_HAMMING, crossCheck=True)
+        self._previous = None
+
+    def step(self, frame: np.ndarray) -> np.ndarray:
+        """Homography previous frame -> this frame (identity on the first frame or failure)."""
+        gray = frame if frame.ndim == 2 else cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
+        keypoints, descriptors = self.orb.detectAndCompute(gray, None)
+        previous, self._previous = self._previous, (keypoints, descriptors)
+        if previous is None or descriptors is None or previous[1] is None:
+            return np.eye(3)
+        matches = self.matcher.match(previous[1], descriptors)
+        if len(matches) < 12:
+            return np.eye(3)
+        src = np.float32([previous[0][m.queryIdx].pt for m in matches])
+        dst = np.float32([keypoints[m.trainIdx].pt for m in matches])
+        h, _ = cv2.findHomography(src, dst, cv2.RANSAC, 3.0)
+        return np.eye(3) if h is None else h
+
+
+def _box_corners(box: np.ndarray) -> np.ndarray:
+    x, y, w, h = box
+    return np.float32([[x, y], [x + w, y], [x + w, y + h], [x, y + h]])
+
+
+def _project(h: np.ndarray, points: np.ndarray) -> np.ndarray:
+    return cv2.perspectiveTransform(points.reshape(-1, 1, 2).astype(np.float32), h).reshape(-1, 2)
+
+
+def _inpaint(frame: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    return cv2.inpaint(frame, mask, 5, cv2.INPAINT_TELEA)
+
+
+def _person_mask(shape, box: np.ndarray, grow: float) -> np.ndarray:
+    mask = np.zeros(shape[:2], np.uint8)
+    if not np.all(np.isfinite(box)):
+        return mask
+    x, y, w, h = box
+    pad = grow * h
+    cv2.rectangle(
+        mask,
+        (int(math.floor(x - pad / 2)), int(math.floor(y - pad / 2))),
+        (int(math.ceil(x + w + pad / 2)), int(math.ceil(y + h + pad / 2))),
+        255,
+        -1,
+    )
+    return mask
+
+
+@dataclass
+class StressedClip:
+    """Frames with the stress tests applied, and the ground truth as the pipeline sees it.
+
+    Attributes:
+        truth: ``(n, 4)`` boxes in the delivered frames' px (NaN = absent).
+        hidden: per frame, True where the person is hidden by a stress test.
+    """
+
+    truth: np.ndarray
+    hidden: np.ndarray
+    spans: list[tuple[str, int, int]] = field(default_factory=list)
+
+
+def scene_homographies(frames: Iterable[np.ndarray], upto: int) -> list[np.ndarray]:
+    """Homographies frame t-1 -> t for t = 0..upto (identity at 0), from ORB + RANSAC."""
+    chain = _SceneChain()
+    out = []
+    for index, frame in enumerate(frames):
+        if index > upto:
+            break
+        out.append(chain.step(np.ascontiguousarray(frame)))
+    return out
+
+
+def stressed_frames(
+    frames: Iterable[np.ndarray],
+    truth: np.ndarray,
+    occlude: list[tuple[int, int]] = (),
+    remove: list[tuple[int, int]] = (),
+    gust: int | None = None,
+    homographies: list[np.ndarray] | None = None,
+) -> tuple[Iterator[np.ndarray], StressedClip]:
+    """Apply the stress tests lazily; the returned clip's arrays are filled as frames pass.
+
+    ``homographies`` (frame t-1 -> t, from :func:`scene_homographies`) anchor occluders in
+    the scene; they are needed when ``occlude`` is given.
+    """
+    n = len(truth)
+    clip = StressedClip(truth.copy(), np.zeros(n, bool))
+    for a, b in occlude:
+        clip.spans.append(("occlude", a, b))
+        clip.hidden[a : b + 1] = True
+    for a, b in remove:
+        clip.spans.append(("remove", a, b))
+        clip.hidden[a : b + 1] = True
+    if occlude and homographies is None:
+        raise ValueError("occluders need the scene homographies")
+
+    def generate() -> Iterator[np.ndarray]:
+        path = None
+        patches: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for index, frame in enumerate(frames):
+            frame = np.ascontiguousarray(frame)
+            for a, b in occlude:
+                if index == a:
+                    patches[a] = _occluder(frame, truth, a, b, homographies)
+                if a <= index <= b and a in patches:
+                    frame = _paste(frame, *patches[a], _chain(homographies, a, index))
+            for a, b in remove:
+                if a <= index <= b and index < n:
+                    mask = _person_mask(frame.shape, truth[index], _REMOVE_MARGIN)
+                    frame = _inpaint(frame, mask)
+            if gust is not None:
+                if path is None:
+                    path = _gust_path(frame.shape, gust)
+                    pose = path.pose()
+                else:
+                    pose = path.step()
+                size = (frame.shape[1], frame.shape[0])
+                frame = cv2.warpAffine(frame, pose[:2], size, borderMode=cv2.BORDER_REFLECT_101)
+                if index < n and np.all(np.isfinite(truth[index])):
+                    corners = _box_corners(truth[index]) @ pose[:2, :2].T + pose[:2, 2]
+                    low, high = corners.min(axis=0), corners.max(axis=0)
+                    clip.truth[index] = [*low, *(high - low)]
+                    centre = (low + high) / 2
+                    if not (0 <= centre[0] < size[0] and 0 <= centre[1] < size[1]):
+                        clip.truth[index] = np.nan  # shaken out of the view: not visible
+            yield frame
+
+    return generate(), clip
+
+
+def _chain(homographies: list[np.ndarray], a: int, t: int) -> np.ndarray:
+    """Homography frame a -> frame t."""
+    h = np.eye(3)
+    for i in range(a + 1, min(t, len(homographies) - 1) + 1):
+        h = homographies[i] @ h
+    return h
+
+
+def _occluder(frame: np.ndarray, truth: np.ndarray, a: int, b: int, homographies):
+    """(patch, mask) in frame a's coordinates: a scene patch over the person's whole path on
+    frames a..b (each box carried back into frame a), grown, inpainted from around it."""
+    mask = np.zeros(frame.shape[:2], np.uint8)
+    for t in range(a, min(b, len(truth) - 1) + 1):
+        box = truth[t]
+        if not np.all(np.isfinite(box)):
+            continue
+        back = np.linalg.inv(_chain(homographies, a, t))
+        corners = _project(back, _box_corners(box))
+        low, high = corners.min(axis=0), corners.max(axis=0)
+        mask |= _person_mask(frame.shape, np.array([*low, *(high - low)]), _OCCLUDER_MARGIN)
+    if not mask.any():
+        raise BadInputError(f"--occlude {a}:{b}: the person is not labelled on those frames")
+    patch = _inpaint(frame, cv2.dilate(mask, np.ones((5, 5), np.uint8)))
+    return patch, mask
+
+
+def _paste(frame: np.ndarray, patch: np.ndarray, mask: np.ndarray, h: np.ndarray) -> np.ndarray:
+    size = (frame.shape[1], frame.shape[0])
+    warped = cv2.warpPerspective(patch, h, size, flags=cv2.INTER_LINEAR)
+    cover = cv2.warpPerspective(mask, h, size, flags=cv2.INTER_NEAREST) > 0
+    out = frame.copy()
+    out[cover] = warped[cover]
+    return out
+
+
+def _gust_path(shape, seed: int):
+    """The curriculum's camera model as a hovering drone shaken by frequent gusts: small
+    smooth drift held to the view's centre, gusts (3x the smooth maxima, ringing) every
+    ~20 frames, zoomed in 1.25x so the view mostly stays on the footage."""
+    from emts.synth.camera import CameraMotionConfig, CameraPath
+
+    size = (shape[1], shape[0])
+    config = CameraMotionConfig(max_drift=1.0, hover_stiffness=0.1, gust_rate=1.0 / 20.0)
+    return CameraPath(size, size, config, rng=np.random.default_rng(seed), zoom=1.25)
+
+
+# ----------------------------------------------------------------------------- evaluation
+@dataclass(frozen=True)
+class TrackEvalConfig:
+    lock_frame: int = 0
+    lock_point: tuple[float, float] | None = None  # None: the truth's centre on lock_frame
+    lock_box: tuple[float, float, float, float] | None = None
+    first: int = 0
+    last: int | None = None  # inclusive; None: the last labelled frame
+    occlude: tuple[tuple[int, int], ...] = ()
+    remove: tuple[tuple[int, int], ...] = ()
+    gust: int | None = None
+    fps: float | None = None
+    lost_grace: int = 8  # frames the mode may stay "locked" after the person vanished
+    recovery_limit: int = 5  # frames after reappearance within which the lock must be back
+
+
+def _centre(box) -> np.ndarray:
+    return np.asarray(box[:2], float) + np.asarray(box[2:], float) / 2
+
+
+def evaluate_track(
+    source,
+    truth: np.ndarray,
+    config: TrackEvalConfig,
+    pipeline: Pipeline | None = None,
+    records_path: Path | None = None,
+) -> dict:
+    """Run the pipeline over ``source`` with the stress tests; return the report dict."""
+    c = config
+    last = c.last if c.last is not None else int(np.flatnonzero(np.isfinite(truth[:, 0]))[-1])
+    if not 0 <= c.first <= c.lock_frame <= last:
+        raise BadInputError(f"the lock frame {c.lock_frame} is outside --frames {c.first}:{last}")
+    lock_box = c.lock_box
+    point = c.lock_point
+    if point is None and lock_box is None and not np.all(np.isfinite(truth[c.lock_frame])):
+        raise BadInputError(f"the person is not labelled on the lock frame {c.lock_frame}")
+    pipeline = pipeline or Pipeline.default(auto_lock=False)
+    per_frame = []
+    sink = records_path.open("w") if records_path else None
+    homographies = None
+    if c.occlude:
+        with open_source(source, fps=c.fps) as frames:
+            homographies = scene_homographies(frames, max(b for _, b in c.occlude))
+    with open_source(source, fps=c.fps) as frames:
+        stream, clip = stressed_frames(
+            frames, truth, list(c.occlude), list(c.remove), c.gust, homographies
+        )
+        try:
+            for index, frame in enumerate(
+                tqdm(stream, total=last + 1, desc="eval track", unit="frame", disable=None)
+            ):
+                if index > last:
+                    break
+                if index == c.lock_frame:
+                    if lock_box is None and point is None:  # tap: the truth's centre, as delivered
+                        point = tuple(_centre(clip.truth[index]))
+                    if lock_box is not None:
+                        point = tuple(_centre(lock_box))
+                    pipeline.lock(*point, box=lock_box)
+                result = pipeline.step(frame)
+                if index < c.first or index < c.lock_frame:
+                    continue
+                row = _judge(index, result, clip)
+                per_frame.append(row)
+                if sink:
+                    sink.write(json.dumps(row) + "\n")
+                    sink.flush()
+        finally:
+            if sink:
+                sink.close()
+    report = _summarize(per_frame, clip, c)
+    report["lock"] = {
+        "frame": c.lock_frame,
+        "point": [round(float(v), 2) for v in point] if point is not None else None,
+        "box": list(lock_box) if lock_box is not None else None,
+        "source": next((r["lock_source"] for r in per_frame if r["lock_source"]), None),
+    }
+    report["frames"] = [c.first, last]
+    report["stress"] = {"occlude": list(c.occlude), "remove": list(c.remove), "gust": c.gust}
+    report["per_frame"] = per_frame
+    return report
+
+
+def _judge(index: int, result, clip: StressedClip) -> dict:
+    truth = clip.truth[index] if index < len(clip.truth) else np.full(4, np.nan)
+    visible = bool(np.all(np.isfinite(truth)) and not clip.hidden[index])
+    error = None
+    radius = None
+    if np.all(np.isfinite(truth)):
+        radius = max(MIN_RADIUS, float(truth[3]) / 2)
+    if result.target is not None and np.all(np.isfinite(truth)):
+        error = float(np.hypot(*(_centre(result.target.box) - _centre(truth))))
+    on_person = visible and error is not None and error <= radius
+    return {
+        "frame": index,
+        "mode": result.mode,
+        "visible": visible,
+        "hidden": bool(clip.hidden[index]),
+        "error": None if error is None else round(error, 2),
+        "radius": None if radius is None else round(radius, 2),
+        "hit": bool(on_person),
+        "false_lock": bool(result.mode == "locked" and not on_person),
+        "box": None if result.target is None else [round(float(v), 2) for v in result.target.box],
+        "truth": None if not np.all(np.isfinite(truth)) else [round(float(v), 2) for v in truth],
+        "measured_by": None if result.target is None else result.target.measured_by,
+        "p_human": None if result.target is None else result.target.p_human,
+        "event": result.event,
+        "lock_source": result.lock_source,
+    }
+
+
+def _summarize(rows: list[dict], clip: StressedClip, c: TrackEvalConfig) -> dict:
+    visible = [r for r in rows if r["visible"]]
+    hits = sum(r["hit"] for r in visible)
+    errors = [r["error"] for r in visible if r["error"] is not None]
+    first_lock = next((r["frame"] for r in rows if r["mode"] == "locked"), None)
+    spans = []
+    by_frame = {r["frame"]: r for r in rows}
+    for kind, a, b in clip.spans:
+        hidden = [by_frame[i] for i in range(a, b + 1) if i in by_frame]
+        still_locked = 0
+        for r in hidden:  # frames the mode stayed locked from the start of the span
+            if r["mode"] != "locked":
+                break
+            still_locked += 1
+        locked_late = sum(r["mode"] == "locked" for r in hidden[c.lost_grace :])
+        relocked_meanwhile = sum(r["event"] == "relock" for r in hidden)
+        recovery = None
+        i = b + 1
+        while i in by_frame:
+            if by_frame[i]["hit"] and by_frame[i]["mode"] == "locked":
+                recovery = i - (b + 1)
+                break
+            i += 1
+        spans.append(
+            {
+                "kind": kind,
+                "frames": [a, b],
+                "locked_frames_after_vanishing": still_locked,
+                "locked_frames_after_grace": locked_late,
+                "relocks_while_hidden": relocked_meanwhile,
+                "recovery_frames": recovery,
+                "ok": still_locked <= c.lost_grace
+                and locked_late == 0
+                and relocked_meanwhile == 0
+                and recovery is not None
+                and recovery <= c.recovery_limit,
+            }
+        )
+    p_values = [r["p_human"] for r in rows if r["p_human"] is not None]
+    return {
+        "lock_recall": round(hits / max(len(visible), 1), 4),
+        "visible_frames": len(visible),
+        "false_lock_frames": sum(r["false_lock"] for r in rows),
+        "centre_error_px": {
+            "median": round(float(np.median(errors)), 2) if errors else None,
+            "mean": round(float(np.mean(errors)), 2) if errors else None,
+            "p90": round(float(np.percentile(errors, 90)), 2) if errors else None,
+        },
+        "first_lock_frame": first_lock,
+        "lost_events": sum(r["event"] == "lost" for r in rows),
+        "relock_events": sum(r["event"] == "relock" for r in rows),
+        "measured_by": {
+            k: sum(r["measured_by"] == k for r in rows)
+            for k in ("detection", "appearance", "both", "relock", None)
+        },
+        "p_human": {
+            "median": round(float(np.median(p_values)), 4) if p_values else None,
+            "share_verified": round(float(np.mean([p >= 0.5 for p in p_values])), 4)
+            if p_values
+            else None,
+        },
+        "hidden_spans": spans,
+    }
+
+
+# ----------------------------------------------------------------------------- report
+def plot_timeline(report: dict, path: Path, title: str) -> None:
+    """Centre error per frame over the success radius, with the mode as a coloured band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = report["per_frame"]
+    frames = [r["frame"] for r in rows]
+    errors = [np.nan if r["error"] is None else r["error"] for r in rows]
+    radius = [np.nan if r["radius"] is None else r["radius"] for r in rows]
+    colours = {"locked": "#2a9d2a", "reacquire": "#f0a020", "search": "#c0c0c0"}
+    fig, (ax, band) = plt.subplots(
+        2, 1, figsize=(10, 4), sharex=True, gridspec_kw={"height_ratios": [5, 1]}
+    )
+    for kind, a, b in [(s["kind"], *s["frames"]) for s in report["hidden_spans"]]:
+        ax.axvspan(a - 0.5, b + 0.5, color="#8888ff", alpha=0.2, label=f"person hidden ({kind})")
+    ax.plot(frames, errors, color="black", lw=1, label="centre error")
+    ax.plot(frames, radius, color="red", lw=1, ls="--", label="success radius")
+    ax.set_ylabel("px (input)")
+    ax.set_yscale("symlog", linthresh=20)
+    ax.legend(loc="upper right", fontsize=8)
+    ax.set_title(title, fontsize=10)
+    for r in rows:
+        band.axvspan(r["frame"] - 0.5, r["frame"] + 0.5, color=colours.get(r["mode"], "white"))
+    band.set_yticks([])
+    band.set_xlabel("frame (green locked, orange reacquire, grey search)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_report(report: dict, out: Path, command: str, clip_name: str) -> None:
+    """``report.json`` (with per-frame rows), ``report.md`` and ``timeline.png`` in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.json").write_text(json.dumps({"command": command, **report}, indent=1))
+    s = report
+    title = (
+        f"{clip_name}: lock recall {s['lock_recall']:.3f}, "
+        f"{s['false_lock_frames']} false-lock frames"
+    )
+    plot_timeline(report, out / "timeline.png", title)
+    lines = [
+        f"# Lock evaluation: {clip_name}",
+        "",
+        f"`{command}`",
+        "",
+        "| lock recall | visible frames | false-lock frames | centre error median / p90 px "
+        "| first lock | lost / relock events | median P(human) |",
+        "|---|---|---|---|---|---|---|",
+        f"| {s['lock_recall']:.3f} | {s['visible_frames']} | {s['false_lock_frames']} | "
+        f"{s['centre_error_px']['median']} / {s['centre_error_px']['p90']} | "
+        f"{s['first_lock_frame']} | {s['lost_events']} / {s['relock_events']} | "
+        f"{s['p_human']['median']} |",
+        "",
+        f"Lock: {s['lock']}. Frames {s['frames'][0]}-{s['frames'][1]}. Stress: {s['stress']}.",
+        "",
+    ]
+    if s["hidden_spans"]:
+        lines += [
+            "| hidden | frames | locked after vanishing | locked after 8 | relocks while hidden "
+            "| recovery frames | ok |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for span in s["hidden_spans"]:
+            lines.append(
+                f"| {span['kind']} | {span['frames'][0]}-{span['frames'][1]} | "
+                f"{span['locked_frames_after_vanishing']} | {span['locked_frames_after_grace']} | "
+                f"{span['relocks_while_hidden']} | {span['recovery_frames']} | {span['ok']} |"
+            )
+        lines.append("")
+    lines.append("![timeline](timeline.png)")
+    (out / "report.md").write_text("\n".join(lines) + "\n")
