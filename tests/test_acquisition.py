@@ -1,0 +1,216 @@
+"""Lock acquisition (tap, auto-lock with provisional verification) and the lock as Stage D
+applies it, through the Pipeline with stand-in detectors and verifiers."""
+
+import cv2
+import numpy as np
+import pytest
+
+from emts.acquisition import LockAcquisition, Tap, blob_box
+from emts.config import AcquisitionConfig
+from emts.detector import Detection
+from emts.errors import BadInputError
+from emts.geometry import Frame, FrameGeometry
+from emts.pipeline import Pipeline
+from emts.tracker import AppearanceView, Candidate, LockCommand, TargetTracker
+
+GEOMETRY = FrameGeometry((640, 512))
+E = np.eye(8)
+
+
+def _ground(seed=0, size=(512, 640)):
+    rng = np.random.default_rng(seed)
+    noise = cv2.GaussianBlur(rng.normal(0, 1, size).astype(np.float32), (0, 0), 3)
+    return np.clip(128 + 12 * noise / noise.std(), 0, 255).astype(np.uint8)
+
+
+def _with_person(ground, x, y, w=12, h=30, level=40):
+    frame = ground.copy()
+    frame[int(y - h / 2) : int(y + h / 2), int(x - w / 2) : int(x + w / 2)] = level
+    return frame
+
+
+# ----------------------------------------------------------------------------- taps
+@pytest.mark.parametrize("args", [("abc", 3), (None, 3), (float("nan"), 3), (1, 2, (0, 0, -5, 3))])
+def test_a_tap_that_is_not_finite_numbers_is_bad_input(args):
+    with pytest.raises(BadInputError):
+        Tap.make(*args)
+
+
+def test_pipeline_lock_rejects_garbage_with_the_projects_error():
+    pipeline = Pipeline(None, None, auto_lock=False)
+    with pytest.raises(BadInputError):
+        pipeline.lock("abc", None)
+
+
+def _step(acquisition, working, candidates=(), motion=None, mode="search", p_human=None):
+    motion = np.eye(2, 3) if motion is None else motion
+    return acquisition.step(GEOMETRY, working, motion, list(candidates), mode, p_human)
+
+
+def test_tap_on_a_detection_takes_its_box():
+    acquisition = LockAcquisition(auto_lock=False)
+    acquisition.request(Tap.make(302, 205))
+    person = Candidate(np.array([300.0, 200.0]), np.array([12.0, 30.0]), 0.6, E[0])
+    decoy = Candidate(np.array([340.0, 200.0]), np.array([12.0, 30.0]), 0.9, E[1])
+    decision = _step(acquisition, _ground(), [decoy, person])
+    assert decision.lock.source == "tap:detection"
+    np.testing.assert_allclose(decision.lock.centre, person.centre)
+
+
+def test_tap_without_a_detection_locks_at_once_on_the_blob_under_the_finger():
+    acquisition = LockAcquisition(auto_lock=False)
+    working = _with_person(_ground(), 300, 200)
+    acquisition.request(Tap.make(301, 203))
+    decision = _step(acquisition, working)
+    assert decision.lock.source == "tap:blob"
+    np.testing.assert_allclose(decision.lock.centre, [300, 200], atol=2.5)
+    np.testing.assert_allclose(decision.lock.size, [12, 30], atol=3)
+
+
+def test_a_blob_with_its_cast_shadow_is_narrowed_to_a_person_on_the_tapped_column():
+    working = _with_person(_ground(), 300, 200)
+    working[185:215, 306:336] = 50  # the shadow, beside the person
+    box = blob_box(working, np.array([300.0, 200.0]), AcquisitionConfig())
+    assert box is not None and box[2] <= 0.45 * box[3] + 1e-6
+    assert abs(box[0] - 300) < 1e-6
+
+
+def test_tap_on_flat_ground_uses_the_default_box_and_a_drawn_box_is_kept():
+    acquisition = LockAcquisition(auto_lock=False)
+    acquisition.request(Tap.make(100, 100))
+    assert _step(acquisition, np.full((512, 640), 90, np.uint8)).lock.source == "tap:default"
+    acquisition.request(Tap.make(0, 0, box=(90, 80, 20, 40)))
+    decision = _step(acquisition, _ground())
+    assert decision.lock.source == "tap:box"
+    np.testing.assert_allclose(decision.lock.centre, [100, 100])
+
+
+def test_a_tap_on_the_last_frame_shown_is_carried_by_the_camera_motion():
+    acquisition = LockAcquisition(auto_lock=False)
+    acquisition.request(Tap.make(300, 200, on_last_frame=True))
+    shift = np.array([[1.0, 0.0, 15.0], [0.0, 1.0, -4.0]])
+    decision = _step(acquisition, np.full((512, 640), 90, np.uint8), motion=shift)
+    np.testing.assert_allclose(decision.lock.centre, [315, 196])
+
+
+# ----------------------------------------------------------------------------- the tracker
+def test_a_lock_is_applied_after_the_frames_camera_motion():
+    tracker = TargetTracker()
+    start = LockCommand(np.array([300.0, 200.0]), np.array([12.0, 30.0]), E[0], "tap:detection")
+    gust = np.array([[1.0, 0.0, 20.0], [0.0, 1.0, 0.0]])
+    state = tracker.update(gust, [], lock=start)
+    np.testing.assert_allclose(state.centre, [300, 200])  # M_t plays no part on the lock frame
+    seen = Candidate(np.array([301.0, 200.0]), np.array([12.0, 30.0]), 0.8, E[0])
+    state = tracker.update(np.eye(2, 3), [seen])
+    assert state.associated == 0
+    assert abs(tracker.x[2]) < 1.0  # no spurious velocity from a motion applied twice
+
+
+def test_appearance_keeps_the_lock_when_the_detector_is_silent():
+    ground = _ground(3)
+    tracker = TargetTracker()
+    x = 300.0
+    tracker.update(
+        np.eye(2, 3),
+        [],
+        lock=LockCommand(np.array([x, 200.0]), np.array([12.0, 30.0]), None, "tap:blob"),
+        view=AppearanceView.of(_with_person(ground, x, 200)),
+    )
+    for _ in range(25):  # walking 1.5 px/frame, no detections at all
+        x += 1.5
+        state = tracker.update(
+            np.eye(2, 3), [], view=AppearanceView.of(_with_person(ground, x, 200))
+        )
+        assert state.mode == "locked" and state.measured_by == "appearance"
+    assert abs(state.centre[0] - x) < 2.0
+
+
+# ----------------------------------------------------------------------------- pipeline
+class StillDetector:
+    """A stand-in Stage C: one detection at a fixed NETWORK box, every frame."""
+
+    def __init__(self, box=(100.0, 70.0, 6.0, 14.0)):
+        self.box = np.array(box)
+
+    def __call__(self, channels):
+        return [Detection(self.box, 0.9, E[0])]
+
+
+class StubVerifier:
+    """A stand-in Stage E model that answers ``p`` once its 16-frame window is full."""
+
+    def __init__(self, p):
+        self.p, self.seen = p, 0
+
+    @property
+    def ready(self):
+        return self.seen >= 16
+
+    def observe(self, channels, box):
+        self.seen += 1
+
+    def probability(self):
+        return self.p if self.ready else None
+
+    def reset(self):
+        self.seen = 0
+
+
+def _run(pipeline, frames=30, tap_at=None):
+    ground = _ground(5)
+    results = []
+    for t in range(frames):
+        if tap_at is not None and t == tap_at[0]:
+            pipeline.lock(*tap_at[1:])
+        results.append(pipeline.step(ground))
+    return results
+
+
+def test_auto_lock_is_reported_only_once_the_verifier_accepts_it():
+    results = _run(Pipeline(StillDetector(), StubVerifier(0.9), auto_lock=True), 40)
+    modes = [r.mode for r in results]
+    first = modes.index("locked")
+    assert first > 16  # provisional while the verifier's window fills
+    assert all(m == "search" for m in modes[:first]) and results[first].verified
+    assert results[first].lock_source == "auto" and results[first].target.verified
+
+
+def test_auto_lock_the_verifier_rejects_is_released_and_never_reported():
+    pipeline = Pipeline(StillDetector(), StubVerifier(0.1), auto_lock=True)
+    results = _run(pipeline, 40)
+    assert all(r.mode == "search" and r.target is None for r in results)
+
+
+def test_a_veto_drops_an_auto_lock_but_not_an_operators_tap():
+    verifier = StubVerifier(0.9)
+    auto = Pipeline(StillDetector(), verifier, auto_lock=True)
+    results = _run(auto, 30)
+    assert results[-1].mode == "locked"
+    verifier.p = 0.05  # from now on: does not move like a human
+    later = _run(auto, 20)
+    assert "reacquire" in [r.mode for r in later] and not later[-1].verified
+
+    tapped = Pipeline(StillDetector(), StubVerifier(0.05), auto_lock=False)
+    centre = GEOMETRY.boxes([[100, 70, 6, 14]], Frame.NETWORK, Frame.INPUT)[0]
+    results = _run(tapped, 40, tap_at=(0, *(centre[:2] + centre[2:] / 2)))
+    assert all(r.mode == "locked" for r in results)
+    assert results[-1].target.p_human == 0.05 and not results[-1].verified
+
+
+def test_reset_forgets_taps_locks_verdicts_and_counters():
+    pipeline = Pipeline(StillDetector(), StubVerifier(0.9), auto_lock=False)
+    _run(pipeline, 20, tap_at=(0, 300, 200))
+    pipeline.lock(10, 10)
+    pipeline.reacquisitions = 3
+    pipeline.reset()
+    assert pipeline.tracker.mode == "search" and not pipeline.acquisition.pending
+    assert pipeline.verification.p_human is None and not pipeline.verification.verified
+    assert pipeline.reacquisitions == 0
+    assert pipeline.step(_ground()).mode == "search"
+
+
+def test_the_reported_box_stays_inside_the_image():
+    pipeline = Pipeline(None, None, auto_lock=False)
+    pipeline.lock(2, 2, box=(-30, -30, 40, 40))  # a box hanging off the corner
+    box = pipeline.step(_ground()).target.box
+    assert box[0] >= 0 and box[1] >= 0 and box[0] + box[2] <= 640 and box[1] + box[3] <= 512
