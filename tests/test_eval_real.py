@@ -103,3 +103,20 @@ def test_bad_input_is_one_line(tmp_path):
         parse_models([f"cand={tmp_path / 'missing.onnx'}"])
     (tmp_path / "a.onnx").write_bytes(b"")
     assert list(parse_models([f"{tmp_path / 'a.onnx'}"])) == ["shipped", "a"]
+
+
+def test_stage_b_content_mask_zeroes_motion_in_letterbox_rows():
+    from emts.channels import MotionChannels, content_mask
+    from emts.ego_motion import EgoMotion
+
+    geometry = FrameGeometry((1280, 720))
+    mask = content_mask(geometry)
+    assert not mask[0].any() and not mask[-1].any() and mask[96, 16:240].all()
+    rng = np.random.default_rng(0)
+    stage_b = MotionChannels()
+    shifted = np.array([[1.0, 0, 0], [0, 1.0, 0]])
+    stage_b.update(rng.integers(0, 255, (512, 640), dtype=np.uint8), EgoMotion())
+    frame = rng.integers(0, 255, (512, 640), dtype=np.uint8)
+    channels = stage_b.update(frame, EgoMotion(shifted, "lk", 50, 1.0), content=mask)
+    assert channels[1:, ~mask].max() == 0 and channels[1, mask].max() > 0
+    assert (channels[0] > 0).any()  # L untouched

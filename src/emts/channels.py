@@ -20,7 +20,7 @@ import numpy as np
 from emts.config import NETWORK_SIZE, WORKING_SIZE, ChannelConfig
 from emts.ego_motion import EgoMotion
 from emts.errors import BadInputError
-from emts.geometry import WORKING_TO_NETWORK, lift
+from emts.geometry import WORKING_TO_NETWORK, Frame, lift
 
 CHANNEL_NAMES = ("L", "R", "D")
 CHANNEL_RANGES = {"L": (0.0, 1.0), "R": (0.0, 1.0), "D": (-1.0, 1.0)}
@@ -43,6 +43,21 @@ def residual_from_difference(difference: np.ndarray, blur: int = 5) -> np.ndarra
     residual[:, :_PAD_LEFT] = 0.0
     residual[:, _PAD_RIGHT:] = 0.0
     return residual
+
+
+def content_mask(geometry) -> np.ndarray:
+    """bool (192, 256) mask of the network pixels that hold image for an input geometry
+    (:class:`emts.geometry.FrameGeometry`): a 16:9 input leaves replicated rows above and
+    below its content, which move with the camera and light up R and D unless masked."""
+    to_network = geometry.matrix(Frame.WORKING, Frame.NETWORK)
+    inside = cv2.warpAffine(
+        geometry.input_to_working.content_mask(),
+        to_network[:2],
+        NETWORK_SIZE,
+        flags=cv2.INTER_NEAREST,
+    )
+    # the 5x5 blur of R reaches 2 px beyond the content
+    return cv2.erode(inside, np.ones((5, 5), np.uint8)) > 0
 
 
 def motion_in_network(motion_working: np.ndarray) -> np.ndarray:
@@ -73,12 +88,17 @@ class MotionChannels:
         """Forget the previous frame; the next R and D are zero."""
         self._previous = None
 
-    def update(self, frame: np.ndarray, motion: EgoMotion) -> np.ndarray:
+    def update(
+        self, frame: np.ndarray, motion: EgoMotion, content: np.ndarray | None = None
+    ) -> np.ndarray:
         """Return the (3, 192, 256) float32 ``[L, R, D]`` stack for ``frame``.
 
         Args:
             frame: 640x512 uint8 gray working frame.
             motion: Stage A's estimate of the motion from the previous frame to ``frame``.
+            content: optional bool (192, 256) mask of the letterbox content
+                (:func:`content_mask`); R and D are zeroed outside it. None: only the 8
+                padding columns on each side are zeroed.
         """
         if frame.dtype != np.uint8 or frame.shape != (WORKING_SIZE[1], WORKING_SIZE[0]):
             raise BadInputError(
@@ -108,4 +128,6 @@ class MotionChannels:
         stack[2, :, :_PAD_LEFT] = 0.0
         stack[2, :, _PAD_RIGHT:] = 0.0
         stack[1] = residual_from_difference(stack[2], self.config.residual_blur)  # eq. 2: R
+        if content is not None:
+            stack[1:, ~content] = 0.0
         return stack

@@ -30,6 +30,7 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
+from emts.channels import content_mask
 from emts.config import WORKING_SIZE
 from emts.detector import Detector
 from emts.errors import BadInputError
@@ -232,10 +233,7 @@ ABLATIONS: dict[str, ChannelFn] = {
 def padding_masked(channels: np.ndarray, frame: EvalFrame) -> np.ndarray:
     """R and D zeroed outside the letterbox content (Stage B zeroes only the 8 side columns of
     the network frame; the replicated top/bottom rows of a 16:9 input move with the camera)."""
-    to_network = frame.geometry.matrix(Frame.WORKING, Frame.NETWORK)
-    size = (channels.shape[2], channels.shape[1])
-    inside = cv2.warpAffine(frame.valid, to_network[:2], size, flags=cv2.INTER_NEAREST)
-    inside = cv2.erode(inside, np.ones((5, 5), np.uint8)) > 0
+    inside = content_mask(frame.geometry)
     out = channels.copy()
     out[1:, ~inside] = 0.0
     return out
