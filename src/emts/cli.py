@@ -404,6 +404,7 @@ def _cmd_train_detector(args: argparse.Namespace) -> int:
         threads=args.threads,
         phase1_epochs=args.phase1_epochs,
         phase2_epochs=args.phase2_epochs,
+        **_recipe_overrides(args),
     )
     device = args.device
     if device == "auto":
@@ -417,6 +418,43 @@ def _cmd_train_detector(args: argparse.Namespace) -> int:
         f"trained in {metrics['train_seconds']} s -> {args.out}/model.pt, metrics.json, curves.png"
     )
     return 0
+
+
+def _add_train_detector_recipe(p) -> None:
+    """Issue 8's training options; left out, each is TrainConfig's default (the shipped
+    recipe, see src/emts/models/detector.json)."""
+    p.add_argument("--loader-workers", type=int, help="processes preparing batches")
+    p.add_argument(
+        "--invert-l", type=float, help="probability of flipping L's polarity in a sample"
+    )
+    p.add_argument(
+        "--l-gain",
+        type=float,
+        nargs=2,
+        metavar=("LO", "HI"),
+        help="log-uniform contrast gain range of L (R and D scale with it)",
+    )
+    p.add_argument(
+        "--still-speed",
+        type=float,
+        help="persons slower than this (px/frame, camera motion removed) are ignore regions; "
+        "0 keeps every person a positive",
+    )
+
+
+def _recipe_overrides(args: argparse.Namespace) -> dict:
+    names = ("loader_workers", "invert_l", "l_gain", "still_speed")
+    out = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+    if "l_gain" in out:
+        low, high = out["l_gain"]
+        if not 0 < low <= high:
+            raise BadInputError("--l-gain: expected 0 < LO <= HI")
+        out["l_gain"] = (low, high)
+    if not 0 <= out.get("invert_l", 0) <= 1:
+        raise BadInputError("--invert-l: expected a probability in [0, 1]")
+    if out.get("still_speed", 0) < 0 or out.get("loader_workers", 0) < 0:
+        raise BadInputError("--still-speed and --loader-workers must not be negative")
+    return out
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
@@ -843,6 +881,7 @@ def _add_training(sub) -> None:
         default="auto",
         help="auto: a CUDA GPU when one is present, else the CPU (default: %(default)s)",
     )
+    _add_train_detector_recipe(p)
     p.set_defaults(run=_cmd_train_detector)
     p = train_sub.add_parser(
         "verifier",

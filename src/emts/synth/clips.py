@@ -24,7 +24,7 @@ from emts.synth.phenomena import (
     WaterShimmer,
     make_noise_bank,
 )
-from emts.synth.plates import HitUavPlates, Plate, procedural_plate
+from emts.synth.plates import HitUavPlates, Plate, draw_clutter, procedural_plate
 
 TIER1_FRAMES = 18  # §4.1
 PERSON_HEIGHT_RANGE = (24.0, 220.0)  # frame px, log-uniform (§4.1: 9-83 px at 256x192)
@@ -32,7 +32,10 @@ MAX_SCALE_RATE = 0.025  # §4.1: per-frame scale drift up to +-2.5 %
 MAX_SCALE_SWEEP = 2.0  # an actor's size stays within [1/2, 2] x its first size (long clips)
 CROWD_FRACTION = 0.10  # share of Tier-1 clips that are crowds
 CROWD_SIZE = (5, 30)
-REAL_PLATE_FRACTION = 0.65  # share of clips on real aerial plates when a pool is given
+REAL_PLATE_FRACTION = 0.5  # share of clips on real aerial plates when a pool is given
+CLUTTER_PROBABILITY = 0.6  # clips with static clutter hard negatives (issue 8)
+CLUTTER_COUNT = (3, 30)
+DRONE_SHADOW_PROBABILITY = {"tier1": 0.15, "negative": 0.3}  # the drone's own moving shadow
 LOCAL_STD_FLOOR = 6.0  # gray levels: actors' contrast unit on flat plates (snow, water)
 KIND_CODES = {"tier1": 1, "negative": 2}
 SPLIT_CODES = {"train": 1, "heldout": 2}
@@ -212,6 +215,62 @@ def _composite(frame, alpha_patch, values):
 
 
 @dataclass
+class DroneShadow:
+    """The drone's own shadow on the ground: fixed to the drone, so it stays nearly still in
+    the frame while the ground moves under it -- after ego-motion compensation it is a mover.
+    A quadcopter outline (two crossed arms and four rotor discs), soft-edged."""
+
+    centre: np.ndarray  # frame px
+    velocity: np.ndarray  # frame px/frame (the shadow slides as the drone tilts and turns)
+    size: float  # frame px, rotor-to-rotor
+    angle: float
+    strength: float  # darkening 0..1
+    _mask: np.ndarray | None = None
+
+    @classmethod
+    def random(cls, rng: np.random.Generator, reference_height: float) -> DroneShadow:
+        return cls(
+            centre=rng.uniform(0.15, 0.85, 2) * FRAME_SIZE,
+            velocity=rng.normal(0, 0.3, 2),
+            size=float(reference_height * rng.uniform(0.4, 1.5)),
+            angle=float(rng.uniform(0, np.pi)),
+            strength=float(rng.uniform(0.2, 0.6)),
+        )
+
+    def mask(self) -> np.ndarray:
+        if self._mask is None:
+            n = int(np.ceil(self.size * 1.4)) | 1
+            mask = np.zeros((n, n), np.float32)
+            c = n / 2
+            half = self.size / 2
+            for a in (self.angle + np.pi / 4, self.angle - np.pi / 4):
+                d = np.array([np.cos(a), np.sin(a)]) * half
+                cv2.line(
+                    mask,
+                    tuple(np.int32(c - d)),
+                    tuple(np.int32(c + d)),
+                    1.0,
+                    max(int(self.size * 0.08), 1),
+                )
+                for sign in (-1, 1):
+                    cv2.circle(
+                        mask, tuple(np.int32(c + sign * d)), max(int(self.size * 0.22), 1), 0.8, -1
+                    )
+            cv2.circle(mask, (int(c), int(c)), max(int(self.size * 0.15), 1), 1.0, -1)
+            self._mask = cv2.GaussianBlur(mask, (0, 0), max(self.size * 0.03, 0.6))
+        return self._mask
+
+    def apply(self, frame: np.ndarray, rng: np.random.Generator) -> None:
+        self.velocity = 0.9 * self.velocity + rng.normal(0, 0.1, 2)
+        self.centre = self.centre + self.velocity
+        mask = self.mask()
+        n = mask.shape[0]
+        shift = np.float32([[1, 0, self.centre[0] - n / 2], [0, 1, self.centre[1] - n / 2]])
+        layer = cv2.warpAffine(mask, shift, FRAME_SIZE)
+        frame *= 1.0 - self.strength * layer
+
+
+@dataclass
 class Scene:
     """Everything in front of the simulated camera, sampled once per clip."""
 
@@ -232,6 +291,8 @@ class Scene:
     crowd: bool = False
     harsh: bool = False
     gusts: dict = field(default_factory=dict)  # frame -> forced gust velocity (see CameraPath)
+    clutter: int = 0  # static clutter objects drawn into the plate
+    drone_shadow: DroneShadow | None = None
 
     def describe(self) -> dict:
         return {
@@ -246,6 +307,8 @@ class Scene:
             "flicker": self.flicker is not None,
             "harsh_camera": self.harsh,
             "follow": self.follow is not None,
+            "clutter": self.clutter,
+            "drone_shadow": self.drone_shadow is not None,
             "sun": {
                 "azimuth_deg": round(float(np.degrees(self.sun.azimuth_rad)), 1),
                 "elevation_deg": round(float(np.degrees(self.sun.elevation_rad)), 1),
@@ -275,6 +338,16 @@ def build_scene(spec: ClipSpec, pool: HitUavPlates | None, rng: np.random.Genera
     )
     distractors = _make_distractors(
         rng, spec, path, zoom, pitch, reference_height, first_id=len(persons)
+    )
+    clutter = 0
+    if rng.random() < CLUTTER_PROBABILITY:
+        count = int(rng.integers(CLUTTER_COUNT[0], CLUTTER_COUNT[1] + 1))
+        region = _view_region(path, margin=-0.1)
+        clutter = draw_clutter(rng, plate.image, reference_height / zoom, region, count)
+    drone_shadow = (
+        DroneShadow.random(rng, reference_height)
+        if rng.random() < DRONE_SHADOW_PROBABILITY[spec.kind]
+        else None
     )
     sun = actor_lib.Sunlight.random(rng)
     if plate.night:
@@ -317,6 +390,8 @@ def build_scene(spec: ClipSpec, pool: HitUavPlates | None, rng: np.random.Genera
         flicker=flicker,
         crowd=crowd,
         harsh=harsh,
+        clutter=clutter,
+        drone_shadow=drone_shadow,
     )
 
 
@@ -357,6 +432,8 @@ def render_scene(
         frame = cv2.warpAffine(
             ground, pose[:2], FRAME_SIZE, flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT_101
         )
+        if scene.drone_shadow is not None:
+            scene.drone_shadow.apply(frame, rng)
         # Farther actors (smaller ground y on screen) first, so nearer ones occlude them.
         sprites = []
         for item in sorted(actors, key=lambda a: float((pose[:2] @ [*a.ground_position, 1])[1])):

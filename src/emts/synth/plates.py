@@ -27,7 +27,12 @@ HELDOUT_OFFSET = 2
 PERSON_CATEGORY = 0
 _INPAINT_MARGIN = 3  # px around a person box to inpaint (cast shadows, halo)
 
-PROCEDURAL_KINDS = ("grass", "fields", "road", "scree", "water", "snow")
+NATURE_KINDS = ("grass", "fields", "road", "scree", "water", "snow")
+# RGB-realistic urban and park ground as a drone sees it (issue 8): the kinds real users fly
+# over, with the static edges, joints and paint that a residual-blind detector fires on.
+URBAN_KINDS = ("paving", "lawn", "sand", "crossing", "parking")
+PROCEDURAL_KINDS = NATURE_KINDS + URBAN_KINDS
+URBAN_SHARE = 0.6  # of procedural plates drawn without a given kind
 PROCEDURAL_SIZE = (832, 704)  # (w, h) leaves room for the camera to move at zoom ~1
 
 
@@ -169,7 +174,8 @@ def procedural_plate(
         kind: one of :data:`PROCEDURAL_KINDS` (random if None).
         seed_label: recorded in ``Plate.source`` so a plate can be traced to its seed.
     """
-    kind = kind or str(rng.choice(PROCEDURAL_KINDS))
+    if kind is None:
+        kind = str(rng.choice(URBAN_KINDS if rng.random() < URBAN_SHARE else NATURE_KINDS))
     size = PROCEDURAL_SIZE
     w, h = size
     base = float(rng.uniform(70, 170))
@@ -195,6 +201,10 @@ def procedural_plate(
     elif kind == "snow":
         image = rng.uniform(180, 235) + rng.uniform(1, 3) * fractal_noise(rng, size, 128, octaves=3)
         _draw_rocks(rng, image, count=int(rng.integers(2, 12)))
+    elif kind in URBAN_KINDS:
+        image = _URBAN[kind](rng, size, base)
+        if rng.random() < 0.6:
+            _draw_post_shadows(rng, image, count=int(rng.integers(1, 8)))
     else:
         raise ValueError(f"unknown plate kind {kind!r}")
     image = np.clip(image, 0, 255).astype(np.float32)
@@ -265,3 +275,243 @@ def _lake_mask(rng: np.random.Generator, size: tuple[int, int]) -> np.ndarray:
     blob = fractal_noise(rng, size, rng.uniform(160, 320), octaves=3)
     mask = (blob > rng.uniform(-0.3, 0.6)).astype(np.float32)
     return cv2.GaussianBlur(mask, (0, 0), 1.5)
+
+
+# --- RGB-realistic urban ground (issue 8) -----------------------------------------------------
+
+
+def _texture(rng: np.random.Generator, size: tuple[int, int], base: float) -> np.ndarray:
+    """Base level with large-scale variation and fine grain."""
+    image = base + rng.uniform(4, 14) * fractal_noise(rng, size, rng.uniform(48, 160), octaves=3)
+    return image + rng.uniform(2, 7) * fractal_noise(rng, size, 3, octaves=2)
+
+
+def _paving(rng: np.random.Generator, size: tuple[int, int], base: float) -> np.ndarray:
+    """Slabs (square, brick or large plaza tiles) with dark or light joints, per-slab shade
+    and chalk marks."""
+    w, h = size
+    image = _texture(rng, size, base)
+    slab = rng.uniform(8, 48)
+    aspect = rng.choice([1.0, 1.0, 2.0])
+    angle = rng.uniform(0, np.pi)
+    ys, xs = np.mgrid[0:h, 0:w].astype(np.float32)
+    u = (xs * np.cos(angle) + ys * np.sin(angle)) / (slab * aspect)
+    v = (-xs * np.sin(angle) + ys * np.cos(angle)) / slab
+    row = np.floor(v)
+    u = u + (0.5 * (row % 2) if rng.random() < 0.5 else 0.0)  # running bond
+    cell = np.floor(u) * 7919 + row * 104729
+    shade = np.sin(cell * 12.9898) * 43758.5453
+    shade = (shade - np.floor(shade) - 0.5) * rng.uniform(6, 30)
+    image += shade.astype(np.float32)
+    joint_width = rng.uniform(0.04, 0.12)
+    joints = (np.minimum(u % 1, 1 - u % 1) < joint_width / aspect) | (
+        np.minimum(v % 1, 1 - v % 1) < joint_width
+    )
+    joint_level = rng.choice([-1, 1]) * rng.uniform(15, 50)
+    image[joints] += joint_level
+    _draw_chalk(rng, image, count=int(rng.integers(0, 6)))
+    return image
+
+
+def _lawn(rng: np.random.Generator, size: tuple[int, int], base: float) -> np.ndarray:
+    """Mown grass (stripes) with small marker discs and bare patches."""
+    w, h = size
+    image = base + rng.uniform(6, 16) * fractal_noise(rng, size, rng.uniform(24, 96))
+    image += rng.uniform(3, 8) * fractal_noise(rng, size, 3, octaves=2)
+    if rng.random() < 0.6:  # mowing stripes
+        ys, xs = np.mgrid[0:h, 0:w].astype(np.float32)
+        angle = rng.uniform(0, np.pi)
+        period = rng.uniform(30, 90)
+        stripes = np.sign(np.sin((xs * np.cos(angle) + ys * np.sin(angle)) * 2 * np.pi / period))
+        image += rng.uniform(3, 10) * cv2.GaussianBlur(stripes.astype(np.float32), (0, 0), 2)
+    for _ in range(int(rng.integers(0, 40))):  # marker discs, white or coloured
+        centre = (int(rng.uniform(0, w)), int(rng.uniform(0, h)))
+        radius = int(rng.uniform(2, 9))
+        level = float(rng.choice([rng.uniform(200, 255), rng.uniform(20, 90)]))
+        cv2.circle(image, centre, radius, level, -1, cv2.LINE_AA)
+    return image
+
+
+def _sand(rng: np.random.Generator, size: tuple[int, int], base: float) -> np.ndarray:
+    """Bright sand with ripples and footprint/tyre tracks."""
+    w, h = size
+    image = max(base, 140) + rng.uniform(4, 10) * fractal_noise(rng, size, rng.uniform(32, 128))
+    ys, xs = np.mgrid[0:h, 0:w].astype(np.float32)
+    angle = rng.uniform(0, np.pi)
+    ripple = np.sin((xs * np.cos(angle) + ys * np.sin(angle)) / rng.uniform(2, 6))
+    image += rng.uniform(1, 5) * ripple * (1 + 0.5 * fractal_noise(rng, size, 64, octaves=2))
+    for _ in range(int(rng.integers(1, 8))):  # tracks: rows of small dark dents
+        start = rng.uniform(0, 1, 2) * (w, h)
+        heading = rng.uniform(0, 2 * np.pi)
+        step = rng.uniform(3, 8)
+        for k in range(int(rng.integers(20, 120))):
+            heading += rng.normal(0, 0.05)
+            point = start + k * step * np.array([np.cos(heading), np.sin(heading)])
+            side = (-1) ** k * rng.uniform(1, 3) * np.array([-np.sin(heading), np.cos(heading)])
+            centre = tuple(int(c) for c in point + side)
+            cv2.circle(image, centre, int(rng.uniform(1, 3)), base - rng.uniform(15, 40), -1)
+    return image
+
+
+def _crossing(rng: np.random.Generator, size: tuple[int, int], base: float) -> np.ndarray:
+    """Asphalt with lane paint and a zebra crossing (stripes the width of a person)."""
+    w, h = size
+    image = _texture(rng, size, min(base, 110))
+    paint = float(rng.uniform(190, 250))
+    centre = rng.uniform(0.3, 0.7, 2) * (w, h)
+    angle = rng.uniform(0, np.pi)
+    along = np.array([np.cos(angle), np.sin(angle)])
+    across = np.array([-along[1], along[0]])
+    stripe_width, gap = rng.uniform(6, 16), rng.uniform(6, 16)
+    length = rng.uniform(40, 120)
+    for k in range(int(rng.integers(5, 14))):
+        middle = centre + across * (k - 6) * (stripe_width + gap)
+        corners = np.array(
+            [
+                middle + along * length / 2 + across * stripe_width / 2,
+                middle + along * length / 2 - across * stripe_width / 2,
+                middle - along * length / 2 - across * stripe_width / 2,
+                middle - along * length / 2 + across * stripe_width / 2,
+            ]
+        )
+        cv2.fillConvexPoly(image, corners.astype(np.int32), paint, cv2.LINE_AA)
+    for offset in rng.uniform(-1, 1, int(rng.integers(1, 4))) * h:  # lane lines
+        start = centre + across * offset - across * 2 * max(w, h)
+        end = centre + across * offset + across * 2 * max(w, h)
+        dashed = rng.random() < 0.5
+        pieces = 40 if dashed else 1
+        for i in range(pieces):
+            a = start + (end - start) * i / pieces
+            b = start + (end - start) * (i + (0.5 if dashed else 1.0)) / pieces
+            cv2.line(image, tuple(np.int32(a)), tuple(np.int32(b)), paint, int(rng.integers(1, 4)))
+    return image
+
+
+def _parking(rng: np.random.Generator, size: tuple[int, int], base: float) -> np.ndarray:
+    """A parking lot: bay lines, parked cars (static boxes with windscreens) and oil stains."""
+    w, h = size
+    image = _texture(rng, size, min(base, 120))
+    paint = float(rng.uniform(180, 250))
+    bay_w, bay_l = rng.uniform(14, 30), rng.uniform(30, 60)
+    for row_y in np.arange(rng.uniform(0, bay_l), h, bay_l * 2.5):
+        for x in np.arange(rng.uniform(0, bay_w), w, bay_w):
+            cv2.line(image, (int(x), int(row_y)), (int(x), int(row_y + bay_l)), paint, 1)
+            if rng.random() < 0.45:  # a parked car in this bay
+                x0, y0 = int(x + bay_w * 0.12), int(row_y + bay_l * 0.05)
+                x1, y1 = int(x + bay_w * 0.88), int(row_y + bay_l * 0.95)
+                body = float(rng.uniform(15, 245))
+                cv2.rectangle(image, (x0, y0), (x1, y1), body, -1)
+                glass = int(y0 + (y1 - y0) * rng.uniform(0.2, 0.35))
+                cv2.rectangle(image, (x0 + 2, glass), (x1 - 2, glass + 4), body * 0.4, -1)
+            elif rng.random() < 0.2:
+                centre = (int(x + bay_w / 2), int(row_y + bay_l / 2))
+                axes = (int(rng.uniform(2, 6)), int(rng.uniform(3, 9)))
+                cv2.ellipse(image, centre, axes, 0, 0, 360, base * 0.6, -1, cv2.LINE_AA)
+    return image
+
+
+def _draw_chalk(rng: np.random.Generator, image: np.ndarray, count: int) -> None:
+    """Chalk scribbles and hopscotch-like marks: thin bright strokes."""
+    h, w = image.shape
+    for _ in range(count):
+        start = rng.uniform(0, 1, 2) * (w, h)
+        points = [start]
+        for _ in range(int(rng.integers(3, 12))):
+            points.append(points[-1] + rng.normal(0, 8, 2))
+        level = float(rng.uniform(190, 255))
+        cv2.polylines(image, [np.array(points, np.int32)], False, level, 1, cv2.LINE_AA)
+
+
+def _draw_post_shadows(rng: np.random.Generator, image: np.ndarray, count: int) -> None:
+    """Lamp posts seen from above: a small dark base and a long thin cast shadow, all shadows
+    parallel (one sun)."""
+    h, w = image.shape
+    angle = rng.uniform(0, 2 * np.pi)
+    direction = np.array([np.cos(angle), np.sin(angle)])
+    length = rng.uniform(40, 200)
+    for _ in range(count):
+        base = rng.uniform(0, 1, 2) * (w, h)
+        tip = base + direction * length * rng.uniform(0.8, 1.2)
+        layer = np.zeros_like(image)
+        cv2.line(layer, tuple(np.int32(base)), tuple(np.int32(tip)), 1.0, int(rng.integers(1, 4)))
+        if rng.random() < 0.5:  # the lamp head's shadow
+            cv2.circle(layer, tuple(np.int32(tip)), int(rng.uniform(2, 6)), 1.0, -1)
+        layer = cv2.GaussianBlur(layer, (0, 0), 0.8)
+        image *= 1.0 - rng.uniform(0.25, 0.55) * layer
+        cv2.circle(
+            image, tuple(np.int32(base)), int(rng.uniform(1, 4)), float(rng.uniform(20, 80)), -1
+        )
+
+
+_URBAN = {
+    "paving": _paving,
+    "lawn": _lawn,
+    "sand": _sand,
+    "crossing": _crossing,
+    "parking": _parking,
+}
+
+
+def draw_clutter(
+    rng: np.random.Generator,
+    image: np.ndarray,
+    person_height: float,
+    region: tuple[np.ndarray, np.ndarray],
+    count: int,
+) -> int:
+    """Static clutter as hard negatives, drawn into ``image`` (float32, plate px) inside
+    ``region`` (top-left, bottom-right): marker discs, cones, posts, bins, manholes, rocks and
+    bright or dark blobs of a person's size and shape (upright ellipse plus head), so that a
+    person-like look with no motion is something the detector learns to leave alone.
+
+    Returns the number of objects drawn.
+    """
+    low, high = region
+    drawn = 0
+    for _ in range(count):
+        x, y = rng.uniform(low, high)
+        if not (0 <= x < image.shape[1] and 0 <= y < image.shape[0]):
+            continue
+        kind = rng.choice(["disc", "cone", "post", "bin", "manhole", "blob", "blob", "body"])
+        local = float(image[int(y), int(x)])
+        level = float(np.clip(local + rng.choice([-1, 1]) * rng.uniform(30, 120), 0, 255))
+        hp = max(person_height, 6.0)
+        layer = np.zeros_like(image)
+        centre = (int(x), int(y))
+        if kind == "disc":
+            cv2.circle(layer, centre, max(int(hp * rng.uniform(0.06, 0.2)), 1), 1.0, -1)
+        elif kind == "cone":
+            r = max(int(hp * rng.uniform(0.08, 0.18)), 1)
+            cv2.circle(layer, centre, r, 1.0, -1)
+            cv2.circle(layer, centre, max(r // 2, 1), 0.6, -1)
+        elif kind == "post":
+            axes = (max(int(hp * 0.05), 1), max(int(hp * rng.uniform(0.2, 0.6)), 1))
+            cv2.ellipse(layer, centre, axes, rng.uniform(0, 180), 0, 360, 1.0, -1)
+        elif kind == "bin":
+            half = max(int(hp * rng.uniform(0.1, 0.25)), 1)
+            cv2.rectangle(
+                layer,
+                (centre[0] - half, centre[1] - half),
+                (centre[0] + half, centre[1] + half),
+                1.0,
+                -1,
+            )
+        elif kind == "manhole":
+            cv2.circle(layer, centre, max(int(hp * rng.uniform(0.15, 0.3)), 2), 1.0, -1)
+            level = float(np.clip(local - rng.uniform(20, 60), 0, 255))
+        elif kind == "blob":
+            axes = (
+                max(int(hp * rng.uniform(0.12, 0.3)), 1),
+                max(int(hp * rng.uniform(0.3, 0.6)), 1),
+            )
+            cv2.ellipse(layer, centre, axes, rng.uniform(0, 180), 0, 360, 1.0, -1)
+        else:  # a standing-person-like static silhouette: body ellipse and a head
+            axes = (max(int(hp * 0.14), 1), max(int(hp * 0.35), 1))
+            angle = rng.uniform(-30, 30)
+            cv2.ellipse(layer, centre, axes, angle, 0, 360, 1.0, -1)
+            head = (centre[0], int(centre[1] - hp * 0.42))
+            cv2.circle(layer, head, max(int(hp * 0.09), 1), 1.0, -1)
+        layer = cv2.GaussianBlur(layer, (0, 0), 0.7)
+        image[:] = image * (1 - layer) + level * layer
+        drawn += 1
+    return drawn

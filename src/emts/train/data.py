@@ -39,12 +39,61 @@ class Sample:
     source: str  # "tier1", "negative", "tier2"
 
 
-class StoredClips:
-    """A clip set held in memory (channels as float16) for fast sampling."""
+def randomize_appearance(
+    channels: np.ndarray, rng: np.random.Generator, invert: float, gain: tuple[float, float]
+) -> np.ndarray:
+    """L appearance randomization of a (T, 3, H, W) sample, the same for all its frames.
 
-    def __init__(self, folder: str | Path, source: str, progress=None) -> None:
+    With probability ``invert`` the polarity flips (L -> 1 - L, D -> -D; R is unchanged), so
+    that "warmer/brighter than the ground" is no shortcut to "person"; then the contrast is
+    scaled by a log-uniform gain about the frame mean with a small brightness shift (R and D
+    scale with it, as they would for a scene of that contrast).
+    """
+    out = channels.copy()
+    if rng.random() < invert:
+        out[:, 0] = 1.0 - out[:, 0]
+        out[:, 2] = -out[:, 2]
+    if gain[1] > gain[0]:
+        a = float(np.exp(rng.uniform(np.log(gain[0]), np.log(gain[1]))))
+        b = float(rng.uniform(-0.1, 0.1))
+        mean = out[:, 0].mean()
+        out[:, 0] = np.clip(mean + a * (out[:, 0] - mean) + b, 0.0, 1.0)
+        out[:, 1:] *= a
+        np.clip(out[:, 1], 0.0, 1.0, out=out[:, 1])
+        np.clip(out[:, 2], -1.0, 1.0, out=out[:, 2])
+    return out
+
+
+def _ground_speeds(labels: dict, t: int) -> dict[int, float]:
+    """Per person id: how far (frame px) its box centre moved from frame t-1 to t on the
+    ground, i.e. after removing the true camera motion of frame t."""
+    motion = np.asarray(labels["frames"][t]["camera_motion"], float)
+    before = {p["id"]: np.array(p["box"], float) for p in labels["frames"][t - 1]["persons"]}
+    speeds = {}
+    for person in labels["frames"][t]["persons"]:
+        if person["id"] not in before:
+            continue
+        x, y, w, h = before[person["id"]]
+        carried = motion[:, :2] @ [x + w / 2, y + h / 2] + motion[:, 2]
+        x, y, w, h = person["box"]
+        speeds[person["id"]] = float(np.hypot(x + w / 2 - carried[0], y + h / 2 - carried[1]))
+    return speeds
+
+
+class StoredClips:
+    """A clip set held in memory (channels as float16) for fast sampling.
+
+    ``still_speed``: persons whose box centre moves less than this (frame px/frame, camera
+    motion removed) are ignore regions rather than positives (a standing person shows no
+    motion; teaching the detector to fire on it teaches appearance alone). 0 keeps them all.
+    """
+
+    def __init__(
+        self, folder: str | Path, source: str, progress=None, still_speed: float = 0.0
+    ) -> None:
         clip_set = ClipSet(folder)
         self.source = source
+        self.still_speed = still_speed
         self.channels: list[np.ndarray] = []
         self.labels: list[dict] = []
         items = range(len(clip_set))
@@ -63,11 +112,18 @@ class StoredClips:
         targets = []
         for t in range(start, start + frames):
             persons = labels["frames"][t]["persons"]
+            visible = [p["visible"] for p in persons]
+            if self.still_speed > 0 and persons:
+                speeds = _ground_speeds(labels, t)
+                visible = [
+                    0.0 if speeds.get(p["id"], np.inf) < self.still_speed else v
+                    for p, v in zip(persons, visible, strict=True)
+                ]
             targets.append(
                 build_targets(
                     _to_network([p["box"] for p in persons]),
                     identities=[clip_number * 1000 + p["id"] for p in persons],
-                    visible=[p["visible"] for p in persons],
+                    visible=visible,
                 )
             )
         return Sample(channels[start : start + frames].astype(np.float32), targets, self.source)
@@ -128,7 +184,11 @@ class MixtureStream(torch.utils.data.IterableDataset):
         clips: int,
         frames: int,
         seed: int,
+        invert: float = 0.0,
+        gain: tuple[float, float] = (1.0, 1.0),
+        randomized: tuple[str, ...] = ("tier1", "negative", "tier2"),
     ) -> None:
+        self.invert, self.gain, self.randomized = invert, gain, randomized
         self.sources = {k: v for k, v in sources.items() if weights.get(k, 0) > 0}
         total = sum(weights[k] for k in self.sources)
         self.names = list(self.sources)
@@ -145,4 +205,10 @@ class MixtureStream(torch.utils.data.IterableDataset):
                 self.sources[self.names[k]].sample(rng, self.frames, clip_number=n)
                 for n, k in enumerate(picks)
             ]
+            if self.invert > 0 or self.gain[1] > self.gain[0]:
+                for sample in samples:
+                    if sample.source in self.randomized:
+                        sample.channels = randomize_appearance(
+                            sample.channels, rng, self.invert, self.gain
+                        )
             yield collate(samples)

@@ -41,6 +41,13 @@ class TrainConfig:
     seed: int = 0
     threads: int = 2
     loader_workers: int = 1  # processes preparing batches (Tier 2 is made on the fly)
+    # L appearance randomization (issue 8): polarity flip probability, contrast gain range.
+    invert_l: float = 0.0
+    l_gain: tuple[float, float] = (1.0, 1.0)
+    # ... applied to these sources ("tier2" are real thermal stills, where warm = person holds)
+    randomized_sources: tuple[str, ...] = ("tier1", "negative", "tier2")
+    # Standing people: below this ground speed (frame px/frame) a person is an ignore region.
+    still_speed: float = 0.0
     model: DetectorConfig = field(default_factory=DetectorConfig)
 
     def phases(self) -> list[tuple[str, int, dict[str, float]]]:
@@ -87,7 +94,7 @@ def train_detector(
         optimizer.load_state_dict(saved["optimizer"])
         state = saved["state"]
     sources = {
-        "tier1": StoredClips(tier1, "tier1", progress=tqdm),
+        "tier1": StoredClips(tier1, "tier1", progress=tqdm, still_speed=config.still_speed),
         "negative": StoredClips(negatives, "negative", progress=tqdm),
         "tier2": Tier2Stills(hituav),
     }
@@ -100,6 +107,9 @@ def train_detector(
             config.batch_clips,
             config.frames,
             seed=config.seed * 100 + phase_index * 10 + state["step"],
+            invert=config.invert_l,
+            gain=tuple(config.l_gain),
+            randomized=tuple(config.randomized_sources),
         )
         loader = torch.utils.data.DataLoader(
             stream,
