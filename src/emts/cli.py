@@ -829,7 +829,9 @@ def _cmd_eval_tracking(args: argparse.Namespace) -> int:
         _open_clip_set(args.bench if args.eval_command == "reacq" else args.fpbench)
     detector = Detector(args.model)
     if args.eval_command == "reacq":
-        report = tracking.reacquisition(args.bench, detector, args.clips)
+        report = tracking.reacquisition(
+            args.bench, detector, args.clips, appearance=not args.detections_only
+        )
         tracking.write(out, "reacq", report, command)
         rate = f"{report['success']}/{report['trials']} = {report['success_rate']:.1%}"
         errors = f"identity transfers {report['identity_transfer']}, misses {report['miss']}"
@@ -952,6 +954,11 @@ def _add_training(sub) -> None:
     p.add_argument("--bench", default="data/bench")
     p.add_argument("--clips", type=_POSITIVE, help="only the first N clips")
     p.add_argument("--model", help="ONNX detector (default: the shipped model)")
+    p.add_argument(
+        "--detections-only",
+        action="store_true",
+        help="Stage D without its appearance measurement (the paper's tracker)",
+    )
     p.add_argument("--out", default="reports/tracking")
     p.set_defaults(run=_cmd_eval_tracking)
     p = eval_sub.add_parser("fp", help="FP/frame on the person-free bench, with/without verifier")

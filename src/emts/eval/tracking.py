@@ -14,7 +14,7 @@ from emts.geometry import Frame, FrameGeometry
 from emts.pipeline import MotionFrontEnd, Pipeline
 from emts.synth.clips import ClipSpec, render_clip
 from emts.synth.store import ClipSet
-from emts.tracker import Candidate, TargetTracker
+from emts.tracker import AppearanceView, Candidate, TargetTracker
 from emts.verifier import Verifier, describe, roi_pair
 
 GEOMETRY = FrameGeometry((640, 512))
@@ -40,12 +40,19 @@ def _centre(box) -> np.ndarray:
     return box[:2] + box[2:] / 2
 
 
-def reacquisition(bench: str | Path, detector: Detector, clips: int | None = None) -> dict:
-    """§6.9: lock at frame 5, black out all detections in one of three staggered windows,
-    judge two frames later: re-locked (locked again on a detection after the blackout) and
+def reacquisition(
+    bench: str | Path, detector: Detector, clips: int | None = None, appearance: bool = True
+) -> dict:
+    """§6.9: lock at frame 5, black out the target in one of three staggered windows, judge
+    two frames later: re-locked (locked again on a measurement after the blackout) and
     within 20 px of the right person (success), re-locked onto another person (identity
     transfer), or neither (miss). ``strict_success_rate`` also demands a detection associated
-    on the judged frame itself."""
+    on the judged frame itself.
+
+    ``appearance``: Stage D also gets the frames for its appearance measurement (SPEC §0);
+    during the blackout it gets neither detections nor frames. False: detections only, the
+    paper's tracker.
+    """
     clip_set = ClipSet(bench)
     indices = clip_set.indices[:clips] if clips else clip_set.indices
     outcome = {
@@ -79,12 +86,14 @@ def reacquisition(bench: str | Path, detector: Detector, clips: int | None = Non
             if target["id"] not in truth or truth[target["id"]]["visible"] < 0.5:
                 continue
             tracker = TargetTracker()
-            tracker.lock(start)
+            tracker.lock(start, AppearanceView.of(clip.frames[LOCK_FRAME]) if appearance else None)
             state, reassociated = None, False
             for t in range(LOCK_FRAME + 1, check + 1):
-                seen = [] if first <= t <= last else _candidates(detections[t])
-                state = tracker.update(motions[t], seen)
-                reassociated |= t > last and state.associated is not None
+                hidden = first <= t <= last
+                seen = [] if hidden else _candidates(detections[t])
+                view = None if hidden or not appearance else AppearanceView.of(clip.frames[t])
+                state = tracker.update(motions[t], seen, view=view)
+                reassociated |= t > last and state.measured_by is not None
             outcome["trials"] += 1
             height_bin = "<14" if target["box"][3] * 0.375 < 14 else ">=14"
             by_height.setdefault(height_bin, [0, 0])[0] += 1
