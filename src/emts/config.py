@@ -86,7 +86,7 @@ class TrackerConfig:
     relock_appearance_frames: int = 2  # re-lock: a match moving like a walker over 2 steps
     relock_floor: float = 0.55  # re-lock matches: NCC peak >= this fraction of the typical one
     walk_speed: tuple[float, float] = (0.7, 15.0)  # (min, max) stabilized px/frame of a walker
-    relock_max_radius: float = 120.0  # re-lock searches at most this far (stabilized px) ...
+    relock_max_radius: float = 64.0  # re-lock searches at most this far (stabilized px) ...
     relock_growth: float = 0.05  # ... within a body height growing by this many per lost frame
     veto_drops_operator_locks: bool = False  # a veto drops auto-locks; tap locks only if True
     coast_velocity_keep: float = 0.95  # velocity decays while coasting (a stop is likelier)

@@ -129,26 +129,33 @@ class AppearanceView:
 
 
 class AppearanceTemplate:
-    """A template of the target in stabilized coordinates, matched by NCC.
+    """A template of the target, matched by normalized cross-correlation (NCC).
 
-    Patches are sampled from the view's image through ``G_t`` (stabilized -> image), so a
-    rotated or zoomed camera is undone before matching; a patch is always at the
-    stabilized frame's scale, whatever the image's resolution.
+    Coordinates are those of the map ``g`` the caller passes (the tracker passes WORKING ->
+    view image, so the template lives in image coordinates). A large target is sampled every
+    ``step`` px so that the template's longer side is at most ``max_side`` samples: the cost
+    of a search stays bounded whatever the target's size.
     """
 
-    def __init__(self) -> None:
-        self.patch: np.ndarray | None = None  # float32, stabilized px
+    def __init__(self, max_side: int = 64) -> None:
+        self.max_side = max_side
+        self.patch: np.ndarray | None = None  # float32 samples
+        self.step = 1.0  # px per sample
 
     @staticmethod
     def sample(
-        image: np.ndarray, g: np.ndarray, top_left: np.ndarray, size: tuple[int, int]
+        image: np.ndarray,
+        g: np.ndarray,
+        top_left: np.ndarray,
+        size: tuple[int, int],
+        step: float = 1.0,
     ) -> np.ndarray:
-        """The stabilized-frame window ``[top_left, top_left + size)`` cut from ``image``
-        (``g``: stabilized -> image px)."""
+        """``size`` samples, ``step`` px apart from ``top_left`` (coordinates of ``g``'s
+        domain), cut from ``image`` (``g``: 3x3, that domain -> image px)."""
         a = g[:2, :2]
         offset = a @ top_left + g[:2, 2]
-        inverse_map = np.hstack([a, offset[:, None]])  # window px -> image px
-        out = cv2.warpAffine(
+        inverse_map = np.hstack([a * step, offset[:, None]])  # sample -> image px
+        return cv2.warpAffine(
             image,
             inverse_map,
             size,
@@ -156,14 +163,6 @@ class AppearanceTemplate:
             borderMode=cv2.BORDER_CONSTANT,
             borderValue=0,
         ).astype(np.float32)
-        return out
-
-    @staticmethod
-    def patch_size(size: np.ndarray, config: TrackerConfig) -> tuple[int, int]:
-        grow = 1.0 + 2.0 * config.appearance_margin
-        w = max(config.appearance_min_size, round(float(size[0]) * grow))
-        h = max(config.appearance_min_size, round(float(size[1]) * grow))
-        return int(w), int(h)
 
     def capture(
         self,
@@ -173,43 +172,53 @@ class AppearanceTemplate:
         size: np.ndarray,
         config: TrackerConfig,
     ) -> None:
-        w, h = self.patch_size(size, config)
-        top_left = centre - np.array([w - 1, h - 1]) / 2.0
-        patch = self.sample(image, g, top_left, (w, h))
+        grow = 1.0 + 2.0 * config.appearance_margin
+        w = max(float(config.appearance_min_size), float(size[0]) * grow)
+        h = max(float(config.appearance_min_size), float(size[1]) * grow)
+        self.step = max(1.0, max(w, h) / self.max_side)
+        samples = (max(int(round(w / self.step)), 3), max(int(round(h / self.step)), 3))
+        patch = self.sample(image, g, self._top_left(centre, samples), samples, self.step)
         self.patch = patch if float(patch.std()) > 1e-3 else None  # a flat patch matches anything
+
+    def _top_left(self, centre: np.ndarray, samples: tuple[int, int]) -> np.ndarray:
+        return centre - self.step * (np.array(samples, float) - 1.0) / 2.0
 
     def blend(self, image: np.ndarray, g: np.ndarray, centre: np.ndarray, alpha: float) -> None:
         if self.patch is None:
             return
-        h, w = self.patch.shape[:2]
-        top_left = centre - np.array([w - 1, h - 1]) / 2.0
-        current = self.sample(image, g, top_left, (w, h))
-        if current.shape != self.patch.shape:
-            return
-        self.patch = (1.0 - alpha) * self.patch + alpha * current
+        samples = (self.patch.shape[1], self.patch.shape[0])
+        current = self.sample(image, g, self._top_left(centre, samples), samples, self.step)
+        if current.shape == self.patch.shape:
+            self.patch = (1.0 - alpha) * self.patch + alpha * current
 
-    def search(
-        self, image: np.ndarray, g: np.ndarray, centre: np.ndarray, radius: float
-    ) -> tuple[float, np.ndarray] | None:
-        """(NCC peak, matched centre in stabilized px) within ``radius`` of ``centre``."""
+    def _response(self, image, g, centre, radius):
+        """NCC over the window within ``radius`` of ``centre``: (response, its origin)."""
         if self.patch is None:
-            return None
+            return None, None
         h, w = self.patch.shape[:2]
-        r = int(np.ceil(radius))
-        window_size = (w + 2 * r, h + 2 * r)
-        top_left = np.round(centre - np.array([w - 1, h - 1]) / 2.0) - r
-        window = self.sample(image, g, top_left, window_size)
+        r = int(np.ceil(radius / self.step))
+        top_left = self._top_left(centre, (w, h)) - self.step * r
+        window = self.sample(image, g, top_left, (w + 2 * r, h + 2 * r), self.step)
         if window.shape[2:] != self.patch.shape[2:] or float(window.std()) < 1e-3:
-            return None
-        response = cv2.matchTemplate(window, self.patch, cv2.TM_CCOEFF_NORMED)
-        _, peak, _, (px, py) = cv2.minMaxLoc(response)
-        return float(peak), self._centre(response, top_left, px, py)
+            return None, None
+        return cv2.matchTemplate(window, self.patch, cv2.TM_CCOEFF_NORMED), top_left
 
     def _centre(self, response: np.ndarray, top_left: np.ndarray, px: int, py: int) -> np.ndarray:
         h, w = self.patch.shape[:2]
         dx = _parabola_offset(response[py, max(px - 1, 0) : px + 2]) if px > 0 else 0.0
         dy = _parabola_offset(response[max(py - 1, 0) : py + 2, px]) if py > 0 else 0.0
-        return top_left + np.array([px + dx, py + dy]) + np.array([w - 1, h - 1]) / 2.0
+        offset = np.array([px + dx + (w - 1) / 2.0, py + dy + (h - 1) / 2.0])
+        return top_left + self.step * offset
+
+    def search(
+        self, image: np.ndarray, g: np.ndarray, centre: np.ndarray, radius: float
+    ) -> tuple[float, np.ndarray] | None:
+        """(NCC peak, matched centre) within ``radius`` of ``centre``, or None."""
+        response, top_left = self._response(image, g, centre, radius)
+        if response is None:
+            return None
+        _, peak, _, (px, py) = cv2.minMaxLoc(response)
+        return float(peak), self._centre(response, top_left, px, py)
 
     def peaks(
         self,
@@ -221,15 +230,9 @@ class AppearanceTemplate:
         count: int = 5,
     ) -> list[tuple[float, np.ndarray]]:
         """Up to ``count`` local NCC maxima above ``floor`` within ``radius``: (peak, centre)."""
-        if self.patch is None:
+        response, top_left = self._response(image, g, centre, radius)
+        if response is None:
             return []
-        h, w = self.patch.shape[:2]
-        r = int(np.ceil(radius))
-        top_left = np.round(centre - np.array([w - 1, h - 1]) / 2.0) - r
-        window = self.sample(image, g, top_left, (w + 2 * r, h + 2 * r))
-        if window.shape[2:] != self.patch.shape[2:] or float(window.std()) < 1e-3:
-            return []
-        response = cv2.matchTemplate(window, self.patch, cv2.TM_CCOEFF_NORMED)
         return [
             (float(response[y, x]), self._centre(response, top_left, x, y))
             for x, y in _local_maxima(response, floor, count)
