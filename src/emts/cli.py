@@ -666,7 +666,9 @@ def _cmd_eval_track(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     report = evaluate_track(args.clip, truth, config, pipeline, out / "frames.jsonl")
     command = " ".join(["emts", *sys.argv[1:]])
-    write_report(report, out, command, Path(args.clip).name)
+    clip = Path(args.clip).resolve()
+    name = clip.parent.name if clip.name in ("frames", "img", "images") else clip.name
+    write_report(report, out, command, name)
     print(
         f"lock recall {report['lock_recall']:.3f} over {report['visible_frames']} visible "
         f"frames, {report['false_lock_frames']} false-lock frames, centre error median "
