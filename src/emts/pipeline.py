@@ -26,6 +26,7 @@ from emts.config import (
 )
 from emts.detector import Detection
 from emts.ego_motion import EgoMotion, EgoMotionEstimator
+from emts.errors import BadInputError
 from emts.geometry import Frame, FrameGeometry
 from emts.preprocess import Preprocessor
 from emts.tracker import AppearanceView, Candidate, TargetTracker
@@ -262,6 +263,18 @@ class Pipeline:
     @property
     def auto_lock(self) -> bool:
         return self.acquisition.auto_lock
+
+    @property
+    def fps(self) -> float | None:
+        """The stream's frame rate as Stage E uses it (None without a verifier)."""
+        return getattr(self.verifier, "fps", None)
+
+    @fps.setter
+    def fps(self, value: float) -> None:
+        if not (isinstance(value, int | float) and np.isfinite(value) and value > 0):
+            raise BadInputError(f"fps must be a number > 0, got {value!r}")
+        if self.verifier is not None and hasattr(self.verifier, "fps"):
+            self.verifier.fps = float(value)
 
     def reset(self) -> None:
         """Forget everything: motion history, pending taps, lock, verifier window, counters."""

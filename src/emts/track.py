@@ -155,6 +155,7 @@ def run_track(
     seen = 0
     completed = False
     with open_source(source, fps=fps, placeholders=True) as frames:
+        pipeline.fps = frames.fps  # Stage E's descriptors depend on the frame rate
         writer = VideoWriter(out, fps=frames.fps) if out else None
         lines = JsonlWriter(jsonl) if jsonl else None
         try:

@@ -9,12 +9,12 @@ Two measurements feed the filter under the same Mahalanobis gate (eq. ``eq:gates
 
 * **detections** (Stage C), which also need the scale-aware embedding key (``eq:scalegate``);
   among admissible detections the one minimizing ``gamma^2 - 4 s`` wins;
-* **appearance** (SPEC §0, not in the paper): a gray template of the target, cut in
-  stabilized coordinates at lock, searched by normalized cross-correlation around the
-  prediction. Sampling the search window through ``G_t`` undoes the camera's rotation and
-  zoom, so the template matches without being rotated or rescaled. It keeps the lock when the
-  detector is silent; it is refreshed only where the verifier approves the track or where a
-  detection and the appearance match agree.
+* **appearance** (SPEC §0, not in the paper): a colour or gray template of the target, cut
+  in image coordinates at lock (in an oblique view a followed walker keeps their apparent
+  size and orientation while the ground plane's G_t scales and turns), searched by normalized
+  cross-correlation around the prediction. It keeps the lock when the detector is silent; it
+  learns slowly from confident matches, never from vetoed frames or from a sudden drop (an
+  occluder).
 
 Modes: ``"search"`` (no lock), ``"locked"``, ``"reacquire"`` (coasting after 8 consecutive
 frames without a measurement, a verifier veto, or the target leaving the image). A re-lock
@@ -513,14 +513,9 @@ class TargetTracker:
         if appearance_ok:
             self._kalman(match[1], self._h_position, self._r_appearance)
             self.misses = 0
-        agree = (
-            chosen is not None
-            and appearance_ok
-            and np.hypot(*(measurements[chosen][:2] - match[1])) < max(3.0, 0.25 * self.x[5])
-        )
-        # Template hygiene: a vetoed track never teaches the template; an approved or doubly
-        # confirmed one (detection and appearance agree) teaches it faster. At the matched
-        # position, not the filtered one: a lag would creep into the template.
+        # Template hygiene: a vetoed track never teaches the template. (Teaching verified
+        # frames faster, as the paper does for the embedding, made the template drift on
+        # person12.) At the matched position, not the filtered one: a lag would creep in.
         teach = appearance_ok and match[0] >= c.refresh_similarity and verdict is not False
         if appearance_ok:
             self._occluded = False
@@ -529,8 +524,7 @@ class TargetTracker:
                 match[0] if previous is None else keep * previous + (1 - keep) * match[0]
             )
         if view is not None and teach:
-            rate = c.template_refresh * (2.0 if verdict or agree else 1.0)
-            self._blend(view, match[1], rate)
+            self._blend(view, match[1], c.template_refresh)
         measured_by = (
             "both" if chosen is not None and appearance_ok else
             "detection" if chosen is not None else "appearance"

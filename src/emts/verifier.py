@@ -122,13 +122,20 @@ class Verifier:
             )
         self.input_name = inputs[0].name
         self.window: deque[np.ndarray] = deque(maxlen=self.config.window)
+        self.fps = self.config.reference_fps
 
     def reset(self) -> None:
         self.window.clear()
 
     def observe(self, channels: np.ndarray, box: np.ndarray) -> None:
-        """Add this frame's descriptor of the track's ROI (box in NETWORK px)."""
-        self.window.append(describe(*roi_pair(channels, box, self.config), self.config))
+        """Add this frame's descriptor of the track's ROI (box in NETWORK px).
+
+        Flow is measured per frame; at ``fps`` other than the 30 fps the model was trained at,
+        its magnitudes are rescaled to px per 1/30 s (the descriptor is linear in them), so a
+        walker at 10 fps does not look three times faster than a walker.
+        """
+        descriptor = describe(*roi_pair(channels, box, self.config), self.config)
+        self.window.append(descriptor * np.float32(self.fps / self.config.reference_fps))
 
     @property
     def ready(self) -> bool:

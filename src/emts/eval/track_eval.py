@@ -320,6 +320,7 @@ def evaluate_track(
         with open_source(source, fps=c.fps) as frames:
             homographies = scene_homographies(frames, max(b for _, b in c.occlude))
     with open_source(source, fps=c.fps) as frames:
+        pipeline.fps = frames.fps
         stream, clip = stressed_frames(
             frames, truth, list(c.occlude), list(c.remove), c.gust, homographies
         )
