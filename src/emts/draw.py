@@ -116,9 +116,18 @@ _MODE_COLOURS = {
 }
 
 
+def _bar_colour(record: dict) -> tuple[int, int, int]:
+    """The mode's colour; a lock the verifier has not accepted is yellow, as in the video."""
+    target = record.get("target") or {}
+    if record["mode"] == "locked" and target.get("verified") is False:
+        return LOCKED_COLOUR
+    return _MODE_COLOURS[record["mode"]]
+
+
 def timeline(results: list[dict], path, title: str = "tracker mode per frame") -> bool:
     """PNG timeline (as the paper's Fig. 6): one coloured bar per frame for the mode (grey
-    search, orange reacquire, green locked) and the verifier's P(human) drawn above it.
+    search, orange reacquire, green verified lock, yellow unverified lock) and the verifier's
+    P(human) drawn above it.
 
     Returns:
         Whether the file was written (False: no writer for the suffix, or not writable).
@@ -135,7 +144,7 @@ def timeline(results: list[dict], path, title: str = "tracker mode per frame") -
             image,
             (x, height - strip - 20),
             (x + step - 1, height - 20),
-            _MODE_COLOURS[r["mode"]],
+            _bar_colour(r),
             -1,
         )
     for label, y in (
