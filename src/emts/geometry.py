@@ -182,3 +182,8 @@ class FrameGeometry:
     def to_working(self, image: np.ndarray) -> np.ndarray:
         """Letterbox an input-sized image into the 640x512 working frame."""
         return self.input_to_working.apply(image)
+
+
+# The geometry of frames that already are 640x512 (the curriculum's, the benchmarks'), where
+# INPUT and WORKING coincide.
+WORKING_GEOMETRY = FrameGeometry(WORKING_SIZE)

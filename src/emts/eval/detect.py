@@ -24,13 +24,13 @@ from tqdm import tqdm
 
 from emts.detector import Detector
 from emts.eval.metrics import ImageResult, by_height, coco_ap
-from emts.geometry import Frame, FrameGeometry
+from emts.geometry import WORKING_GEOMETRY, Frame
 from emts.pipeline import MotionFrontEnd
 from emts.synth.plates import read_hituav
 from emts.synth.store import ClipSet
 from emts.synth.tier2 import pseudo_clip
 
-GEOMETRY = FrameGeometry((640, 512))
+GEOMETRY = WORKING_GEOMETRY
 BENCH_FRAMES = range(4, 18)  # frames 5-18 (1-based), §6.2
 MIN_VISIBLE = 0.3  # less visible persons are ignore regions
 EVAL_THRESHOLD = 0.01  # keep low-score detections for the PR curve

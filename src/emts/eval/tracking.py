@@ -10,14 +10,14 @@ import numpy as np
 from tqdm import tqdm
 
 from emts.detector import Detection, Detector
-from emts.geometry import Frame, FrameGeometry
+from emts.geometry import WORKING_GEOMETRY, Frame
 from emts.pipeline import MotionFrontEnd, Pipeline
 from emts.synth.clips import ClipSpec, render_clip
 from emts.synth.store import ClipSet
 from emts.tracker import AppearanceView, Candidate, TargetTracker
 from emts.verifier import Verifier, describe, roi_pair
 
-GEOMETRY = FrameGeometry((640, 512))
+GEOMETRY = WORKING_GEOMETRY
 LOCK_FRAME = 4  # "frame 5" (§6.9), 0-based
 BLACKOUTS = ((5, 7), (8, 10), (11, 13))  # staggered forced occlusions (inclusive, 0-based)
 CHECK_AFTER = 2  # success is judged two frames after the blackout ends
@@ -95,7 +95,8 @@ def reacquisition(
                 state = tracker.update(motions[t], seen, view=view)
                 reassociated |= t > last and state.measured_by is not None
             outcome["trials"] += 1
-            height_bin = "<14" if target["box"][3] * 0.375 < 14 else ">=14"
+            height = GEOMETRY.boxes([target["box"]], Frame.WORKING, Frame.NETWORK)[0][3]
+            height_bin = "<14" if height < 14 else ">=14"
             by_height.setdefault(height_bin, [0, 0])[0] += 1
             # Re-locked: locked again on a detection after the blackout (a coasting filter
             # that never re-associated does not count), judged where it is 2 frames later.
@@ -140,7 +141,8 @@ def _link(
                 if direction == 1
                 else np.linalg.inv(np.vstack([motions[t + 1], [0, 0, 1]]))[:2]
             )
-            centre = m[:, :2] @ _centre(box) + m[:, 2] * 0.375
+            m = GEOMETRY.motion(m, Frame.WORKING, Frame.NETWORK)
+            centre = m[:, :2] @ _centre(box) + m[:, 2]
             near = [d for d in detections[t] if np.hypot(*(_centre(d.box) - centre)) < LINK_RADIUS]
             if near:
                 box = min(near, key=lambda d: np.hypot(*(_centre(d.box) - centre))).box

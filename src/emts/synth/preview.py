@@ -9,7 +9,7 @@ import cv2
 import numpy as np
 
 from emts.draw import channel_panel
-from emts.geometry import Frame, FrameGeometry
+from emts.geometry import WORKING_GEOMETRY, Frame
 from emts.synth.store import ClipSet
 
 _PANEL_SCALE = 2  # channel_panel shows 256x192 channels at 2x
@@ -23,7 +23,7 @@ def contact_sheet(folder: str | Path, out: str | Path, clips: int = 8, frame: in
     clip_set = ClipSet(folder)
     if len(clip_set) == 0:
         raise ValueError(f"{folder}: no clips")
-    geometry = FrameGeometry((640, 512))
+    geometry = WORKING_GEOMETRY
     picks = np.unique(np.linspace(0, len(clip_set) - 1, min(clips, len(clip_set))).astype(int))
     rows = []
     for position in picks:

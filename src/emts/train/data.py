@@ -16,14 +16,14 @@ import cv2
 import numpy as np
 import torch
 
-from emts.geometry import Frame, FrameGeometry
+from emts.geometry import WORKING_GEOMETRY, Frame
 from emts.pipeline import MotionFrontEnd
 from emts.synth.plates import hituav_split, read_hituav
 from emts.synth.store import ClipSet
 from emts.synth.tier2 import pseudo_clip
 from emts.train.targets import FrameTargets, build_targets
 
-_GEOMETRY = FrameGeometry((640, 512))
+_GEOMETRY = WORKING_GEOMETRY
 TIER2_VEHICLE_MOTION = 0.5  # share of Tier-2 clips whose parked vehicles drive off (negatives)
 
 

@@ -22,11 +22,11 @@ from tqdm import tqdm
 
 from emts.config import VerifierConfig
 from emts.detector import Detector
-from emts.geometry import Frame, FrameGeometry
+from emts.geometry import WORKING_GEOMETRY, Frame
 from emts.synth.store import ClipSet
 from emts.verifier import DESCRIPTOR_SIZE, describe, roi_pair
 
-GEOMETRY = FrameGeometry((640, 512))
+GEOMETRY = WORKING_GEOMETRY
 WINDOW_FRAMES = range(2, 18)
 JITTER = 0.1  # per-frame box jitter, fraction of the box size
 
@@ -115,7 +115,8 @@ def _ground_fixed(labels: dict, rng) -> list[np.ndarray]:
         m = np.array(labels["frames"][t]["camera_motion"])
         centre = m[:, :2] @ centre + m[:, 2]
         if t in WINDOW_FRAMES:
-            w, h = height * 0.45 / 0.375, height / 0.375  # network px -> frame px
+            scale = GEOMETRY.matrix(Frame.NETWORK, Frame.WORKING)[0, 0]  # network -> frame px
+            w, h = height * 0.45 * scale, height * scale
             boxes.append(_network_box([centre[0] - w / 2, centre[1] - h / 2, w, h]))
     return boxes
 
@@ -131,8 +132,8 @@ def _detector_tracks(channels: np.ndarray, labels: dict, detector: Detector):
             m = np.array(labels["frames"][t]["camera_motion"])
             previous = boxes[-1]
             centre = previous[:2] + previous[2:] / 2
-            # carry the centre with the camera (network px: same linear part, scaled shift)
-            centre = m[:, :2] @ centre + m[:, 2] * 0.375
+            m = GEOMETRY.motion(m, Frame.WORKING, Frame.NETWORK)  # carried with the camera
+            centre = m[:, :2] @ centre + m[:, 2]
             near = [
                 d for d in detections[t] if np.hypot(*(d.box[:2] + d.box[2:] / 2 - centre)) < 16
             ]
