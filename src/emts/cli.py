@@ -750,6 +750,16 @@ def _cmd_track(args: argparse.Namespace) -> int:
     _check_outputs(
         args.source, {"--out": args.out, "--jsonl": args.jsonl, "--timeline": args.timeline}
     )
+    if (args.follow or args.gimbal) and not args.mavlink:
+        raise BadInputError("--follow and --gimbal steer a gimbal over MAVLink: add --mavlink")
+    follow = None
+    if args.mavlink:
+        from emts.mavlink import check_connection, follow_config
+
+        check_connection(args.mavlink)
+        follow = follow_config(args.gimbal) if args.follow == "gimbal" else None
+        if args.gimbal and follow is None:
+            raise BadInputError("--gimbal sets the follow controller: add --follow gimbal")
     verifier = None
     if not args.no_verifier and (args.verifier or default_verifier().is_file()):
         verifier = Verifier(args.verifier)
@@ -759,9 +769,22 @@ def _cmd_track(args: argparse.Namespace) -> int:
         auto_lock=lock.auto,
         threads=args.threads,
     )
-    summary = run_track(
-        args.source, lock, args.out, args.jsonl, pipeline, args.timeline, fps=args.fps
-    )
+    with contextlib.ExitStack() as stack:
+        hook = None
+        if args.mavlink:
+            from emts.mavlink import MavlinkCamera
+
+            hook = stack.enter_context(MavlinkCamera(args.mavlink, pipeline, follow))
+        summary = run_track(
+            args.source,
+            lock,
+            args.out,
+            args.jsonl,
+            pipeline,
+            args.timeline,
+            fps=args.fps,
+            hook=hook,
+        )
     print(summary.text(), file=sys.stderr)
     return 0
 
@@ -816,6 +839,27 @@ def _add_tracking(sub) -> None:
         help=f"worker threads, 1..{MAX_THREADS} (default: %(default)s)",
     )
     _add_fps(p)
+    p.add_argument(
+        "--mavlink",
+        metavar="CONNECTION",
+        help="act as a MAVLink camera component on this pymavlink connection (e.g. "
+        "udpout:127.0.0.1:14550, udpin:0.0.0.0:14550, /dev/ttyUSB0,57600): heartbeat, "
+        "tracking status per frame, TRACK_POINT / TRACK_RECTANGLE / STOP_TRACKING commands "
+        "(needs the [mavlink] extra)",
+    )
+    p.add_argument(
+        "--follow",
+        choices=["gimbal"],
+        help="steer the gimbal toward the target (GIMBAL_MANAGER_SET_PITCHYAW rates; "
+        "needs --mavlink)",
+    )
+    p.add_argument(
+        "--gimbal",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override the gimbal follow controller (repeatable): kp, ki, kd, max_yaw_rate, "
+        "max_pitch_rate (rad/s), dead_band, integral_limit, max_dt; see GimbalFollowConfig",
+    )
     p.set_defaults(run=_cmd_track)
 
 

@@ -125,3 +125,24 @@ class AcquisitionConfig:
     tap_max_aspect: float = 0.45  # a wider blob (w/h) is a person with their shadow: narrowed
     # ... else a box of this (w, h) centred on the point: a person ~40 px tall at 640x512.
     tap_default_size: tuple[float, float] = (16.0, 40.0)
+
+
+@dataclass(frozen=True)
+class GimbalFollowConfig:
+    """``emts track --follow gimbal``: a PID per axis from the target's offset from the image
+    centre to GIMBAL_MANAGER_SET_PITCHYAW rates (not in the paper; untuned on hardware).
+
+    The offset is normalized: -1 at the left (top) edge, 0 at the centre, +1 at the right
+    (bottom) edge. Rates follow MAVLink: yaw rate > 0 turns right, pitch rate > 0 tilts up, so
+    a target right of centre gives a positive yaw rate and one below centre a negative pitch
+    rate. Every gain is in rad/s per unit of offset (per unit*s for ``ki``, unit/s for ``kd``).
+    """
+
+    kp: float = 0.8  # a target at the image edge: 0.8 rad/s from the P term
+    ki: float = 0.1
+    kd: float = 0.02
+    max_yaw_rate: float = 1.0  # rad/s (57 deg/s)
+    max_pitch_rate: float = 0.6  # rad/s (34 deg/s)
+    dead_band: float = 0.03  # |offset| below this: no correction (no hunting on box jitter)
+    integral_limit: float = 0.3  # rad/s: the most the I term may contribute (anti-windup)
+    max_dt: float = 0.5  # s; a longer gap between frames counts as this (no derivative kick)

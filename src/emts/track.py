@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,6 +17,10 @@ from emts.stats import DecimatedHistory, Reservoir
 
 log = logging.getLogger("emts")
 STAGES = ("A", "B", "C", "D", "E")
+
+# Called once per frame with the FrameResult (None for a frame that could not be processed)
+# and the frame's (W, H) (None likewise): e.g. emts.mavlink.MavlinkCamera.
+FrameHook = Callable[[FrameResult | None, tuple[int, int] | None], None]
 
 
 @dataclass(frozen=True)
@@ -137,6 +142,7 @@ def run_track(
     pipeline: Pipeline | None = None,
     timeline_png: str | None = None,
     fps: float | None = None,
+    hook: FrameHook | None = None,
 ) -> TrackSummary:
     """Track through ``source``; stream JSON lines and the annotated video as it goes.
 
@@ -146,6 +152,7 @@ def run_track(
     and the run goes on. ``fps``: frame rate of an image folder (default 30), or a
     replacement for a video's own. An interrupted run (an exception, Ctrl-C, or SIGTERM/SIGHUP
     through the command line) still finishes the video, the JSON lines and the timeline.
+    ``hook``: called after each frame (see :data:`FrameHook`); the JSON lines do not change.
     """
     from emts.draw import annotate, timeline
 
@@ -172,6 +179,8 @@ def run_track(
                 except BadInputError as error:  # a bad frame mid-stream: say so, skip it
                     log.warning("frame %d skipped: %s", index, error)
                     summary.skipped += 1
+                    if hook:
+                        hook(None, None)
                     if lines:
                         lines.write(
                             {"frame": index, "mode": None, "target": None, "skipped": str(error)}
@@ -180,6 +189,8 @@ def run_track(
                 line = record(result, index)
                 history.add({"mode": line["mode"], "target": line["target"]})
                 summary.add(result)
+                if hook:
+                    hook(result, (frame.shape[1], frame.shape[0]))
                 picture = annotate(frame, result, index) if writer else None
                 with signals_held():  # an interrupt lands between frames, not between files
                     if lines:
