@@ -90,6 +90,12 @@ def check_connection(text: str) -> str:
     device = text.split(",")[0]
     if not device or not Path(device).exists():
         raise BadInputError(f"--mavlink {text!r}: no such serial device; {_CONNECTION_HELP}")
+    try:
+        import serial  # noqa: F401  (pymavlink opens serial ports with pyserial)
+    except ImportError:
+        raise BadInputError(
+            f"--mavlink {text!r}: a serial port needs pyserial: pip install 'emts[mavlink]'"
+        ) from None
     return text
 
 
@@ -478,8 +484,10 @@ class MavlinkCamera:
         )
 
     def close(self) -> None:
-        """Stop the gimbal if we were steering it, and close the link."""
+        """Answer what has arrived since the last frame, stop the gimbal if we were steering
+        it, and close the link."""
         try:
+            self.poll()
             if self._following:
                 self._send_rates(0.0, 0.0)
                 self._following = False
