@@ -38,6 +38,26 @@ def default_model_path() -> Path:
     return Path(str(resources.files("emts") / "models" / DEFAULT_MODEL))
 
 
+def load_session(path: Path, kind: str, threads: int):
+    """An onnxruntime CPU session for the ``kind`` model at ``path`` (one intra-op pool of
+    ``threads``); a missing or unloadable file is bad input, said in one line."""
+    import onnxruntime as ort
+
+    if not path.is_file():
+        raise BadInputError(f"{kind} model {path} not found")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    try:
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as error:  # onnxruntime raises its own exception types
+        reason = str(error).strip().splitlines()[-1] if str(error).strip() else "unknown"
+        raise BadInputError(
+            f"{kind} model {path} cannot be loaded ({reason}); pass a {kind} .onnx"
+        ) from None
+
+
 def decode(
     heatmap: np.ndarray,
     log_size: np.ndarray,
@@ -95,24 +115,8 @@ class Detector:
         threads: int = 2,
         threshold: float = DEFAULT_THRESHOLD,
     ) -> None:
-        import onnxruntime as ort
-
         path = Path(model) if model is not None else default_model_path()
-        if not path.is_file():
-            raise BadInputError(f"detector model {path} not found")
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        try:
-            self.session = ort.InferenceSession(
-                str(path), options, providers=["CPUExecutionProvider"]
-            )
-        except Exception as error:  # onnxruntime raises its own exception types
-            reason = str(error).strip().splitlines()[-1] if str(error).strip() else "unknown"
-            raise BadInputError(
-                f"detector model {path} cannot be loaded ({reason}); pass a detector .onnx"
-            ) from None
+        self.session = load_session(path, "detector", threads)
         _check_detector_graph(self.session, path)
         self.input_name = self.session.get_inputs()[0].name
         self.threshold = threshold

@@ -18,6 +18,7 @@ import cv2
 import numpy as np
 
 from emts.config import VerifierConfig
+from emts.detector import load_session
 from emts.errors import BadInputError
 
 DESCRIPTOR_SIZE = 40
@@ -95,23 +96,9 @@ class Verifier:
         config: VerifierConfig | None = None,
         threads: int = 1,
     ) -> None:
-        import onnxruntime as ort
-
         self.config = config or VerifierConfig()
         path = Path(model) if model is not None else default_model_path()
-        if not path.is_file():
-            raise BadInputError(f"verifier model {path} not found")
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        try:
-            self.session = ort.InferenceSession(
-                str(path), options, providers=["CPUExecutionProvider"]
-            )
-        except Exception as error:  # onnxruntime raises its own exception types
-            reason = str(error).strip().splitlines()[-1] if str(error).strip() else "unknown"
-            raise BadInputError(
-                f"verifier model {path} cannot be loaded ({reason}); pass a verifier .onnx"
-            ) from None
+        self.session = load_session(path, "verifier", threads)
         inputs, outputs = self.session.get_inputs(), self.session.get_outputs()
         shape = list(inputs[0].shape) if len(inputs) == 1 else []
         if len(shape) != 3 or shape[1] != DESCRIPTOR_SIZE or len(outputs) != 1:
