@@ -580,6 +580,7 @@ def _cmd_eval_real(args: argparse.Namespace) -> int:
         seed=args.seed,
         hituav_images=args.hituav_images,
         command=" ".join(["emts", *sys.argv[1:]]),
+        seeds=args.seeds,
     )
     for title, section in sections.items():
         for name, s in section.items():
@@ -611,6 +612,12 @@ def _add_eval_real(eval_sub) -> None:
     p.add_argument("--hituav", default="../shared/data/hit-uav", help="HIT-UAV folder")
     p.add_argument("--hituav-images", type=int, help="only the first N val stills (quick runs)")
     p.add_argument("--seed", type=int, default=0, help="pseudo-clip seed (default: %(default)s)")
+    p.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        help="pool the HIT-UAV pseudo-clips of this many seeds from --seed (default: %(default)s)",
+    )
     p.set_defaults(run=_cmd_eval_real)
 
 

@@ -21,6 +21,7 @@ Everything is matched in WORKING pixels (640x512); AP is pycocotools' (:func:`co
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -494,8 +495,15 @@ def evaluate_real(
     hituav_images: int | None = None,
     ks: tuple[float, ...] = K_SWEEP,
     command: str = "emts eval real",
+    seeds: int = 1,
 ) -> dict:
-    """Run the suite; write ``report.md``, ``metrics.json``, PR curves and contact sheets."""
+    """Run the suite; write ``report.md``, ``metrics.json``, PR curves and contact sheets.
+
+    ``seeds`` > 1 pools the HIT-UAV pseudo-clips of seeds ``seed .. seed + seeds - 1`` into one
+    evaluation (AP@0.25 moves by 0.02-0.03 from one seed to another with 290 stills).
+    """
+    if seeds < 1:
+        raise BadInputError("seeds must be at least 1")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     detectors = {}
@@ -521,16 +529,20 @@ def evaluate_real(
 
     root = Path(hituav)
     total = len(read_hituav(root, split)[:hituav_images])
+    pooled = f"{total} stills" + (f" x seeds {seed}-{seed + seeds - 1}" if seeds > 1 else "")
     for variant, title in HITUAV_VARIANTS.items():
+        frames = itertools.chain.from_iterable(
+            hituav_frames(root, split, variant, s, hituav_images) for s in range(seed, seed + seeds)
+        )
         run = run_dataset(
-            hituav_frames(root, split, variant, seed, hituav_images),
+            frames,
             detectors,
             f"eval real: hituav {variant}",
-            total=total,
+            total=total * seeds,
             classical=classical,
         )
         section = {name: multi_person_metrics(run.results(name)) for name in run.detections}
-        sections[f"HIT-UAV {split} ({total} stills), {title}"] = section
+        sections[f"HIT-UAV {split} ({pooled}), {title}"] = section
         for name in detectors:
             slug = f"hituav_{variant}_{_slug(name)}"
             sheets[f"HIT-UAV {variant}, {name}"] = contact_sheets(run, name, out, slug)
