@@ -130,3 +130,13 @@ def test_fast_template_update_only_on_verified_frames():
         tracker.lock(_candidate(300, 200, E[0]))
         tracker.update(np.eye(2, 3), [_candidate(300, 200, drift)], verdict=verdict)
     assert fast.template @ drift > slow.template @ drift > E[0] @ drift
+
+
+def test_reacquisition_gives_up_after_the_configured_frames():
+    from emts.config import TrackerConfig
+
+    tracker = TargetTracker(TrackerConfig(give_up_after=12))
+    tracker.lock(_candidate(300, 200))
+    events = [tracker.update(np.eye(2, 3), []).event for _ in range(12)]
+    assert events[7] == "lost" and events[-1] == "dropped"
+    assert tracker.mode == "search" and tracker.update(np.eye(2, 3), []).centre is None

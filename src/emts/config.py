@@ -89,6 +89,7 @@ class TrackerConfig:
     relock_max_radius: float = 64.0  # re-lock searches at most this far (stabilized px) ...
     relock_growth: float = 0.05  # ... within a body height growing by this many per lost frame
     veto_drops_operator_locks: bool = False  # a veto drops auto-locks; tap locks only if True
+    give_up_after: int = 300  # frames without a measurement before reacquire gives up (search)
     coast_velocity_keep: float = 0.95  # velocity decays while coasting (a stop is likelier)
 
 

@@ -93,7 +93,8 @@ class TrackState:
         misses: consecutive frames without a measurement.
         appearance: the NCC peak of the appearance match this frame (None: not searched).
         measured_by: ``"detection"``, ``"appearance"``, ``"both"`` or None (coasting).
-        event: ``"lock"``, ``"relock"``, ``"lost"`` on the frame where that happened, else None.
+        event: ``"lock"``, ``"relock"``, ``"lost"`` (locked -> reacquire) or ``"dropped"``
+            (reacquire gave up -> search) on the frame where that happened, else None.
     """
 
     mode: Mode
@@ -458,6 +459,9 @@ class TargetTracker:
             chosen, peak = self._try_relock(candidates, measurements, gammas, view)
             if self.mode == "locked":
                 return self._state(chosen, candidates, "relock", content, peak, "relock")
+            if self.misses >= c.give_up_after:  # lost for good: say so, stop coasting
+                self.reset()
+                return TrackState("search", None, None, None, None, 0, peak, None, "dropped")
             return self._state(None, None, None, content, peak, event)
         return self._state(None, None, None, content, None, event)
 
