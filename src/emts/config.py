@@ -80,7 +80,7 @@ class TrackerConfig:
     search_radius: tuple[float, float] = (10.0, 48.0)  # (min, max) stabilized px, from 3 sigma
     template_refresh: float = 0.1  # blend of the current patch into the template ...
     refresh_similarity: float = 0.4  # ... only where the match is at least this strong
-    occlusion_ratio: float = 0.75  # a peak below this fraction of the running one: occluded
+    occlusion_ratio: float = 0.6  # a peak below this fraction of the running one: occluded
     typical_peak_keep: float = 0.3  # running NCC peak of accepted matches (fast: sudden drops)
     relock_appearance: float = 0.85  # after a drop, a peak this fraction of the running one
     relock_appearance_frames: int = 2  # re-lock: a match moving like a walker over 2 steps
