@@ -88,3 +88,19 @@ def test_the_protocol_counts_hits_false_locks_and_recovery():
     hidden_locked = sum(r["mode"] == "locked" for r in report["per_frame"] if r["hidden"])
     assert report["false_lock_frames"] >= hidden_locked
     assert span["locked_frames_after_vanishing"] <= 8
+
+
+def test_the_written_report_leaves_the_clips_labels_out(tmp_path):
+    import json
+
+    from emts.eval.track_eval import write_report
+
+    frames, truth = _clip(12)
+    report = evaluate_track(
+        frames, truth, TrackEvalConfig(fps=30), Pipeline(None, None, auto_lock=False)
+    )
+    write_report(report, tmp_path, "emts eval track test", "synthetic")
+    written = json.loads((tmp_path / "report.json").read_text())
+    assert written["lock_recall"] == report["lock_recall"]
+    assert all("truth" not in row for row in written["per_frame"])
+    assert (tmp_path / "timeline.png").stat().st_size > 0

@@ -487,9 +487,13 @@ def plot_timeline(report: dict, path: Path, title: str) -> None:
 
 
 def write_report(report: dict, out: Path, command: str, clip_name: str) -> None:
-    """``report.json`` (with per-frame rows), ``report.md`` and ``timeline.png`` in ``out``."""
+    """``report.json`` (per-frame rows without the ground truth), ``report.md`` and
+    ``timeline.png`` in ``out``."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_text(json.dumps({"command": command, **report}, indent=1))
+    # The ground truth stays in frames.jsonl: a report may be shared, the clip's labels not.
+    rows = [{k: v for k, v in r.items() if k != "truth"} for r in report["per_frame"]]
+    shareable = {"command": command, **report, "per_frame": rows}
+    (out / "report.json").write_text(json.dumps(shareable, indent=1))
     s = report
     title = (
         f"{clip_name}: lock recall {s['lock_recall']:.3f}, "
