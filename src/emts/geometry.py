@@ -154,6 +154,14 @@ class FrameGeometry:
         }
         self._to_working = to_working
         self._from_working = {frame: np.linalg.inv(m) for frame, m in to_working.items()}
+        box = self.boxes([[0, 0, width, height]], Frame.INPUT, Frame.WORKING)[0]
+        # The image content inside WORKING as (x0, y0, x1, y1) point coordinates.
+        self.content_box = (
+            box[0] - 0.5,
+            box[1] - 0.5,
+            box[0] + box[2] - 0.5,
+            box[1] + box[3] - 0.5,
+        )
 
     def matrix(self, src: Frame, dst: Frame) -> np.ndarray:
         """3x3 map taking point coordinates in ``src`` to ``dst``."""

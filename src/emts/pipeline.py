@@ -150,6 +150,7 @@ class VerifierModel(Protocol):
     """Stage E's model: a window of per-frame descriptors -> P(human motion)."""
 
     ready: bool
+    fps: float  # the stream's frame rate (descriptors are rescaled to 30 fps)
 
     def observe(self, channels: np.ndarray, box: np.ndarray) -> None: ...
 
@@ -210,12 +211,6 @@ class FrameResult:
     channels: np.ndarray = field(repr=False)
     event: str | None = None
     lock_source: str | None = None
-
-
-def _content_box(geometry: FrameGeometry) -> tuple[float, float, float, float]:
-    """The letterbox content of WORKING as ``(x0, y0, x1, y1)`` point coordinates."""
-    box = geometry.boxes([[0, 0, *geometry.input_size]], Frame.INPUT, Frame.WORKING)[0]
-    return (box[0] - 0.5, box[1] - 0.5, box[0] + box[2] - 0.5, box[1] + box[3] - 0.5)
 
 
 class Pipeline:
@@ -285,7 +280,7 @@ class Pipeline:
     def fps(self, value: float) -> None:
         if not (isinstance(value, int | float) and np.isfinite(value) and value > 0):
             raise BadInputError(f"fps must be a number > 0, got {value!r}")
-        if self.verifier is not None and hasattr(self.verifier, "fps"):
+        if self.verifier is not None:
             self.verifier.fps = float(value)
 
     def reset(self) -> None:
@@ -355,7 +350,7 @@ class Pipeline:
             lock=decision.lock,
             release=release,
             view=_appearance_view(frame, front),
-            content=_content_box(geometry),
+            content=geometry.content_box,
         )
         self.reacquisitions += state.event == "lost"
         ms["D"] = (time.perf_counter() - t) * 1e3

@@ -296,6 +296,7 @@ class TargetTracker:
         self.x = np.zeros(6)
         self.p = np.eye(6)
         self.g = np.eye(3)  # G_t: stabilized -> current image
+        self._g_inverse = np.eye(3)
         self.template = np.zeros(8)
         self.frozen_template = np.zeros(8)
         self.has_embedding = False
@@ -335,7 +336,7 @@ class TargetTracker:
 
     # -------------------------------------------------------------- geometry
     def _from_image(self, point: np.ndarray) -> np.ndarray:
-        inverse = np.linalg.inv(self.g)
+        inverse = self._g_inverse
         return inverse[:2, :2] @ point + inverse[:2, 2]
 
     # The appearance lives in image coordinates: in an oblique view a walker's apparent size
@@ -359,7 +360,7 @@ class TargetTracker:
         return float(np.sqrt(abs(np.linalg.det(self.g[:2, :2]))))
 
     def _to_stabilized(self, candidate: Candidate) -> np.ndarray:
-        inverse = np.linalg.inv(self.g)
+        inverse = self._g_inverse
         centre = inverse[:2, :2] @ candidate.centre + inverse[:2, 2]
         return np.array([*centre, *candidate.size])
 
@@ -434,6 +435,7 @@ class TargetTracker:
             return TrackState("search", None, None, None, None, 0)
         c = self.config
         self.g = lift(motion) @ self.g  # G_t = H(M_t) G_{t-1}
+        self._g_inverse = np.linalg.inv(self.g)  # once per frame, for every measurement
         if self.mode == "reacquire":  # coasting: a stop is likelier than a straight line
             self.x[2:4] *= c.coast_velocity_keep
         self.x = self._f @ self.x  # x = F x
