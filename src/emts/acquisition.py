@@ -63,12 +63,13 @@ class AcquisitionDecision:
     Attributes:
         lock: lock on this target now (this frame's WORKING px), or None.
         release: drop the current lock (a provisional auto-lock the verifier rejected).
-        provisional: the current lock awaits the verifier; report it as not locked yet.
+
+    Whether the current lock is still provisional (awaiting the verifier, reported as not
+    locked yet) is :attr:`LockAcquisition.provisional`.
     """
 
     lock: LockCommand | None = None
     release: bool = False
-    provisional: bool = False
 
 
 NOTHING = AcquisitionDecision()
@@ -189,8 +190,7 @@ class LockAcquisition:
                 self.provisional = False
                 if p_human < self.config.autolock_threshold:
                     return AcquisitionDecision(release=True)
-                return NOTHING
-            return AcquisitionDecision(provisional=self.provisional)
+            return NOTHING
         if not self.auto_lock or tracker_mode != "search":
             return NOTHING
         return self._auto_lock(motion, candidates)
@@ -235,6 +235,4 @@ class LockAcquisition:
         self._history = []
         self.provisional = self.verify_auto_locks
         self.last_source = "auto"
-        return AcquisitionDecision(
-            lock=LockCommand.from_candidate(top, "auto"), provisional=self.provisional
-        )
+        return AcquisitionDecision(lock=LockCommand.from_candidate(top, "auto"))
