@@ -870,6 +870,101 @@ def _add_tracking(sub) -> None:
     p.set_defaults(run=_cmd_track)
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from emts.detector import Detector
+    from emts.pipeline import Pipeline
+    from emts.serve import serve
+    from emts.verifier import Verifier
+    from emts.verifier import default_model_path as default_verifier
+
+    if (args.follow or args.gimbal) and not args.mavlink:
+        raise BadInputError("--follow and --gimbal steer a gimbal over MAVLink: add --mavlink")
+    follow = None
+    if args.mavlink:
+        from emts.mavlink import check_connection, follow_config
+
+        check_connection(args.mavlink)
+        follow = follow_config(args.gimbal) if args.follow == "gimbal" else None
+        if args.gimbal and follow is None:
+            raise BadInputError("--gimbal sets the follow controller: add --follow gimbal")
+    verifier = None
+    if not args.no_verifier and (args.verifier or default_verifier().is_file()):
+        verifier = Verifier(args.verifier)
+    pipeline = Pipeline(
+        Detector(args.model, threads=args.threads, threshold=args.threshold),
+        verifier,
+        auto_lock=not args.no_auto_lock,
+        threads=args.threads,
+    )
+    return serve(
+        args.source,
+        pipeline,
+        host=args.host,
+        port=args.port,
+        fps=args.fps,
+        loop=args.loop,
+        mavlink=args.mavlink,
+        follow=follow,
+    )
+
+
+def _add_serve(sub) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="ground-station web page: live annotated video, click to lock (needs [serve])",
+        description="Track SOURCE as emts track does and serve a page on HOST:PORT: GET / the "
+        "page (click the person to lock, drag a box, Unlock), GET /stream.mjpg the annotated "
+        "video, GET /state the latest emts track JSON line, GET /status the run, POST /lock "
+        '{"x", "y"[, "w", "h"]} in input pixels, POST /unlock. Runs until Ctrl-C.',
+    )
+    p.add_argument("source", metavar="SOURCE")
+    p.add_argument(
+        "--port",
+        type=_int_in(0, 65535, " (0: any free port)"),
+        default=8080,
+        help="TCP port, 0 for any free one (default: %(default)s)",
+    )
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default: %(default)s, this machine only; 0.0.0.0 opens "
+        "the page to the network, with no authentication)",
+    )
+    p.add_argument("--loop", action="store_true", help="play a file source again and again")
+    p.add_argument(
+        "--no-auto-lock", action="store_true", help="lock only on the operator's click or box"
+    )
+    p.add_argument(
+        "--threshold",
+        type=_PROBABILITY,
+        default=0.3,
+        help="detection score tau_s in [0, 1] (default: %(default)s)",
+    )
+    p.add_argument("--model", help="ONNX detector (default: the shipped model)")
+    p.add_argument("--verifier", help="ONNX verifier (default: the shipped model)")
+    p.add_argument("--no-verifier", action="store_true", help="run without Stage E")
+    p.add_argument(
+        "--threads",
+        type=_THREADS,
+        default=2,
+        help=f"worker threads, 1..{MAX_THREADS} (default: %(default)s)",
+    )
+    _add_fps(p)
+    p.add_argument(
+        "--mavlink",
+        metavar="CONNECTION",
+        help="also act as a MAVLink camera component, as emts track --mavlink does",
+    )
+    p.add_argument("--follow", choices=["gimbal"], help="steer the gimbal (needs --mavlink)")
+    p.add_argument(
+        "--gimbal",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override the gimbal follow controller (repeatable), as in emts track",
+    )
+    p.set_defaults(run=_cmd_serve)
+
+
 def _cmd_eval_tracking(args: argparse.Namespace) -> int:
     _require_train_extra()
     from emts.detector import Detector
@@ -1113,6 +1208,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_cmd_demo)
 
     _add_tracking(sub)
+    _add_serve(sub)
     _add_synth(sub)
     _add_training(sub)
     return parser

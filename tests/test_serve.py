@@ -1,0 +1,301 @@
+"""``emts serve``: the ground-station endpoints (starlette's TestClient against a real pipeline
+on a short generated clip), the command line's bad input, and the page end to end in headless
+Chromium driven by Playwright (Debian's ``chromium``, launched through its executable path)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+pytest.importorskip("starlette", reason="emts serve needs the [serve] extra")
+from starlette.testclient import TestClient  # noqa: E402
+
+from emts.cli import main  # noqa: E402
+from emts.pipeline import Pipeline  # noqa: E402
+from emts.serve import GroundStation, create_app  # noqa: E402
+from emts.synth.still_clip import gusty_clip  # noqa: E402
+from emts.track import LockRequest, run_track  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's package; Playwright's own browser download is not used
+TIMEOUT = 5.0  # s, per awaited condition
+
+
+@pytest.fixture(scope="module")
+def clip():
+    """50 frames (640x512) of a hovering camera following a walking person (seeded)."""
+    return gusty_clip(50, seed=3)
+
+
+def _wait(condition, what: str, timeout: float = TIMEOUT):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise AssertionError(f"{what} within {timeout} s")
+
+
+def _station(frames, **kwargs) -> GroundStation:
+    kwargs.setdefault("pace", False)
+    return GroundStation(list(frames), Pipeline.default(auto_lock=False), **kwargs)
+
+
+def _schema(value):
+    """The shape of a JSON value: dict keys and value types, recursively."""
+    if isinstance(value, dict):
+        return {key: _schema(item) for key, item in value.items()}
+    return type(value).__name__
+
+
+# -- endpoints -------------------------------------------------------------------------------
+def test_state_is_the_emts_track_line_of_the_last_frame(clip, tmp_path):
+    frames = clip.frames[:12]
+    tap = clip.person_boxes[0][0]
+    lock = LockRequest(False, tap[0] + tap[2] / 2, tap[1] + tap[3] / 2, 0)
+    run_track(list(frames), lock, None, str(tmp_path / "t.jsonl"), Pipeline.default(auto_lock=False))
+    expected = json.loads((tmp_path / "t.jsonl").read_text().splitlines()[-1])
+
+    station = _station(frames)
+    client = TestClient(create_app(station))
+    assert client.get("/state").json() is None  # nothing processed yet
+    station.pipeline.lock(lock.x, lock.y)  # the same tap on frame 0, before the thread starts
+    station.start()
+    _wait(lambda: client.get("/status").json()["status"] == "ended", "the clip ended")
+    state = client.get("/state").json()
+    assert _schema(state) == _schema(expected)
+    assert set(state) >= {"frame", "mode", "target", "ms"}
+    assert set(state["target"]) == {"box", "score", "p_human", "verified", "measured_by"}
+    assert set(state["ms"]) == {"A", "B", "C", "D", "E"}
+    assert {k: v for k, v in state.items() if k != "ms"} == {
+        k: v for k, v in expected.items() if k != "ms"
+    }
+    status = client.get("/status").json()
+    assert status["frames"] == 12 and status["size"] == [640, 512] and status["loop"] is False
+    station.stop()
+
+
+def test_ended_source_keeps_last_state_and_refuses_taps(clip):
+    station = _station(clip.frames[:4]).start()
+    client = TestClient(create_app(station))
+    _wait(lambda: client.get("/status").json()["status"] == "ended", "the clip ended")
+    assert client.get("/state").json()["frame"] == 3
+    answer = client.post("/lock", json={"x": 100, "y": 100})
+    assert answer.status_code == 409 and "ended" in answer.json()["error"]
+    assert client.post("/unlock").status_code == 409
+    stream = client.get("/stream.mjpg")  # the last frame once, then the stream closes
+    assert stream.headers["content-type"].startswith("multipart/x-mixed-replace")
+    assert stream.content.startswith(b"--emtsframe\r\nContent-Type: image/jpeg")
+    jpeg = stream.content.split(b"\r\n\r\n", 1)[1]
+    picture = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
+    assert picture.shape == (512, 640, 3)
+
+
+def test_lock_and_unlock_are_applied_between_frames(clip):
+    station = _station(clip.frames[:20], loop=True, pace=True, fps=60.0).start()
+    client = TestClient(create_app(station))
+    try:
+        _wait(lambda: client.get("/state").json(), "a first frame")
+        assert client.get("/state").json()["mode"] == "search"  # no auto-lock
+        x, y, w, h = clip.person_boxes[int(client.get("/state").json()["frame"]) % 20][0]
+        answer = client.post("/lock", json={"x": x + w / 2, "y": y + h / 2})
+        assert answer.status_code == 202
+        state = _wait(
+            lambda: (s := client.get("/state").json())["mode"] == "locked" and s, "a lock"
+        )
+        assert state["lock_source"].startswith("tap:")
+        assert client.post("/unlock").status_code == 202
+        _wait(lambda: client.get("/state").json()["mode"] == "search", "the unlock")
+        box = {"x": x - 2, "y": y - 2, "w": w + 4, "h": h + 4}
+        queued = client.post("/lock", json=box).json()["queued"]
+        assert queued["box"] == [x - 2, y - 2, w + 4, h + 4]
+        _wait(lambda: client.get("/state").json()["mode"] == "locked", "a box lock")
+        assert client.get("/status").json()["loop"] is True
+        _wait(lambda: client.get("/state").json()["frame"] > 25, "the loop going on")
+    finally:
+        station.stop()
+    assert not station.running
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"nope",
+        b"[1, 2]",
+        b'{"x": "a", "y": 1}',
+        b'{"x": true, "y": 1}',
+        b'{"y": 1}',
+        b'{"x": 1e9, "y": 1}',
+        b'{"x": 10, "y": 10, "w": -1, "h": 5}',
+        b'{"x": 10, "y": 10, "w": 5}',
+        b'{"x": NaN, "y": 10}',
+    ],
+)
+def test_bad_lock_requests_are_400(clip, body):
+    station = _station(clip.frames[:3], loop=True, pace=True, fps=20.0).start()
+    client = TestClient(create_app(station))
+    try:
+        _wait(lambda: client.get("/state").json(), "a first frame")
+        answer = client.post("/lock", content=body)
+        assert answer.status_code == 400, answer.text
+        assert answer.json()["error"]
+        assert station.status()["pending"] == 0
+    finally:
+        station.stop()
+
+
+def test_lock_before_any_frame_is_409(clip):
+    client = TestClient(create_app(_station(clip.frames[:3])))
+    assert client.post("/lock", json={"x": 1, "y": 1}).status_code == 409
+
+
+def test_page_is_self_contained():
+    page = TestClient(create_app(_station([np.zeros((8, 8), np.uint8)]))).get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert 'src="/stream.mjpg"' in page.text
+    assert not re.search(r"(src|href)=\"(https?:)?//", page.text)  # no CDN, nothing remote
+    assert "<script src" not in page.text
+
+
+def test_hooks_run_once_per_frame_on_the_pipeline_thread(clip):
+    calls = []
+    station = _station(
+        clip.frames[:5], hooks=[lambda r, s: calls.append((threading.current_thread().name, s))]
+    ).start()
+    _wait(lambda: station.status()["status"] == "ended", "the clip ended")
+    assert calls == [("emts-pipeline", (640, 512))] * 5
+
+
+# -- command line ----------------------------------------------------------------------------
+def test_cli_bad_input_is_one_line_exit_2(tmp_path, capsys):
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    cv2.imwrite(str(folder / "0.png"), np.zeros((64, 64), np.uint8))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        cases = [
+            ["serve", str(tmp_path / "missing.mp4")],
+            ["serve", str(folder), "--port", str(port)],
+            ["serve", str(folder), "--host", "no-such-host.invalid"],
+            ["serve", str(folder), "--follow", "gimbal"],
+        ]
+        for argv in cases:
+            assert main(argv) == 2, argv
+            err = capsys.readouterr().err.strip()
+            assert err.startswith("emts: error:") and "\n" not in err, err
+    with pytest.raises(SystemExit) as exit_:
+        main(["serve", str(folder), "--port", "70000"])
+    assert exit_.value.code == 2
+
+
+# -- the page, end to end, in headless Chromium ------------------------------------------------
+def _chromium() -> str | None:
+    """Debian's chromium; installed with apt-get where we may (root and CI=true)."""
+    if not Path(CHROMIUM).exists() and os.environ.get("CI") == "true" and os.geteuid() == 0:
+        apt = shutil.which("apt-get")
+        if apt:
+            quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+            subprocess.run([apt, "update"], check=False, timeout=600, **quiet)
+            install = [apt, "install", "-y", "--no-install-recommends", "chromium"]
+            subprocess.run(install, check=False, timeout=900, **quiet)
+    return CHROMIUM if Path(CHROMIUM).exists() else None
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    pytest.importorskip("playwright", reason="the page's test needs playwright (dev extra)")
+    path = _chromium()
+    if path is None:
+        pytest.skip(
+            f"Debian's chromium is not at {CHROMIUM} and cannot be installed here "
+            "(that needs root and CI=true): apt-get install -y --no-install-recommends chromium"
+        )
+    return path
+
+
+@pytest.fixture
+def server(clip, tmp_path):
+    """``emts serve`` on a free port, on an image folder of the clip (played at 10 fps)."""
+    folder = tmp_path / "clip"
+    folder.mkdir()
+    for i, frame in enumerate(clip.frames):
+        cv2.imwrite(str(folder / f"{i:03d}.png"), frame)
+    command = [sys.executable, "-m", "emts.cli", "serve", str(folder), "--port", "0"]
+    command += ["--fps", "10", "--no-auto-lock"]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stderr.readline()  # "emts serve: http://127.0.0.1:PORT/ (Ctrl-C ...)"
+        found = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        assert found, line
+        yield process, found.group(0)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        process.stderr.close()
+
+
+def test_page_streams_and_a_click_locks_the_person(chromium, server, clip):
+    from playwright.sync_api import sync_playwright
+
+    process, url = server
+    started = time.monotonic()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, headless=True)
+        try:
+            # A narrow window: the 640 px video is shown scaled down, so the page must
+            # convert the click from display to input pixels.
+            page = browser.new_page(viewport={"width": 480, "height": 600})
+            page.goto(url)
+            video = page.locator("#video")
+            page.wait_for_function(
+                "document.getElementById('video').naturalWidth === 640", timeout=10_000
+            )
+            first = video.screenshot()
+            _wait(lambda: video.screenshot() != first, "a second, different frame")
+            page.wait_for_function("document.getElementById('mode').textContent === 'search'")
+
+            rect = video.bounding_box()
+            assert rect["width"] < 640  # scaled
+            shown = int(page.locator("#frame").text_content())
+            x, y, w, h = clip.person_boxes[shown + 1][0]  # the stream is about a frame ahead
+            scale = rect["width"] / 640
+            tapped = time.monotonic()
+            page.mouse.click(rect["x"] + (x + w / 2) * scale, rect["y"] + (y + h / 2) * scale)
+            page.wait_for_function(
+                "document.getElementById('mode').textContent === 'locked'", timeout=5_000
+            )
+            locked_after = time.monotonic() - tapped
+        finally:
+            browser.close()
+    import urllib.request
+
+    state = json.loads(urllib.request.urlopen(url + "state", timeout=5).read())
+    assert state["mode"] == "locked" and state["lock_source"].startswith("tap:")
+    tx, ty, tw, th = state["target"]["box"]
+    px, py, pw, ph = clip.person_boxes[state["frame"]][0]
+    error = np.hypot(tx + tw / 2 - px - pw / 2, ty + th / 2 - py - ph / 2)
+    assert error < 20, (state, (px, py, pw, ph))  # locked on the person clicked
+    print(f"click -> page shows locked: {locked_after * 1000:.0f} ms")
+    process.send_signal(signal.SIGINT)
+    assert process.wait(10) == 130  # ends like every emts command on Ctrl-C
+    assert time.monotonic() - started < 20
