@@ -66,7 +66,8 @@ def test_state_is_the_emts_track_line_of_the_last_frame(clip, tmp_path):
     frames = clip.frames[:12]
     tap = clip.person_boxes[0][0]
     lock = LockRequest(False, tap[0] + tap[2] / 2, tap[1] + tap[3] / 2, 0)
-    run_track(list(frames), lock, None, str(tmp_path / "t.jsonl"), Pipeline.default(auto_lock=False))
+    pipeline = Pipeline.default(auto_lock=False)
+    run_track(list(frames), lock, None, str(tmp_path / "t.jsonl"), pipeline)
     expected = json.loads((tmp_path / "t.jsonl").read_text().splitlines()[-1])
 
     station = _station(frames)
@@ -229,14 +230,29 @@ def chromium() -> str:
 
 
 @pytest.fixture
-def server(clip, tmp_path):
-    """``emts serve`` on a free port, on an image folder of the clip (played at 10 fps)."""
+def ground_station_link():
+    """A MAVLink ground station listening on 127.0.0.1 (pymavlink, dev extra)."""
+    mavutil = pytest.importorskip("pymavlink.mavutil")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    os.environ["MAVLINK20"] = "1"
+    link = mavutil.mavlink_connection(f"udpin:127.0.0.1:{port}", dialect="common")
+    yield link, port
+    link.close()
+
+
+@pytest.fixture
+def server(clip, tmp_path, ground_station_link):
+    """``emts serve`` on a free port, on an image folder of the clip (played at 10 fps), also
+    a MAVLink camera component talking to ``ground_station_link``."""
     folder = tmp_path / "clip"
     folder.mkdir()
     for i, frame in enumerate(clip.frames):
         cv2.imwrite(str(folder / f"{i:03d}.png"), frame)
     command = [sys.executable, "-m", "emts.cli", "serve", str(folder), "--port", "0"]
     command += ["--fps", "10", "--no-auto-lock"]
+    command += ["--mavlink", f"udpout:127.0.0.1:{ground_station_link[1]}"]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     try:
         line = process.stderr.readline()  # "emts serve: http://127.0.0.1:PORT/ (Ctrl-C ...)"
@@ -254,10 +270,11 @@ def server(clip, tmp_path):
         process.stderr.close()
 
 
-def test_page_streams_and_a_click_locks_the_person(chromium, server, clip):
+def test_page_streams_and_a_click_locks_the_person(chromium, server, clip, ground_station_link):
     from playwright.sync_api import sync_playwright
 
     process, url = server
+    link = ground_station_link[0]
     started = time.monotonic()
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, headless=True)
@@ -295,6 +312,15 @@ def test_page_streams_and_a_click_locks_the_person(chromium, server, clip):
     px, py, pw, ph = clip.person_boxes[state["frame"]][0]
     error = np.hypot(tx + tw / 2 - px - pw / 2, ty + th / 2 - py - ph / 2)
     assert error < 20, (state, (px, py, pw, ph))  # locked on the person clicked
+    # --mavlink runs beside the page: the ground station hears the lock too
+    active = None
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        message = link.recv_match(type="CAMERA_TRACKING_IMAGE_STATUS", blocking=True, timeout=0.2)
+        if message is not None and message.tracking_status & 1:  # ..._FLAGS_ACTIVE
+            active = message
+            break
+    assert active is not None, "no ACTIVE CAMERA_TRACKING_IMAGE_STATUS after the lock"
     print(f"click -> page shows locked: {locked_after * 1000:.0f} ms")
     process.send_signal(signal.SIGINT)
     assert process.wait(10) == 130  # ends like every emts command on Ctrl-C
