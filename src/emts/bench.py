@@ -30,29 +30,44 @@ def _summary(values_ms: list[float]) -> dict[str, float]:
     }
 
 
+def build_runner(model: str | None, precision: str | None, threads: int):
+    """(the pipeline :func:`run_bench` times, the model files it runs): Stages A-E with the
+    detector ``model`` or the shipped one of ``precision``; Stages A and B without one."""
+    if model is None and not default_model_path().is_file():
+        return MotionFrontEnd(), {}
+    from emts.pipeline import Pipeline
+    from emts.precision import model_for
+    from emts.verifier import Verifier
+    from emts.verifier import default_model_path as verifier_path
+
+    verifier, models = None, {}
+    if verifier_path().is_file():
+        verifier_file = model_for("verifier", None, precision, 1)
+        verifier, models["verifier"] = Verifier(verifier_file, threads=1), verifier_file.name
+    detector = Detector(model_for("detector", model, precision, threads), threads=threads)
+    models["detector"] = detector.path.name
+    return Pipeline(detector, verifier, auto_lock=True, threads=threads), models
+
+
 def run_bench(
-    frames: int = 300, warmup: int = 30, threads: int = 2, seed: int = 0, model: str | None = None
+    frames: int = 300,
+    warmup: int = 30,
+    threads: int = 2,
+    seed: int = 0,
+    model: str | None = None,
+    precision: str | None = None,
 ) -> dict:
     """Time the runtime stages over ``frames`` frames after ``warmup`` frames.
 
     With a detector (``model`` or the shipped one) the whole pipeline runs -- Stages A-E, the
     tracker auto-locking on the clip's walker and the verifier classifying every 8th frame
     (Stage E is timed only if a verifier model is shipped); without one, Stages A and B.
-    Decoding and drawing are not timed.
+    Decoding and drawing are not timed. ``precision`` (fp32 | int8 | auto) picks the shipped
+    detector and verifier files (:mod:`emts.precision`); None: the shipped fp32 models.
     """
     set_threads(threads)
     clip = gusty_clip(frames + warmup, seed=seed)
-    if model is not None or default_model_path().is_file():
-        from emts.pipeline import Pipeline
-        from emts.verifier import Verifier
-        from emts.verifier import default_model_path as verifier_path
-
-        verifier = Verifier(threads=1) if verifier_path().is_file() else None
-        runner = Pipeline(
-            Detector(model, threads=threads), verifier, auto_lock=True, threads=threads
-        )
-    else:
-        runner = MotionFrontEnd()
+    runner, models = build_runner(model, precision, threads)
     per_stage: dict[str, list[float]] = {}
     totals: list[float] = []
     for index, frame in enumerate(tqdm(clip.frames, desc="bench", unit="frame", disable=None)):
@@ -67,6 +82,8 @@ def run_bench(
                 per_stage.setdefault(stage, []).append(ms)
     return {
         "threads": threads,
+        "precision": precision or "fp32",
+        "models": models,
         "frames": len(totals),
         "stages": {stage: _summary(values) for stage, values in per_stage.items()},
         "total": _summary(totals),

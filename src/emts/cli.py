@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from emts import __version__
+from emts import __version__, cli_quant
 from emts.config import ChannelConfig
 from emts.errors import BadInputError, EmtsError
 from emts.io import (
@@ -270,8 +270,14 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from emts.bench import format_table, run_bench
 
     _check_outputs(None, {"--json": args.json})
+    if args.peer_yolo:
+        return cli_quant.cmd_bench_peer(args)
     report = run_bench(
-        frames=args.frames, warmup=args.warmup, threads=args.threads, model=args.model
+        frames=args.frames,
+        warmup=args.warmup,
+        threads=args.threads,
+        model=args.model,
+        precision=args.precision,
     )
     print(format_table(report))
     if args.json:
@@ -471,9 +477,11 @@ def _cmd_detect(args: argparse.Namespace) -> int:
     from emts.detector import Detector
     from emts.geometry import Frame
     from emts.pipeline import MotionFrontEnd
+    from emts.precision import model_for
 
     _check_outputs(args.source, {"--jsonl": args.jsonl})
-    detector = Detector(args.model, threads=args.threads, threshold=args.threshold)
+    model = model_for("detector", args.model, args.precision, args.threads)
+    detector = Detector(model, threads=args.threads, threshold=args.threshold)
     front = MotionFrontEnd()
     frames_in = open_source(args.source, fps=args.fps, placeholders=True)
     with frames_in, JsonlWriter(args.jsonl) as records:
@@ -747,6 +755,7 @@ def _add_eval_track(eval_sub) -> None:
 def _cmd_track(args: argparse.Namespace) -> int:
     from emts.detector import Detector
     from emts.pipeline import Pipeline
+    from emts.precision import model_for
     from emts.track import LockRequest, run_track
     from emts.verifier import Verifier
     from emts.verifier import default_model_path as default_verifier
@@ -769,9 +778,13 @@ def _cmd_track(args: argparse.Namespace) -> int:
             raise BadInputError("--gimbal sets the follow controller: add --follow gimbal")
     verifier = None
     if not args.no_verifier and (args.verifier or default_verifier().is_file()):
-        verifier = Verifier(args.verifier)
+        verifier = Verifier(model_for("verifier", args.verifier, args.precision, 1))
     pipeline = Pipeline(
-        Detector(args.model, threads=args.threads, threshold=args.threshold),
+        Detector(
+            model_for("detector", args.model, args.precision, args.threads),
+            threads=args.threads,
+            threshold=args.threshold,
+        ),
         verifier,
         auto_lock=lock.auto,
         threads=args.threads,
@@ -867,6 +880,7 @@ def _add_tracking(sub) -> None:
         help="override the gimbal follow controller (repeatable): kp, ki, kd, max_yaw_rate, "
         "max_pitch_rate (rad/s), dead_band, integral_limit, max_dt; see GimbalFollowConfig",
     )
+    cli_quant.add_precision(p)
     p.set_defaults(run=_cmd_track)
 
 
@@ -1074,6 +1088,7 @@ def _add_training(sub) -> None:
         help=f"worker threads, 1..{MAX_THREADS} (default: %(default)s)",
     )
     _add_fps(p)
+    cli_quant.add_precision(p)
     p.set_defaults(run=_cmd_detect)
 
     evaluate = sub.add_parser("eval", help="evaluation protocols (needs emts[train])")
@@ -1096,6 +1111,7 @@ def _add_training(sub) -> None:
     p.set_defaults(run=_cmd_eval_hituav)
     _add_eval_real(eval_sub)
     _add_eval_track(eval_sub)
+    cli_quant.add_eval_quant(eval_sub)
     p = eval_sub.add_parser(
         "reacq", help="forced-occlusion reacquisition on the bench (section 6.9)"
     )
@@ -1187,6 +1203,8 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"untimed frames first, 0..{MAX_BENCH_WARMUP} (default: %(default)s)",
     )
     p.add_argument("--model", help="ONNX detector timed as stage C (default: the shipped one)")
+    cli_quant.add_precision(p)
+    cli_quant.add_peer(p)
     p.set_defaults(run=_cmd_bench)
 
     p = sub.add_parser(
@@ -1211,6 +1229,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serve(sub)
     _add_synth(sub)
     _add_training(sub)
+    cli_quant.add_quantize(sub)
     return parser
 
 

@@ -257,15 +257,20 @@ class Pipeline:
         self._release = False  # an unlock() waiting for the next step
 
     @classmethod
-    def default(cls, threads: int = 2, auto_lock: bool = True) -> Pipeline:
-        """The pipeline with the models shipped in the package."""
+    def default(cls, threads: int = 2, auto_lock: bool = True, precision: str = "fp32") -> Pipeline:
+        """The pipeline with the models shipped in the package; ``precision`` ``fp32``,
+        ``int8`` or ``auto`` (the faster here, measured once: :mod:`emts.precision`)."""
         from emts.detector import Detector
+        from emts.precision import model_path
         from emts.verifier import Verifier, default_model_path
 
-        verifier = Verifier(threads=1) if default_model_path().is_file() else None
-        if verifier is None:
+        verifier = None
+        if default_model_path().is_file():
+            verifier = Verifier(model_path("verifier", precision, 1), threads=1)
+        else:
             log.warning("no verifier model shipped: running without Stage E")
-        return cls(Detector(threads=threads), verifier, auto_lock=auto_lock, threads=threads)
+        detector = Detector(model_path("detector", precision, threads), threads=threads)
+        return cls(detector, verifier, auto_lock=auto_lock, threads=threads)
 
     @property
     def auto_lock(self) -> bool:

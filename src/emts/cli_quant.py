@@ -1,0 +1,191 @@
+"""Command-line pieces of issue 11 that :mod:`emts.cli` mounts: ``--precision`` on the runtime
+commands, ``emts quantize``, ``emts eval quant`` and ``emts bench --peer-yolo``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from emts.precision import DEFAULT_PRECISION, PRECISIONS
+
+
+def add_precision(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default=None,
+        help=f"shipped models to run: fp32, int8, or auto = whichever runs faster on this "
+        f"machine, measured once at start-up (default: {DEFAULT_PRECISION}); not with --model",
+    )
+
+
+def add_peer(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--peer-yolo",
+        metavar="MODEL.onnx",
+        help="also time this ONNX detector (e.g. YOLOv8n at 640) interleaved frame by frame "
+        "with the whole pipeline and print the ratio peer / EMTS (median of --rounds)",
+    )
+    p.add_argument("--rounds", type=int, default=3, help="--peer-yolo rounds (default: 3)")
+
+
+def _command() -> str:
+    return " ".join(["emts", *sys.argv[1:]])
+
+
+def cmd_bench_peer(args: argparse.Namespace) -> int:
+    from emts.errors import BadInputError
+    from emts.peer import format_peer, run_peer
+
+    if not 1 <= args.rounds <= 20:
+        raise BadInputError(f"--rounds {args.rounds}: must be between 1 and 20")
+    report = run_peer(
+        args.peer_yolo,
+        frames=args.frames,
+        warmup=args.warmup,
+        threads=args.threads,
+        rounds=args.rounds,
+        precision=args.precision,
+        model=args.model,
+    )
+    print(format_peer(report))
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+def _sets(args: argparse.Namespace) -> dict[str, str]:
+    return {"tier1": args.tier1, "negatives": args.negatives}
+
+
+def _require_train_extra() -> None:
+    from emts.cli import _require_train_extra as require
+
+    require()
+
+
+def cmd_quantize(args: argparse.Namespace) -> int:
+    _require_train_extra()
+    from emts.precision import shipped_model
+    from emts.train.quantize import (
+        detector_calibration,
+        quantize,
+        sha256,
+        verifier_calibration,
+        write_provenance,
+    )
+
+    source = Path(args.model) if args.model else shipped_model(args.kind, "fp32")
+    if args.kind == "detector":
+        calibration = detector_calibration(_sets(args), args.clips, args.frames, args.seed)
+    else:
+        calibration = verifier_calibration(_sets(args), args.clips, args.seed)
+    out = quantize(source, args.out, calibration, args.calibration)
+    provenance = {
+        "model": out.name,
+        "sha256": sha256(out),
+        "bytes": out.stat().st_size,
+        "format": "ONNX QDQ, weights int8 per-channel symmetric, activations uint8 per-tensor "
+        "asymmetric (onnxruntime static quantization)",
+        "from": {"model": source.name, "sha256": sha256(source)},
+        "calibration": {
+            "method": args.calibration,
+            "stream": calibration.source,
+            "samples": len(calibration.samples),
+        },
+        "command": _command(),
+    }
+    path = write_provenance(out.with_suffix(".json"), provenance)
+    print(f"{out} ({out.stat().st_size} bytes), provenance {path}")
+    return 0
+
+
+def add_quantize(sub) -> None:
+    p = sub.add_parser(
+        "quantize",
+        help="static int8 quantization of the detector or verifier (needs emts[train])",
+        description="onnxruntime static quantization (QDQ; int8 per-channel symmetric "
+        "weights, uint8 per-tensor asymmetric activations) calibrated on CLIPS x FRAMES "
+        "consecutive frames of the Tier-1 and hard-negative sets; writes OUT and OUT.json "
+        "(provenance).",
+    )
+    p.add_argument("kind", choices=["detector", "verifier"])
+    p.add_argument("--out", required=True, help="int8 ONNX to write")
+    p.add_argument("--model", help="fp32 ONNX to quantize (default: the shipped one)")
+    p.add_argument(
+        "--calibration",
+        choices=["minmax", "moving-average"],
+        default="minmax",
+        help="activation range estimator (default: %(default)s; moving-average reproduces the "
+        "paper's failure)",
+    )
+    p.add_argument("--tier1", default="data/tier1", help="Tier-1 set (default: %(default)s)")
+    p.add_argument(
+        "--negatives", default="data/negatives", help="hard negatives (default: %(default)s)"
+    )
+    p.add_argument("--clips", type=int, default=100, help="calibration clips (default: 100)")
+    p.add_argument("--frames", type=int, default=10, help="frames per clip (default: 10)")
+    p.add_argument("--seed", type=int, default=0, help="clip choice seed (default: 0)")
+    p.set_defaults(run=cmd_quantize)
+
+
+def cmd_eval_quant(args: argparse.Namespace) -> int:
+    _require_train_extra()
+    from emts.eval.quant import evaluate_quant
+
+    report = evaluate_quant(
+        Path(args.out),
+        bench=args.bench,
+        hituav=args.hituav,
+        sets=_sets(args),
+        model=args.model,
+        int8=args.int8,
+        clips=args.clips,
+        seeds=args.seeds,
+        latency_runs=args.latency_runs,
+        command=_command(),
+        hituav_images=args.hituav_images,
+        reuse_accuracy=args.reuse_accuracy,
+        wait_idle=args.wait_idle,
+    )
+    for name, row in report["accuracy"].items():
+        cells = ", ".join(f"{k} {v:.3f}" for k, v in row.items())
+        print(f"{name}: {cells}")
+    print(f"report: {args.out}/report.md")
+    return 0
+
+
+def add_eval_quant(eval_sub) -> None:
+    p = eval_sub.add_parser(
+        "quant",
+        help="quantization table: float / int8 min-max / int8 moving-average, sizes, latency",
+    )
+    p.add_argument("--out", default="reports/quant", help="report folder (default: %(default)s)")
+    p.add_argument("--bench", default="data/bench", help="held-out bench (default: %(default)s)")
+    p.add_argument("--hituav", default="../shared/data/hit-uav", help="HIT-UAV folder")
+    p.add_argument("--tier1", default="data/tier1", help="calibration Tier-1 set")
+    p.add_argument("--negatives", default="data/negatives", help="calibration negatives set")
+    p.add_argument("--model", help="fp32 detector (default: the shipped one)")
+    p.add_argument("--int8", help="int8 min-max detector (default: the shipped one)")
+    p.add_argument("--clips", type=int, help="only the first N bench clips (quick runs)")
+    p.add_argument("--seeds", type=int, default=1, help="HIT-UAV pseudo-clip seeds pooled")
+    p.add_argument("--hituav-images", type=int, help="only the first N HIT-UAV stills (quick)")
+    p.add_argument(
+        "--latency-runs", type=int, default=300, help="timed runs per model (default: 300)"
+    )
+    p.add_argument(
+        "--reuse-accuracy",
+        action="store_true",
+        help="take the accuracy table from OUT/metrics.json and measure only latency",
+    )
+    p.add_argument(
+        "--wait-idle",
+        type=float,
+        default=600.0,
+        help="before timing, wait up to this many seconds for other training/benchmark "
+        "processes to end (default: %(default)s)",
+    )
+    p.set_defaults(run=cmd_eval_quant)

@@ -1,0 +1,400 @@
+"""``emts eval quant``: what int8 costs in accuracy and buys in time (issue 11 part 5).
+
+Three detectors on the same frames: the float model, the int8 model calibrated with min-max
+(the shipped one) and an int8 model calibrated with onnxruntime's moving-average estimator on
+the same calibration stream (made here, not shipped; `sec:minmax`, `tab:detection`).
+Accuracy: AP@0.25 / AP@0.5 on the held-out synthetic bench (:func:`emts.eval.detect.
+evaluate_bench`, frames 5-18) and on HIT-UAV val in both pseudo-clip variants of the
+real-footage suite (:func:`emts.eval.real.hituav_frames`). Latency: each model alone
+(onnxruntime, interleaved run by run, 1 and 2 intra-op threads) and the whole pipeline
+(``emts bench`` at fp32 and int8, alternating). The load average and any other heavy process
+seen are written beside the latency figures.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from emts.detector import Detector, load_session
+from emts.errors import BadInputError
+from emts.eval.detect import EVAL_THRESHOLD, evaluate_bench, network_detector
+from emts.eval.metrics import ImageResult, coco_ap
+from emts.precision import shipped_model
+
+THREADS = (1, 2)
+PIPELINE_FRAMES = 300
+PIPELINE_ROUNDS = 2
+BUSY_PATTERN = "emts adapt|train_detector|emts train|eval real|emts bench"
+TARGET_AP_GAP = 0.008  # issue 11: int8 min-max within 0.008 AP@0.25 of float
+
+
+class _Fanout:
+    """One ``DetectFn`` that runs several detectors on each frame and keeps their outputs,
+    so one pass over the bench (its loading dominates) scores every model."""
+
+    def __init__(self, detects: dict) -> None:
+        self.detects = detects
+        self.outputs: dict[str, list] = {name: [] for name in detects}
+
+    def __call__(self, channels: np.ndarray):
+        for name, detect in self.detects.items():
+            self.outputs[name].append(detect(channels))
+        return self.outputs[next(iter(self.detects))][-1]
+
+
+def bench_accuracy(models: dict[str, Path], bench: str, clips: int | None) -> dict[str, dict]:
+    fanout = _Fanout({name: network_detector(Detector(path)) for name, path in models.items()})
+    first = evaluate_bench(fanout, bench, clips)
+    out = {}
+    for name, outputs in fanout.outputs.items():
+        results = [
+            ImageResult(r.gt_boxes, r.gt_ignore, boxes, scores)
+            for r, (boxes, scores) in zip(first, outputs, strict=True)
+        ]
+        ap = coco_ap(results)
+        out[name] = {"images": len(results), "AP@0.25": ap["AP@0.25"], "AP@0.5": ap["AP@0.5"]}
+    return out
+
+
+def hituav_accuracy(
+    models: dict[str, Path], root: str, variant: str, seeds: int, images: int | None = None
+) -> dict[str, dict]:
+    from emts.eval.real import hituav_frames, network_boxes
+
+    detectors = {name: Detector(path, threshold=EVAL_THRESHOLD) for name, path in models.items()}
+    results: dict[str, list[ImageResult]] = {name: [] for name in models}
+    frames = itertools.chain.from_iterable(
+        hituav_frames(root, "val", variant, seed, images) for seed in range(seeds)
+    )
+    for frame in tqdm(frames, desc=f"eval quant: hituav {variant}", unit="frame", disable=None):
+        for name, detector in detectors.items():
+            boxes, scores = network_boxes(detector, frame, frame.channels)
+            results[name].append(
+                ImageResult(frame.gt, np.zeros(len(frame.gt), bool), boxes, scores)
+            )
+    out = {}
+    for name, images in results.items():
+        ap = coco_ap(images)
+        out[name] = {"images": len(images), "AP@0.25": ap["AP@0.25"], "AP@0.5": ap["AP@0.5"]}
+    return out
+
+
+def machine_state() -> dict:
+    """Load average and other heavy processes now (latency figures are only fair on an idle
+    machine)."""
+    busy = subprocess.run(
+        ["pgrep", "-af", BUSY_PATTERN], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    own = str(os.getpid())
+    others = [line for line in busy.splitlines() if line and not line.startswith(own + " ")]
+    others = [line for line in others if "eval quant" not in line and "pgrep" not in line]
+    return {"loadavg": [round(v, 2) for v in os.getloadavg()], "other_heavy_processes": others}
+
+
+def wait_for_idle(seconds: float, poll: float = 15.0) -> dict:
+    """Wait up to ``seconds`` for other heavy processes to end; the state when timing starts."""
+    deadline = time.monotonic() + seconds
+    state = machine_state()
+    while state["other_heavy_processes"] and time.monotonic() < deadline:
+        time.sleep(poll)
+        state = machine_state()
+    return state
+
+
+def model_latency(models: dict[str, Path], kind: str, feed: np.ndarray, runs: int) -> dict:
+    """Median / p90 ms of each model alone, interleaved run by run, per thread count."""
+    out: dict[str, dict] = {}
+    for threads in THREADS:
+        sessions = {name: load_session(path, kind, threads) for name, path in models.items()}
+        times: dict[str, list[float]] = {name: [] for name in sessions}
+        for index in range(runs + 20):
+            for name, session in sessions.items():
+                start = time.perf_counter()
+                session.run(None, {session.get_inputs()[0].name: feed})
+                if index >= 20:
+                    times[name].append((time.perf_counter() - start) * 1e3)
+        for name, values in times.items():
+            out.setdefault(name, {})[f"{threads} threads"] = {
+                "median_ms": round(float(np.median(values)), 4),
+                "p90_ms": round(float(np.percentile(values, 90)), 4),
+            }
+    return out
+
+
+def pipeline_latency(rounds: int = PIPELINE_ROUNDS, frames: int = PIPELINE_FRAMES) -> dict:
+    """``emts bench`` end to end at fp32 and int8, alternating, median of the rounds' medians."""
+    from emts.bench import run_bench
+
+    totals: dict[str, dict[str, list[float]]] = {}
+    stage_c: dict[str, dict[str, list[float]]] = {}
+    for _ in range(rounds):
+        for threads in THREADS:
+            for precision in ("fp32", "int8"):
+                report = run_bench(frames=frames, threads=threads, precision=precision)
+                key = f"{threads} threads"
+                totals.setdefault(precision, {}).setdefault(key, []).append(
+                    report["total"]["median_ms"]
+                )
+                stage_c.setdefault(precision, {}).setdefault(key, []).append(
+                    report["stages"]["C"]["median_ms"]
+                )
+    return {
+        precision: {
+            key: {
+                "total_median_ms": round(float(np.median(values)), 4),
+                "rounds": values,
+                "C_median_ms": round(float(np.median(stage_c[precision][key])), 4),
+            }
+            for key, values in by_threads.items()
+        }
+        for precision, by_threads in totals.items()
+    }
+
+
+def plot(report: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    names = list(report["accuracy"])
+    columns = [c for c in next(iter(report["accuracy"].values())) if c.endswith("AP@0.25")]
+    width = 0.8 / len(names)
+    for k, name in enumerate(names):
+        values = [report["accuracy"][name][c] for c in columns]
+        left.bar(np.arange(len(columns)) + k * width, values, width, label=name)
+    left.set_xticks(np.arange(len(columns)) + width * (len(names) - 1) / 2)
+    left.set_xticklabels([c.replace(" AP@0.25", "") for c in columns], fontsize=8)
+    left.set_ylabel("AP@0.25")
+    left.set_title("detector accuracy by precision")
+    left.legend(fontsize=8)
+    rows = [
+        ("detector", report["latency"]["detector"]),
+        ("verifier", report["latency"]["verifier"]),
+    ]
+    labels, values = [], []
+    for kind, table in rows:
+        for name, by_threads in table.items():
+            for threads, figures in by_threads.items():
+                labels.append(f"{kind} {name}\n{threads}")
+                values.append(figures["median_ms"])
+    for precision, by_threads in report["latency"]["pipeline"].items():
+        for threads, figures in by_threads.items():
+            labels.append(f"pipeline {precision}\n{threads}")
+            values.append(figures["total_median_ms"])
+    right.barh(np.arange(len(values)), values)
+    right.set_yticks(np.arange(len(values)))
+    right.set_yticklabels(labels, fontsize=6)
+    right.invert_yaxis()
+    right.set_xlabel("median ms (this machine; compare within the chart only)")
+    right.set_title("latency")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _accuracy_table(report: dict) -> list[str]:
+    columns = list(next(iter(report["accuracy"].values())))
+    lines = ["| model | " + " | ".join(columns) + " | file |", "|---" * (len(columns) + 2) + "|"]
+    for name, row in report["accuracy"].items():
+        size = report["sizes"][name]
+        cells = " | ".join(f"{row[c]:.3f}" for c in columns)
+        lines.append(f"| {name} | {cells} | {size / 1024:.1f} KiB |")
+    return lines
+
+
+def write_report(out: Path, report: dict) -> None:
+    plot(report, out / "quant.png")
+    float_name, int8_name = "float", "int8 min-max"
+    gaps = {
+        column: round(
+            report["accuracy"][float_name][column] - report["accuracy"][int8_name][column], 4
+        )
+        for column in report["accuracy"][float_name]
+        if column.endswith("AP@0.25")
+    }
+    met = all(abs(g) <= TARGET_AP_GAP for g in gaps.values())
+    lines = [
+        "# Quantization: float vs int8 (issue 11)",
+        "",
+        f"Command: `{report['command']}`",
+        "",
+        f"Calibration stream: {report['calibration']}. int8 = onnxruntime static quantization, "
+        "QDQ, int8 per-channel symmetric weights, uint8 per-tensor asymmetric activations. "
+        "The moving-average model is made here from the same float model and stream "
+        "(onnxruntime MinMax calibrator, `moving_average=True`, constant 0.05, one 10-frame "
+        "clip per step); it is not shipped.",
+        "",
+        "## Accuracy",
+        "",
+        *_accuracy_table(report),
+        "",
+        f"float - int8 min-max, AP@0.25: {gaps} (target <= {TARGET_AP_GAP}: "
+        f"{'met' if met else 'NOT met'}).",
+        "",
+        "![accuracy and latency](quant.png)",
+        "",
+        "## Latency",
+        "",
+        f"Machine: {report['machine']}. Load average before / after the latency runs: "
+        f"{report['state_before']['loadavg']} / {report['state_after']['loadavg']}; other "
+        f"heavy processes seen: {report['state_before']['other_heavy_processes'] or 'none'}"
+        f" / {report['state_after']['other_heavy_processes'] or 'none'}.",
+        "",
+        "Each model alone (onnxruntime, median / p90 ms over "
+        f"{report['latency_runs']} runs, models interleaved run by run):",
+        "",
+        "| model | 1 thread | 2 threads |",
+        "|---|---|---|",
+    ]
+    for kind in ("detector", "verifier"):
+        for name, by_threads in report["latency"][kind].items():
+            cells = " | ".join(
+                f"{v['median_ms']:.3f} / {v['p90_ms']:.3f}" for v in by_threads.values()
+            )
+            lines.append(f"| {kind} {name} | {cells} |")
+    lines += [
+        "",
+        f"Whole pipeline (`emts bench --precision P`, {PIPELINE_FRAMES} frames, median of "
+        f"{PIPELINE_ROUNDS} alternating rounds' medians; Stage C median in brackets):",
+        "",
+        "| precision | 1 thread | 2 threads |",
+        "|---|---|---|",
+    ]
+    for precision, by_threads in report["latency"]["pipeline"].items():
+        cells = " | ".join(
+            f"{v['total_median_ms']:.3f} (C {v['C_median_ms']:.3f})" for v in by_threads.values()
+        )
+        lines.append(f"| {precision} | {cells} |")
+    ratio = report["latency"]["int8_over_fp32"]
+    lines += ["", f"int8 / fp32 time ratios: {ratio}", ""]
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+    (out / "metrics.json").write_text(json.dumps(report, indent=1) + "\n")
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                flags = Path("/proc/cpuinfo").read_text()
+                vnni = "avx512_vnni" in flags or "avx_vnni" in flags
+                return (
+                    f"{name}, {os.cpu_count()} cores, VNNI flags {'listed' if vnni else 'absent'}"
+                )
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores"
+
+
+def evaluate_quant(
+    out: Path,
+    bench: str,
+    hituav: str,
+    sets: dict[str, str],
+    model: str | None = None,
+    int8: str | None = None,
+    clips: int | None = None,
+    seeds: int = 1,
+    latency_runs: int = 300,
+    command: str = "emts eval quant",
+    hituav_images: int | None = None,
+    reuse_accuracy: bool = False,
+    wait_idle: float = 0.0,
+) -> dict:
+    """Run the quantization study; write ``report.md``, ``metrics.json`` and ``quant.png``."""
+    from emts.synth.store import ClipSet
+    from emts.train.quantize import detector_calibration, quantize
+
+    fp32_path = Path(model) if model else shipped_model("detector", "fp32")
+    int8_path = Path(int8) if int8 else shipped_model("detector", "int8")
+    for path in (fp32_path, int8_path):
+        if not path.is_file():
+            raise BadInputError(f"{path}: no such model (make the int8 one with emts quantize)")
+    ClipSet(bench)  # a missing bench is one line before any work
+    if not (Path(hituav) / "val.json").is_file():
+        raise BadInputError(f"{hituav}: no HIT-UAV val split (val.json) there; pass --hituav")
+    out.mkdir(parents=True, exist_ok=True)
+    previous = out / "metrics.json"
+    with tempfile.TemporaryDirectory() as scratch:
+        if reuse_accuracy:
+            if not previous.is_file():
+                raise BadInputError(f"--reuse-accuracy: no {previous} from an earlier run")
+            earlier = json.loads(previous.read_text())
+            accuracy, sizes = earlier["accuracy"], earlier["sizes"]
+            calibration_source, names = earlier["calibration"], earlier["models"]
+            command = earlier["command"] + f"; latency: {command}"
+            models = {"float": fp32_path, "int8 min-max": int8_path}
+        else:
+            calibration = detector_calibration(sets)
+            calibration_source = calibration.source
+            moving = quantize(
+                fp32_path, Path(scratch) / "moving.onnx", calibration, "moving-average"
+            )
+            models = {"float": fp32_path, "int8 min-max": int8_path, "int8 moving-average": moving}
+            names = {name: path.name for name, path in models.items()}
+            accuracy = {name: {} for name in models}
+            for name, row in bench_accuracy(models, bench, clips).items():
+                accuracy[name]["bench AP@0.25"] = row["AP@0.25"]
+                accuracy[name]["bench AP@0.5"] = row["AP@0.5"]
+            for variant in ("persons", "vehicles"):
+                rows = hituav_accuracy(models, hituav, variant, seeds, hituav_images)
+                for name, row in rows.items():
+                    accuracy[name][f"HIT-UAV {variant} AP@0.25"] = row["AP@0.25"]
+                    accuracy[name][f"HIT-UAV {variant} AP@0.5"] = row["AP@0.5"]
+            sizes = {name: path.stat().st_size for name, path in models.items()}
+        state_before = wait_for_idle(wait_idle)
+        channels = ClipSet(bench)[0].channels[5][None]
+        latency = {
+            "detector": model_latency(models, "detector", channels, latency_runs),
+            "verifier": model_latency(
+                {
+                    "float": shipped_model("verifier", "fp32"),
+                    "int8": shipped_model("verifier", "int8"),
+                },
+                "verifier",
+                np.random.default_rng(0).random((1, 40, 16), np.float32),
+                latency_runs,
+            ),
+            "pipeline": pipeline_latency(),
+        }
+        state_after = machine_state()
+    ratios = {}
+    for threads in ("1 threads", "2 threads"):
+        det = latency["detector"]
+        ratios[f"detector {threads}"] = round(
+            det["int8 min-max"][threads]["median_ms"] / det["float"][threads]["median_ms"], 2
+        )
+        ver = latency["verifier"]
+        ratios[f"verifier {threads}"] = round(
+            ver["int8"][threads]["median_ms"] / ver["float"][threads]["median_ms"], 2
+        )
+        pipe = latency["pipeline"]
+        ratios[f"pipeline {threads}"] = round(
+            pipe["int8"][threads]["total_median_ms"] / pipe["fp32"][threads]["total_median_ms"], 2
+        )
+    latency["int8_over_fp32"] = ratios
+    report = {
+        "command": command,
+        "calibration": calibration_source,
+        "models": names,
+        "accuracy": {n: {k: round(v, 4) for k, v in row.items()} for n, row in accuracy.items()},
+        "sizes": sizes,
+        "machine": _cpu_name(),
+        "latency_runs": latency_runs,
+        "state_before": state_before,
+        "state_after": state_after,
+        "latency": latency,
+    }
+    write_report(out, report)
+    return report

@@ -1,0 +1,105 @@
+"""A peer detector timed beside our pipeline in one run (``emts bench --peer-yolo``, issue 11).
+
+Machines differ 2-3x in speed, so only ratios measured in the same run count. Each round runs
+the bench's gusty 640x512 clip frame by frame, interleaving for every frame one end-to-end
+step of our pipeline (Stages A-E, everything in :meth:`Pipeline.step`) and one inference of
+the peer ONNX model (e.g. YOLOv8n at 640x640: ``session.run`` only -- its resize,
+normalization and NMS are *not* timed, which favours the peer). Per round the two medians
+give a ratio peer / EMTS; the report is the median of ``rounds`` such ratios.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+from tqdm import tqdm
+
+from emts.bench import build_runner, set_threads
+from emts.detector import load_session
+from emts.errors import BadInputError
+from emts.synth.still_clip import gusty_clip
+
+DEFAULT_ROUNDS = 3
+DEFAULT_SIDE = 640  # a peer input with dynamic height/width is fed 640x640
+
+
+def peer_input(frame: np.ndarray, shape: list) -> np.ndarray:
+    """The frame letterboxed (grey border) into the peer's (1, 3, H, W) float [0, 1] input."""
+    height = shape[2] if isinstance(shape[2], int) else DEFAULT_SIDE
+    width = shape[3] if isinstance(shape[3], int) else DEFAULT_SIDE
+    scale = min(width / frame.shape[1], height / frame.shape[0])
+    w, h = round(frame.shape[1] * scale), round(frame.shape[0] * scale)
+    canvas = np.full((height, width, 3), 114, np.uint8)
+    top, left = (height - h) // 2, (width - w) // 2
+    colour = frame if frame.ndim == 3 else cv2.cvtColor(frame, cv2.COLOR_GRAY2BGR)
+    canvas[top : top + h, left : left + w] = cv2.resize(colour, (w, h))
+    return np.ascontiguousarray(canvas.transpose(2, 0, 1)[None], np.float32) / 255.0
+
+
+def run_peer(
+    peer_model: str | Path,
+    frames: int = 300,
+    warmup: int = 30,
+    threads: int = 2,
+    rounds: int = DEFAULT_ROUNDS,
+    precision: str | None = None,
+    model: str | None = None,
+    seed: int = 0,
+) -> dict:
+    """Interleaved timing of our pipeline and ``peer_model``; returns medians and ratios."""
+    path = Path(peer_model)
+    set_threads(threads)
+    peer = load_session(path, "peer", threads)
+    inputs = peer.get_inputs()
+    if len(inputs) != 1 or len(inputs[0].shape) != 4:
+        raise BadInputError(f"{path}: expected one (1, 3, H, W) image input, got {inputs}")
+    runner, models = build_runner(model, precision, threads)
+    if not models:
+        raise BadInputError("--peer-yolo compares with the whole pipeline: no detector shipped")
+    clip = gusty_clip(frames + warmup, seed=seed)
+    feeds = [{inputs[0].name: peer_input(f, inputs[0].shape)} for f in clip.frames]
+    per_round = []
+    for round_ in range(rounds):
+        runner.reset()
+        ours, theirs = [], []
+        desc = f"peer round {round_ + 1}/{rounds}"
+        for index, frame in enumerate(tqdm(clip.frames, desc=desc, unit="frame", disable=None)):
+            start = time.perf_counter()
+            runner.step(frame)
+            middle = time.perf_counter()
+            peer.run(None, feeds[index])
+            end = time.perf_counter()
+            if index >= warmup:
+                ours.append((middle - start) * 1e3)
+                theirs.append((end - middle) * 1e3)
+        emts_ms, peer_ms = float(np.median(ours)), float(np.median(theirs))
+        per_round.append(
+            {"emts_ms": round(emts_ms, 4), "peer_ms": round(peer_ms, 4), "ratio": peer_ms / emts_ms}
+        )
+    ratios = [r["ratio"] for r in per_round]
+    return {
+        "peer": path.name,
+        "peer_input": [int(v) for v in feeds[0][inputs[0].name].shape],
+        "threads": threads,
+        "precision": precision or "fp32",
+        "models": models,
+        "frames_per_round": frames,
+        "rounds": per_round,
+        "ratio_median": round(float(np.median(ratios)), 2),
+    }
+
+
+def format_peer(report: dict) -> str:
+    lines = [
+        f"peer {report['peer']} {report['peer_input']} vs EMTS A-E ({report['precision']}), "
+        f"threads {report['threads']}, {report['frames_per_round']} frames x "
+        f"{len(report['rounds'])} rounds, interleaved per frame",
+        f"{'round':<7}{'EMTS ms':>10}{'peer ms':>10}{'peer/EMTS':>11}",
+    ]
+    for k, r in enumerate(report["rounds"], 1):
+        lines.append(f"{k:<7}{r['emts_ms']:>10.3f}{r['peer_ms']:>10.3f}{r['ratio']:>11.1f}")
+    lines.append(f"ratio peer / EMTS end-to-end, median of rounds: {report['ratio_median']:.1f}x")
+    return "\n".join(lines)

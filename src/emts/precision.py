@@ -1,0 +1,137 @@
+"""Which shipped model files run: fp32, int8, or whichever is faster here (issue 11).
+
+The package ships each model twice, ``models/detector.onnx`` (fp32) and
+``models/detector.int8.onnx`` (static int8, QDQ; made by ``emts quantize``), and the same for
+the verifier. ``precision`` picks between them:
+
+* ``fp32`` -- the float models (the default; every accuracy figure in the README is theirs).
+* ``int8`` -- the int8 models.
+* ``auto`` -- the faster of the two *on this machine*, by measurement: once per process,
+  model and thread count, both sessions run the model on an all-zero input, interleaved,
+  ``AUTO_WARMUP`` + ``AUTO_RUNS`` times each; int8 is chosen only if its median is below
+  ``AUTO_MARGIN`` x the fp32 median (a tie goes to fp32, the more accurate). Measuring beats
+  a CPU-feature rule: on our x86 build machine int8 ran about 2x *slower* than fp32 although
+  the CPU lists AVX-512 VNNI (the network is so small that the per-tensor quantize /
+  dequantize steps outweigh the integer arithmetic); on ARM cores, where the integer kernels
+  are the fast path, int8 is expected to win, but that is not measured here.
+
+The runtime stays torch-free: this is onnxruntime only.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from emts.errors import BadInputError
+
+PRECISIONS = ("fp32", "int8", "auto")
+DEFAULT_PRECISION = "fp32"
+AUTO_WARMUP = 3
+AUTO_RUNS = 15
+AUTO_MARGIN = 0.9  # int8 must be at least 10 % faster to be picked
+_FILES = {
+    ("detector", "fp32"): "detector.onnx",
+    ("detector", "int8"): "detector.int8.onnx",
+    ("verifier", "fp32"): "verifier.onnx",
+    ("verifier", "int8"): "verifier.int8.onnx",
+}
+_DUMMY_SHAPES = {"detector": (1, 3, 192, 256), "verifier": (1, 40, 16)}
+
+log = logging.getLogger(__name__)
+
+
+def check_precision(precision: str) -> str:
+    if precision not in PRECISIONS:
+        raise BadInputError(f"precision {precision!r}: choose one of {', '.join(PRECISIONS)}")
+    return precision
+
+
+def shipped_model(kind: str, precision: str) -> Path:
+    """The packaged ``kind`` model file of a concrete precision (``fp32`` or ``int8``)."""
+    return Path(str(resources.files("emts") / "models" / _FILES[(kind, precision)]))
+
+
+def _median_ms(session, feed: dict, runs: int) -> list[float]:
+    out = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        session.run(None, feed)
+        out.append((time.perf_counter() - start) * 1e3)
+    return out
+
+
+@cache
+def _measured_choice(kind: str, fp32: Path, int8: Path, threads: int) -> str:
+    from emts.detector import load_session
+
+    sessions = {
+        p: load_session(path, kind, threads) for p, path in (("fp32", fp32), ("int8", int8))
+    }
+    times: dict[str, list[float]] = {p: [] for p in sessions}
+    for round_ in range(AUTO_WARMUP + AUTO_RUNS):
+        for precision, session in sessions.items():
+            feed = {session.get_inputs()[0].name: np.zeros(_DUMMY_SHAPES[kind], np.float32)}
+            ms = _median_ms(session, feed, 1)
+            if round_ >= AUTO_WARMUP:
+                times[precision] += ms
+    median = {p: float(np.median(v)) for p, v in times.items()}
+    choice = "int8" if median["int8"] < AUTO_MARGIN * median["fp32"] else "fp32"
+    log.info(
+        "precision auto, %s, %d threads: fp32 %.3f ms, int8 %.3f ms -> %s",
+        kind,
+        threads,
+        median["fp32"],
+        median["int8"],
+        choice,
+    )
+    return choice
+
+
+def resolve_precision(kind: str, precision: str, threads: int = 2) -> str:
+    """``fp32`` or ``int8`` for ``precision`` (``auto`` measured once, then cached)."""
+    check_precision(precision)
+    if precision != "auto":
+        return precision
+    fp32, int8 = shipped_model(kind, "fp32"), shipped_model(kind, "int8")
+    if not int8.is_file():
+        log.warning("no int8 %s shipped: precision auto runs fp32", kind)
+        return "fp32"
+    return _measured_choice(kind, fp32, int8, threads)
+
+
+def model_path(kind: str, precision: str = DEFAULT_PRECISION, threads: int = 2) -> Path:
+    """The shipped ``kind`` ("detector" or "verifier") model for ``precision``.
+
+    Raises:
+        BadInputError: an unknown precision, or an int8 model that is not shipped.
+    """
+    chosen = resolve_precision(kind, precision, threads)
+    path = shipped_model(kind, chosen)
+    if not path.is_file() and chosen == "int8":
+        raise BadInputError(
+            f"no int8 {kind} shipped ({path}); make it with `emts quantize {kind}` "
+            "or run --precision fp32"
+        )
+    return path
+
+
+def model_for(
+    kind: str, model: str | Path | None, precision: str | None, threads: int = 2
+) -> Path | None:
+    """What a command runs: an explicit ``model`` file as given (``precision`` then only
+    fp32 / unset, since it picks among the *shipped* files), else the shipped file of
+    ``precision``. None: the caller's own default (the shipped fp32 model)."""
+    if model is not None:
+        if precision not in (None, DEFAULT_PRECISION):
+            raise BadInputError(
+                f"--precision {precision} picks a shipped {kind}; with an explicit model file "
+                "drop --precision (the file is run as it is)"
+            )
+        return Path(model)
+    return model_path(kind, precision or DEFAULT_PRECISION, threads)

@@ -1,0 +1,251 @@
+"""Static int8 quantization of the shipped ONNX models (§5, `sec:quant`; issue 11 part 2).
+
+onnxruntime static quantization in QDQ format: weights int8, per channel, symmetric;
+activations uint8, per tensor, asymmetric (the recipe of `sec:quant`). The activation ranges
+come from a *calibration stream* drawn from the training curriculum:
+
+* detector: ``clips`` clips (default 100) x ``frames`` consecutive frames (default 10) of the
+  Tier-1 and hard-negative sets (drawn 5:3, the phase-2 mixture's Tier-1 : negative ratio),
+  channels exactly as the package's Stage A/B made them (:class:`emts.synth.store.ClipSet`);
+* verifier: 16-frame descriptor windows of the same clips' labelled tracks (persons,
+  animals, vehicles) and of ground-fixed boxes on person-free clips (as in training).
+
+Two range estimators (``calibration``):
+
+* ``minmax`` (default): the smallest and largest value of each tensor over the whole stream.
+* ``moving-average``: onnxruntime's MinMax calibrator with ``moving_average=True``, fed one
+  clip (``frames`` frames) per step: per step the mean over its frames of each frame's
+  min / max, merged across steps by an exponential moving average with smoothing 0.95
+  (``CalibMovingAverageConstant`` 0.05), the library recipe `sec:minmax` warns about; kept
+  to reproduce that failure, not to be shipped.
+
+The graph must hold no L2 normalization (`sec:stateful`: the norm of an all-zero embedding
+quantizes to zero and integer inference divides by it); the detector's embedding is
+normalized in the float decoder (:func:`emts.detector.decode`), and quantization refuses a
+graph that normalizes inside.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnxruntime.quantization import (
+    CalibrationDataReader,
+    CalibrationMethod,
+    QuantFormat,
+    QuantType,
+    quantize_static,
+)
+
+from emts.errors import BadInputError
+
+CALIBRATIONS = ("minmax", "moving-average")
+DEFAULT_CLIPS = 100  # sec:stateful: 100 clips of 10 consecutive frames
+DEFAULT_FRAMES = 10
+MOVING_AVERAGE_CONSTANT = 0.05  # sec:minmax: the library default's smoothing factor 0.95
+SET_WEIGHTS = {"tier1": 5, "negatives": 3}  # phase 2's 0.5 : 0.3 Tier-1 : negatives
+L2_NORMALIZATION_OPS = {"LpNormalization", "ReduceL2"}
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A calibration stream: model inputs in the order they are fed, ``step`` per EMA step."""
+
+    samples: np.ndarray  # (N, ...) float32, one model input each
+    step: int  # samples per moving-average step (one clip)
+    source: str  # what the stream is, for the provenance file
+
+
+class _Reader(CalibrationDataReader):
+    """Feeds one sample at a time; supports onnxruntime's strided (per-step) collection."""
+
+    def __init__(self, input_name: str, samples: np.ndarray) -> None:
+        self.input_name = input_name
+        self.samples = samples
+        self.set_range(0, len(samples))
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def set_range(self, start_index: int, end_index: int) -> None:
+        self._next, self._end = start_index, end_index
+
+    def get_next(self):
+        if self._next >= self._end:
+            return None
+        sample = self.samples[self._next][None].astype(np.float32)
+        self._next += 1
+        return {self.input_name: sample}
+
+
+def l2_normalization_nodes(model: onnx.ModelProto) -> list[str]:
+    """Names of nodes that L2-normalize inside ``model``: ``LpNormalization`` / ``ReduceL2``,
+    or a division by the square root of a sum of squares (``Div(x, Sqrt(ReduceSum(x*x)))``,
+    also with a ``Clip``/``Max`` epsilon guard between them, as exporters write it)."""
+    producers = {out: node for node in model.graph.node for out in node.output}
+
+    def upstream(name: str, depth: int = 4) -> set[str]:
+        node = producers.get(name)
+        if node is None or depth == 0:
+            return set()
+        found = {node.op_type}
+        for source in node.input:
+            found |= upstream(source, depth - 1)
+        return found
+
+    hits = []
+    for node in model.graph.node:
+        if node.op_type in L2_NORMALIZATION_OPS:
+            hits.append(node.name or node.op_type)
+        elif node.op_type == "Div" and len(node.input) == 2:
+            ops = upstream(node.input[1])
+            if "Sqrt" in ops and ({"ReduceSum", "ReduceSumSquare"} & ops):
+                hits.append(node.name or "Div")
+    return hits
+
+
+def _choose_clips(
+    sets: dict[str, str | Path], clips: int, seed: int
+) -> list[tuple[str, object, int]]:
+    """(set name, ClipSet, clip index) for ``clips`` clips drawn by SET_WEIGHTS, no repeats."""
+    from emts.synth.store import ClipSet
+
+    opened = {}
+    for name, folder in sets.items():
+        if not (Path(folder) / "manifest.json").is_file():
+            raise BadInputError(
+                f"calibration set {folder} not found (no manifest.json): generate the curriculum "
+                f"with `make data` (or `emts synth {name} --out {folder}`), or point "
+                f"--{name} at it"
+            )
+        opened[name] = ClipSet(folder)
+        if len(opened[name]) == 0:
+            raise BadInputError(f"calibration set {folder} has no clips")
+    rng = np.random.default_rng(seed)
+    names = list(opened)
+    weights = np.array([SET_WEIGHTS.get(n, 1) for n in names], float)
+    picks = rng.choice(len(names), size=clips, p=weights / weights.sum())
+    chosen = []
+    for k, name in enumerate(names):
+        wanted = int((picks == k).sum())
+        pool = opened[name].indices
+        for index in rng.permutation(pool)[: min(wanted, len(pool))]:
+            chosen.append((name, opened[name], int(index)))
+    return chosen
+
+
+def detector_calibration(
+    sets: dict[str, str | Path],
+    clips: int = DEFAULT_CLIPS,
+    frames: int = DEFAULT_FRAMES,
+    seed: int = 0,
+) -> Calibration:
+    """``clips`` x ``frames`` consecutive frames' ``[L, R, D]`` channels from ``sets``
+    (name -> folder, e.g. ``{"tier1": "data/tier1", "negatives": "data/negatives"}``).
+    Frame 0 of a clip has no motion channels and is never used."""
+    rng = np.random.default_rng([seed, 1])
+    stream = []
+    for _, clip_set, index in _choose_clips(sets, clips, seed):
+        channels = clip_set.load(index).channels
+        if len(channels) < frames + 1:
+            raise BadInputError(
+                f"{clip_set.folder}: clips have {len(channels)} frames (< {frames + 1})"
+            )
+        start = int(rng.integers(1, len(channels) - frames + 1))
+        stream.append(channels[start : start + frames])
+    names = ", ".join(f"{k}={v}" for k, v in sets.items())
+    source = f"{len(stream)} clips x {frames} consecutive frames of {names} (seed {seed})"
+    return Calibration(np.concatenate(stream).astype(np.float32), frames, source)
+
+
+def verifier_calibration(
+    sets: dict[str, str | Path], clips: int = DEFAULT_CLIPS, seed: int = 0, per_clip: int = 4
+) -> Calibration:
+    """Descriptor windows (N, 40, 16) of up to ``per_clip`` labelled tracks per clip (persons,
+    animals, vehicles; a ground-fixed box on person-free clips), as the verifier trains."""
+    from emts.config import VerifierConfig
+    from emts.train.verifier import _ground_fixed, _gt_tracks, _window
+
+    config = VerifierConfig()
+    rng = np.random.default_rng([seed, 2])
+    windows = []
+    for _, clip_set, index in _choose_clips(sets, clips, seed):
+        clip = clip_set.load(index)
+        tracks = list(_gt_tracks(clip.labels, "persons").values())
+        tracks += list(_gt_tracks(clip.labels, "distractors").values())
+        if clip.labels.get("kind") == "negative":
+            tracks.append(_ground_fixed(clip.labels, rng))
+        for boxes in tracks[:per_clip]:
+            windows.append(_window(clip.channels, boxes, config))
+    if not windows:
+        raise BadInputError("no labelled tracks in the calibration clips")
+    names = ", ".join(f"{k}={v}" for k, v in sets.items())
+    source = f"{len(windows)} descriptor windows of {clips} clips of {names} (seed {seed})"
+    return Calibration(np.stack(windows).astype(np.float32), 1, source)
+
+
+def quantize(
+    model: str | Path, out: str | Path, calibration: Calibration, method: str = "minmax"
+) -> Path:
+    """Write the int8 QDQ model of ``model`` calibrated on ``calibration`` to ``out``."""
+    if method not in CALIBRATIONS:
+        raise BadInputError(f"--calibration {method}: choose one of {', '.join(CALIBRATIONS)}")
+    model, out = Path(model), Path(out)
+    if not model.is_file():
+        raise BadInputError(f"{model}: no such model")
+    graph = onnx.load(str(model))
+    if hits := l2_normalization_nodes(graph):
+        raise BadInputError(
+            f"{model} normalizes inside the graph ({', '.join(hits)}): an all-zero input "
+            "quantizes its norm to zero; normalize in the decoder and export again"
+        )
+    extra = {"WeightSymmetric": True, "ActivationSymmetric": False}
+    if method == "moving-average":
+        step = calibration.step if len(calibration.samples) % calibration.step == 0 else 1
+        extra |= {
+            "CalibMovingAverage": True,
+            "CalibMovingAverageConstant": MOVING_AVERAGE_CONSTANT,
+            "CalibStridedMinMax": step,
+        }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    reader = _Reader(graph.graph.input[0].name, calibration.samples)
+    with tempfile.TemporaryDirectory() as scratch:
+        # Shape inference keeps the quantizer's view of every tensor exact (also for
+        # intermediate tensors the exporter left unannotated).
+        inferred = Path(scratch) / "inferred.onnx"
+        onnx.save(onnx.shape_inference.infer_shapes(graph), str(inferred))
+        root = logging.getLogger()
+        level, root.level = root.level, logging.ERROR  # its "consider pre-processing" advice
+        try:
+            quantize_static(
+                str(inferred),
+                str(out),
+                reader,
+                quant_format=QuantFormat.QDQ,
+                per_channel=True,
+                weight_type=QuantType.QInt8,
+                activation_type=QuantType.QUInt8,
+                calibrate_method=CalibrationMethod.MinMax,
+                extra_options=extra,
+            )
+        finally:
+            root.setLevel(level)
+    return out
+
+
+def sha256(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def write_provenance(path: str | Path, entries: dict) -> Path:
+    """The provenance JSON of the shipped int8 models (command, calibration, metrics)."""
+    path = Path(path)
+    path.write_text(json.dumps(entries, indent=1) + "\n")
+    return path
