@@ -253,5 +253,6 @@ def test_peer_is_timed_interleaved_and_reported_as_a_ratio(tmp_path, capsys):
     report = json.loads(out.read_text())
     assert report["peer_input"] == [1, 3, 64, 64] and len(report["rounds"]) == 2
     assert all(r["emts_ms"] > 0 and r["peer_ms"] > 0 for r in report["rounds"])
-    assert report["ratio_median"] > 0
+    ratios = sorted(r["ratio"] for r in report["rounds"])
+    assert report["ratio_median"] == pytest.approx((ratios[0] + ratios[1]) / 2, rel=1e-3)
     assert "ratio peer / EMTS" in capsys.readouterr().out

@@ -88,7 +88,7 @@ def run_peer(
         "models": models,
         "frames_per_round": frames,
         "rounds": per_round,
-        "ratio_median": round(float(np.median(ratios)), 2),
+        "ratio_median": float(np.median(ratios)),
     }
 
 
