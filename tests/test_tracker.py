@@ -140,3 +140,86 @@ def test_reacquisition_gives_up_after_the_configured_frames():
     events = [tracker.update(np.eye(2, 3), []).event for _ in range(12)]
     assert events[7] == "lost" and events[-1] == "dropped"
     assert tracker.mode == "search" and tracker.update(np.eye(2, 3), []).centre is None
+
+
+# ------------------------------------------------------- occlusion by a smooth occluder
+def _ground(seed=0, shape=(512, 640)):
+    import cv2
+
+    noise = np.random.default_rng(seed).uniform(0, 255, shape).astype(np.float32)
+    return cv2.GaussianBlur(noise, (0, 0), 2.0)  # paving-like texture, std ~20
+
+
+def _frame(ground, walker_x, occluder=None):
+    """Gray working frame: a dark walker (10x24, bright head) at (walker_x, 200) on the
+    ground; ``occluder`` = (x0, x1, ghost_x): a static patch over that span, smooth (much
+    lower contrast than the walker) but shaped like them at ghost_x, as an inpainted
+    occluder or a blurred look-alike can be."""
+    import cv2
+
+    def draw(image, x):
+        x = int(round(x))
+        image[188:212, x - 5 : x + 5] = 30.0
+        image[188:194, x - 3 : x + 3] = 230.0
+
+    image = ground.copy()
+    draw(image, walker_x)
+    if occluder is not None:
+        x0, x1, ghost_x = occluder
+        ghost = ground.copy()
+        draw(ghost, ghost_x)
+        ghost = cv2.GaussianBlur(ghost, (0, 0), 2.5)
+        image[165:235, x0:x1] = ghost[165:235, x0:x1]
+    return np.clip(image, 0, 255).astype(np.uint8)
+
+
+def _walk_behind_a_smooth_occluder(config=None):
+    from emts.tracker import AppearanceView, LockCommand
+
+    ground = _ground()
+    tracker = TargetTracker(config)
+    view = AppearanceView.of(_frame(ground, 200))
+    tracker.update(
+        np.eye(2, 3),
+        [],
+        lock=LockCommand(np.array([200.0, 200.0]), SIZE, None, "tap:box"),
+        view=view,
+    )
+    states = []
+    for t in range(1, 31):  # +3 px/frame; hidden from frame 10 on behind a static patch
+        occluder = (215, 310, 227) if t >= 10 else None
+        view = AppearanceView.of(_frame(ground, 200 + 3 * t, occluder))
+        states.append(tracker.update(np.eye(2, 3), [], view=view))
+    return states
+
+
+def test_a_smooth_occluder_that_still_matches_the_template_margin_is_an_occlusion():
+    states = _walk_behind_a_smooth_occluder()
+    assert all(s.mode == "locked" and s.measured_by == "appearance" for s in states[:9])
+    hidden = states[9:]
+    assert all(s.measured_by is None for s in hidden)  # nothing measured, nothing learned
+    first_lost = [s.mode for s in hidden].index("reacquire")
+    assert first_lost <= 8  # not "locked" after at most 8 hidden frames ...
+    assert all(s.mode == "reacquire" for s in hidden[first_lost:])  # ... nor on the patch
+
+
+def test_without_the_contrast_signal_the_template_learns_the_occluder():
+    from emts.config import TrackerConfig
+
+    states = _walk_behind_a_smooth_occluder(TrackerConfig(contrast_drop=0.0))
+    assert all(s.mode == "locked" for s in states)  # the failure the contrast signal fixes
+
+
+def test_appearance_relock_region_reaches_ahead_of_the_walk_not_behind_or_aside():
+    tracker = TargetTracker()
+    tracker.lock(_candidate(300, 200, E[0]))
+    for t in range(1, 11):  # walking +3 px/frame in x, then lost
+        tracker.update(np.eye(2, 3), [_candidate(300 + 3 * t, 200, E[0])])
+    for _ in range(8):
+        tracker.update(np.eye(2, 3), [])
+    assert tracker.mode == "reacquire"
+    here = tracker.x[:2]
+    assert tracker._ahead_of_the_walk(here + [20.0, 0.0])  # kept walking: ahead
+    assert tracker._ahead_of_the_walk(here + [10.0, 15.0])  # a little aside
+    assert not tracker._ahead_of_the_walk(here + [-20.0, 0.0])  # turned back: no
+    assert not tracker._ahead_of_the_walk(here + [0.0, 40.0])  # far aside: no

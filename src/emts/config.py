@@ -82,10 +82,12 @@ class TrackerConfig:
     refresh_similarity: float = 0.4  # ... only where the match is at least this strong
     occlusion_ratio: float = 0.6  # a peak below this fraction of the running one: occluded
     typical_peak_keep: float = 0.3  # running NCC peak of accepted matches (fast: sudden drops)
+    contrast_drop: float = 0.7  # matched region's std below this fraction of the running one
     relock_appearance: float = 0.85  # after a drop, a peak this fraction of the running one
     relock_appearance_frames: int = 2  # re-lock: a match moving like a walker over 2 steps
     relock_floor: float = 0.55  # re-lock matches: NCC peak >= this fraction of the typical one
     walk_speed: tuple[float, float] = (0.7, 15.0)  # (min, max) stabilized px/frame of a walker
+    relock_min_pace: float = 2.0  # re-lock chain: mean stabilized px/frame from first to last
     relock_max_radius: float = 64.0  # re-lock searches at most this far (stabilized px) ...
     relock_growth: float = 0.05  # ... within a body height growing by this many per lost frame
     veto_drops_operator_locks: bool = False  # a veto drops auto-locks; tap locks only if True

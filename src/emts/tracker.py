@@ -13,12 +13,13 @@ Two measurements feed the filter under the same Mahalanobis gate (eq. ``eq:gates
   in image coordinates at lock (in an oblique view a followed walker keeps their apparent
   size and orientation while the ground plane's G_t scales and turns), searched by normalized
   cross-correlation around the prediction. It keeps the lock when the detector is silent; it
-  learns slowly from confident matches, never from vetoed frames or from a sudden drop (an
-  occluder).
+  learns slowly from confident matches, never from vetoed frames or from a sudden drop of the
+  NCC peak or of the matched region's contrast (an occluder).
 
 Modes: ``"search"`` (no lock), ``"locked"``, ``"reacquire"`` (coasting after 8 consecutive
 frames without a measurement, a verifier veto, or the target leaving the image). A re-lock
-(frozen template found again on consecutive frames near the coasted prediction, a detection
+(frozen template found again on consecutive frames near the coasted prediction, ahead of the
+walk before the loss, in a region as textured as the person, a detection
 with the frozen embedding inside the re-lock gate, or a detection held inside that gate for
 3 frames) **re-initializes** position and velocity: it is a new origin, never a Kalman
 innovation across the image.
@@ -192,17 +193,19 @@ class AppearanceTemplate:
         if current.shape == self.patch.shape:
             self.patch = (1.0 - alpha) * self.patch + alpha * current
 
-    def _response(self, image, g, centre, radius):
-        """NCC over the window within ``radius`` of ``centre``: (response, its origin)."""
+    def _response(self, image, g, centre, radius, with_window=False):
+        """NCC over the window within ``radius`` of ``centre``: (response, its origin), and
+        the window itself if asked."""
         if self.patch is None:
-            return None, None
+            return (None, None, None) if with_window else (None, None)
         h, w = self.patch.shape[:2]
         r = int(np.ceil(radius / self.step))
         top_left = self._top_left(centre, (w, h)) - self.step * r
         window = self.sample(image, g, top_left, (w + 2 * r, h + 2 * r), self.step)
         if window.shape[2:] != self.patch.shape[2:] or float(window.std()) < 1e-3:
-            return None, None
-        return cv2.matchTemplate(window, self.patch, cv2.TM_CCOEFF_NORMED), top_left
+            return (None, None, None) if with_window else (None, None)
+        response = cv2.matchTemplate(window, self.patch, cv2.TM_CCOEFF_NORMED)
+        return (response, top_left, window) if with_window else (response, top_left)
 
     def _centre(self, response: np.ndarray, top_left: np.ndarray, px: int, py: int) -> np.ndarray:
         h, w = self.patch.shape[:2]
@@ -213,13 +216,19 @@ class AppearanceTemplate:
 
     def search(
         self, image: np.ndarray, g: np.ndarray, centre: np.ndarray, radius: float
-    ) -> tuple[float, np.ndarray] | None:
-        """(NCC peak, matched centre) within ``radius`` of ``centre``, or None."""
-        response, top_left = self._response(image, g, centre, radius)
+    ) -> tuple[float, np.ndarray, float] | None:
+        """(NCC peak, matched centre, contrast) within ``radius`` of ``centre``, or None.
+
+        The contrast is the standard deviation of the matched region's samples: a person
+        replaced by flat ground or a smooth occluder loses most of it.
+        """
+        response, top_left, window = self._response(image, g, centre, radius, with_window=True)
         if response is None:
             return None
         _, peak, _, (px, py) = cv2.minMaxLoc(response)
-        return float(peak), self._centre(response, top_left, px, py)
+        h, w = self.patch.shape[:2]
+        contrast = float(window[py : py + h, px : px + w].std())
+        return float(peak), self._centre(response, top_left, px, py), contrast
 
     def peaks(
         self,
@@ -229,13 +238,19 @@ class AppearanceTemplate:
         radius: float,
         floor: float,
         count: int = 5,
-    ) -> list[tuple[float, np.ndarray]]:
-        """Up to ``count`` local NCC maxima above ``floor`` within ``radius``: (peak, centre)."""
-        response, top_left = self._response(image, g, centre, radius)
+    ) -> list[tuple[float, np.ndarray, float]]:
+        """Up to ``count`` local NCC maxima above ``floor`` within ``radius``: (peak, centre,
+        contrast), as :meth:`search`."""
+        response, top_left, window = self._response(image, g, centre, radius, with_window=True)
         if response is None:
             return []
+        h, w = self.patch.shape[:2]
         return [
-            (float(response[y, x]), self._centre(response, top_left, x, y))
+            (
+                float(response[y, x]),
+                self._centre(response, top_left, x, y),
+                float(window[y : y + h, x : x + w].std()),
+            )
             for x, y in _local_maxima(response, floor, count)
         ]
 
@@ -302,12 +317,14 @@ class TargetTracker:
         self.has_embedding = False
         self.appearance = AppearanceTemplate()
         self.frozen_appearance: np.ndarray | None = None
+        self._lost_velocity = np.zeros(2)  # stabilized px/frame when the lock was lost
         self.lock_height = 0.0
         self.misses = 0
         self._spatial_streak = 0
         self._appearance_streak: list[np.ndarray] = []
         self._veto_drops = True
         self.typical_peak: float | None = None  # running NCC peak of this track's matches
+        self.typical_contrast: float | None = None  # running contrast of the matched region
         self._occluded = False  # the last match dropped suddenly: wait for a strong one
         self._previous: tuple[np.ndarray, np.ndarray] | None = None  # (working, G) at t-1
 
@@ -349,12 +366,15 @@ class TargetTracker:
         image_centre = self._to_image(centre)
         self.appearance.blend(view.image, view.from_working, image_centre, alpha)
 
-    def _search(self, view: AppearanceView, radius: float) -> tuple[float, np.ndarray] | None:
-        """(NCC peak, matched centre in stabilized px) within ``radius`` stabilized px."""
+    def _search(
+        self, view: AppearanceView, radius: float
+    ) -> tuple[float, np.ndarray, float] | None:
+        """(NCC peak, matched centre in stabilized px, contrast) within ``radius`` stabilized
+        px."""
         match = self.appearance.search(
             view.image, view.from_working, self._to_image(self.x[:2]), radius * self._scale()
         )
-        return None if match is None else (match[0], self._from_image(match[1]))
+        return None if match is None else (match[0], self._from_image(match[1]), match[2])
 
     def _scale(self) -> float:
         return float(np.sqrt(abs(np.linalg.det(self.g[:2, :2]))))
@@ -505,9 +525,17 @@ class TargetTracker:
             needed = max(c.appearance_threshold, c.relock_appearance * previous)
         else:
             needed = max(c.appearance_threshold, c.occlusion_ratio * previous)
+        # A match whose region lost most of its contrast is the person replaced by flatter
+        # ground or an occluder, even where the NCC peak stays moderate (the template's margin
+        # of ground still matches).
+        contrast = self.typical_contrast
+        flattened = (
+            match is not None and contrast is not None and match[2] < c.contrast_drop * contrast
+        )
         appearance_ok = (
             match is not None
             and match[0] >= needed
+            and not flattened
             and self._innovation(match[1], self._r_appearance) < c.gate_mahalanobis
         )
         if match is not None and previous is not None and not appearance_ok:
@@ -528,6 +556,9 @@ class TargetTracker:
             keep = c.typical_peak_keep
             self.typical_peak = (
                 match[0] if previous is None else keep * previous + (1 - keep) * match[0]
+            )
+            self.typical_contrast = (
+                match[2] if contrast is None else keep * contrast + (1 - keep) * match[2]
             )
         if view is not None and teach:
             self._blend(view, match[1], c.template_refresh)
@@ -562,6 +593,7 @@ class TargetTracker:
 
     def _enter_reacquire(self) -> None:
         self.mode = "reacquire"
+        self._lost_velocity = self.x[2:4].copy()  # the walk before the loss
         self.frozen_template = self.template.copy()
         self.frozen_appearance = (
             None if self.appearance.patch is None else self.appearance.patch.copy()
@@ -588,15 +620,19 @@ class TargetTracker:
             self.appearance.patch = self.frozen_appearance
             floor = max(c.appearance_threshold, c.relock_floor * (self.typical_peak or 1.0))
             found = self._peaks(view, self._search_radius(self._relock_radius()), floor)
+            if self.typical_contrast is not None:  # flat ground or a smooth occluder: not them
+                least = c.contrast_drop * self.typical_contrast
+                found = [f for f in found if f[2] >= least]
+            found = [f for f in found if self._ahead_of_the_walk(f[1])]
             peak = max((f[0] for f in found), default=None)
             moving = self._moving_match([f[1] for f in found], view)
             if moving is not None:
                 self._relock(moving[0], self.x[4:6], None, rebuild=False)
                 self.x[2:4] = moving[1]  # the chain's own velocity: it is walking
-                # The look has changed since the template froze (that is why the peaks were
-                # low): start the template and its running peak afresh from here.
-                self._capture(view)
-                self.typical_peak = None
+                # The template stays the frozen one, the look from before the loss (captured
+                # afresh here, in tree shade, it drifted off the person as they left the
+                # shade); its running peak and contrast restart from here.
+                self.typical_peak = self.typical_contrast = None
                 return None, peak
         if not candidates:
             self._spatial_streak = 0
@@ -627,9 +663,28 @@ class TargetTracker:
             self._relock(m[:2], m[2:], candidates[nearest].embedding, rebuild=True)
             if view is not None:
                 self._capture(view)
-                self.typical_peak = None
+                self.typical_peak = self.typical_contrast = None
             return nearest, peak
         return None, peak
+
+    def _ahead_of_the_walk(self, position: np.ndarray) -> bool:
+        """Is ``position`` (stabilized px) where a person hidden while walking can be now?
+
+        The re-lock region grows along the walk before the loss, not isotropically: the coast
+        slows down (``coast_velocity_keep``), so a person who kept walking is ahead of the
+        prediction, up to the re-lock radius; behind it by at most half a body height, and
+        aside by at most a body height (or half the radius once that is larger).
+        """
+        speed = float(np.hypot(*self._lost_velocity))
+        if speed < self.config.walk_speed[0]:  # no walk to follow: the isotropic radius
+            return True
+        height = max(float(self.x[5]) / self._scale(), 1.0)
+        radius = self._relock_radius()
+        along_unit = self._lost_velocity / speed
+        offset = position - self.x[:2]
+        along = float(offset @ along_unit)
+        aside = abs(float(offset[0] * along_unit[1] - offset[1] * along_unit[0]))
+        return -height / 2 <= along <= radius and aside <= max(height, radius / 2)
 
     def _peaks(self, view: AppearanceView, radius: float, floor: float):
         """Local NCC maxima (peak, stabilized centre) within ``radius`` stabilized px."""
@@ -640,7 +695,7 @@ class TargetTracker:
             radius * self._scale(),
             floor,
         )
-        return [(p, self._from_image(centre)) for p, centre in found]
+        return [(p, self._from_image(centre), contrast) for p, centre, contrast in found]
 
     def _moving_match(
         self, positions: list[np.ndarray], view: AppearanceView
@@ -677,7 +732,11 @@ class TargetTracker:
             chains.append(chain[-(c.relock_appearance_frames + 1) :])
         self._appearance_streak = chains
         for chain in chains:
-            if len(chain) > c.relock_appearance_frames and self._moves_on_its_ground(chain, view):
+            if len(chain) <= c.relock_appearance_frames:
+                continue
+            # A walker covers ground; a look-alike edge swaying with parallax creeps.
+            pace = float(np.hypot(*(chain[-1] - chain[0]))) / (len(chain) - 1)
+            if pace >= c.relock_min_pace and self._moves_on_its_ground(chain, view):
                 return chain[-1], chain[-1] - chain[-2]
         return None
 
