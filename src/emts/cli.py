@@ -1143,6 +1143,98 @@ def _add_training(sub) -> None:
     p.set_defaults(run=_cmd_eval_tracking)
 
 
+def _cmd_adapt(args: argparse.Namespace) -> int:
+    _require_train_extra()
+    from emts.eval.track_eval import parse_span
+    from emts.train.adapt import AdaptConfig, adapt_detector, read_footage
+
+    span = parse_span(args.frames) if args.frames else None
+    if args.model is not None and not Path(args.model).is_file():
+        raise BadInputError(f"--model {args.model}: no such file")
+    low, high = args.person_height
+    if not 0 < low < high:
+        raise BadInputError("--person-height: expected 0 < LO < HI")
+    _check_writable("--out", Path(args.out), folder=True)
+    config = AdaptConfig(
+        steps=args.steps,
+        lr=args.lr,
+        seed=args.seed,
+        threads=args.threads,
+        fps=args.fps,
+        person_height=(low, high),
+    )
+    footage = read_footage(args.footage, span, args.fps)
+    report = adapt_detector(
+        footage,
+        args.out,
+        config,
+        base_model=args.model,
+        curriculum=args.curriculum,
+        hituav=args.hituav,
+        command="emts adapt " + " ".join(sys.argv[2:]),
+    )
+    frames = sum(f["frames"] for f in report["footage"])
+    print(
+        f"adapted on {frames} frames in {report['seconds']} s -> {args.out}/model.onnx "
+        f"(use it with --model); provenance: {args.out}/adapt.json"
+    )
+    return 0
+
+
+def _add_adapt(sub) -> None:
+    p = sub.add_parser(
+        "adapt",
+        help="fine-tune the detector on your own unlabelled footage (needs emts[train])",
+        description="Your frames become moving plates (their real camera motion, parallax and "
+        "clutter) with walkers composited in; frames without a pasted walker are hard "
+        "negatives; wherever the starting model or the compensated frame difference sees "
+        "something person-sized moving is ignored (it may be a real person). Replay of the "
+        "synthetic curriculum and HIT-UAV, when present, keeps what the model knew. Writes "
+        "OUT/model.onnx (use it with --model), adapt.json (provenance) and curves.png.",
+    )
+    p.add_argument("footage", nargs="+", help="videos, image folders or globs of your flights")
+    p.add_argument("--out", required=True, help="run folder (e.g. runs/adapted)")
+    p.add_argument(
+        "--frames", metavar="A:B", help="use frames A..B of each footage (0-based, inclusive)"
+    )
+    p.add_argument(
+        "--fps",
+        type=_float_in(0.0, None, low_inclusive=False),
+        default=30.0,
+        help="frame rate of the footage (image folders carry none; default: %(default)s)",
+    )
+    p.add_argument("--model", help="starting ONNX detector (default: the shipped model)")
+    p.add_argument("--steps", type=_POSITIVE, default=1500, help="(default: %(default)s)")
+    p.add_argument(
+        "--lr",
+        type=_float_in(0.0, None, low_inclusive=False),
+        default=5e-4,
+        help="(default: %(default)s)",
+    )
+    p.add_argument(
+        "--person-height",
+        type=float,
+        nargs=2,
+        metavar=("LO", "HI"),
+        default=(16.0, 110.0),
+        help="pasted walkers' height range in 640x512 working px (default: 16 110)",
+    )
+    p.add_argument(
+        "--curriculum",
+        default="data",
+        help="folder with the tier1/ and negatives/ sets replayed (skipped when absent; "
+        "default: %(default)s)",
+    )
+    p.add_argument(
+        "--hituav",
+        default="../shared/data/hit-uav",
+        help="HIT-UAV folder replayed as Tier 2 (skipped when absent; default: %(default)s)",
+    )
+    p.add_argument("--seed", type=_SEED, default=0)
+    p.add_argument("--threads", type=_THREADS, default=2)
+    p.set_defaults(run=_cmd_adapt)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="emts",
@@ -1229,6 +1321,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serve(sub)
     _add_synth(sub)
     _add_training(sub)
+    _add_adapt(sub)
     cli_quant.add_quantize(sub)
     return parser
 

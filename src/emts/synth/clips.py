@@ -214,6 +214,40 @@ def _composite(frame, alpha_patch, values):
     frame[fs] = frame[fs] * (1 - a) + values[ps] * a
 
 
+def composite_actors(
+    frame: np.ndarray, actors: list, pose: np.ndarray, warm_persons: set | frozenset = frozenset()
+) -> list[tuple]:
+    """Draw ``actors`` (plate px, seen through the 2x3/3x3 ``pose``) into the float gray
+    ``frame`` in place: shadows first, then bodies, farther ones (smaller ground y on screen)
+    first so that nearer ones occlude them. Each body's contrast is in units of the local
+    standard deviation around it; persons in ``warm_persons`` are brighter than the ground.
+
+    Returns the layers bottom to top: (sprite, mean contrast in local-std units).
+    """
+    size = (frame.shape[1], frame.shape[0])
+    affine = np.asarray(pose, float)[:2]
+    sprites = []
+    for item in sorted(actors, key=lambda a: float((affine @ [*a.ground_position, 1])[1])):
+        sprite = item.render(affine, size)
+        if sprite is not None:
+            sprites.append(sprite)
+    for sprite in sprites:
+        if sprite.shadow is not None:
+            win = _window(frame.shape, sprite.shadow)
+            if win is not None:
+                frame[win[0]] *= 1.0 - sprite.shadow.values[win[1]]
+    layers = []
+    for sprite in sprites:
+        mean, std = _local_stats(frame, sprite.alpha)
+        contrast = sprite.contrast.values
+        if sprite.kind == "person" and sprite.identity in warm_persons:
+            contrast = np.abs(contrast)
+        _composite(frame, sprite.alpha, mean + contrast * std)
+        weights = sprite.alpha.values
+        layers.append((sprite, float((weights * contrast).sum() / max(weights.sum(), 1e-6))))
+    return layers
+
+
 @dataclass
 class DroneShadow:
     """The drone's own shadow on the ground: fixed to the drone, so it stays nearly still in
@@ -434,26 +468,7 @@ def render_scene(
         )
         if scene.drone_shadow is not None:
             scene.drone_shadow.apply(frame, rng)
-        # Farther actors (smaller ground y on screen) first, so nearer ones occlude them.
-        sprites = []
-        for item in sorted(actors, key=lambda a: float((pose[:2] @ [*a.ground_position, 1])[1])):
-            sprite = item.render(pose[:2], FRAME_SIZE)
-            if sprite is not None:
-                sprites.append(sprite)
-        for sprite in sprites:
-            if sprite.shadow is not None:
-                win = _window(frame.shape, sprite.shadow)
-                if win is not None:
-                    frame[win[0]] *= 1.0 - sprite.shadow.values[win[1]]
-        layers = []  # (sprite, mean contrast in local-std units), bottom to top
-        for sprite in sprites:
-            mean, std = _local_stats(frame, sprite.alpha)
-            contrast = sprite.contrast.values
-            if sprite.kind == "person" and sprite.identity in scene.warm_persons:
-                contrast = np.abs(contrast)
-            _composite(frame, sprite.alpha, mean + contrast * std)
-            weights = sprite.alpha.values
-            layers.append((sprite, float((weights * contrast).sum() / max(weights.sum(), 1e-6))))
+        layers = composite_actors(frame, actors, pose, scene.warm_persons)
         occluders = (
             scene.parallax.render(pose[:2], FRAME_SIZE, path.centre)
             if scene.parallax is not None

@@ -54,3 +54,67 @@ def export_onnx(model: MicroDetector, out: str | Path, opset: int = 17) -> Path:
     )
     model.eval()  # the exporter restores the wrapper's mode onto the model: keep it in eval
     return out
+
+
+def detector_from_onnx(path: str | Path, config: DetectorConfig | None = None) -> MicroDetector:
+    """Rebuild a trainable :class:`MicroDetector` from an exported detector ONNX.
+
+    The exporter folds every BatchNorm into the convolution before it; here each folded
+    convolution gets its weights back and its BatchNorm becomes the identity carrying the
+    folded bias (weight 1, running mean 0, running variance 1 - eps). Fine-tune such a model
+    with its BatchNorms in eval mode (see :func:`freeze_batch_norm`): the statistics are gone.
+    Raises ``BadInputError`` when the graph does not fit the architecture.
+    """
+    import onnx
+    from onnx import numpy_helper
+
+    from emts.errors import BadInputError
+
+    graph = onnx.load(str(path)).graph
+    weights = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    convs = [n for n in graph.node if n.op_type == "Conv"]
+    model = MicroDetector(config or DetectorConfig()).eval()
+    modules = list(model.modules())
+    layers = [
+        (conv, after if isinstance(after, nn.BatchNorm2d) else None)
+        for conv, after in (
+            (m, modules[i + 1] if i + 1 < len(modules) else None)
+            for i, m in enumerate(modules)
+            if isinstance(m, nn.Conv2d)
+        )
+    ]
+    if len(convs) != len(layers):
+        raise BadInputError(
+            f"{path}: {len(convs)} convolutions, the detector architecture has {len(layers)}"
+        )
+    with torch.no_grad():
+        for node, (conv, bn) in zip(convs, layers, strict=True):
+            w = torch.from_numpy(weights[node.input[1]].copy())
+            b = (
+                torch.from_numpy(weights[node.input[2]].copy())
+                if len(node.input) > 2
+                else torch.zeros(w.shape[0])
+            )
+            if tuple(w.shape) != tuple(conv.weight.shape):
+                raise BadInputError(
+                    f"{path}: convolution {node.name} is {tuple(w.shape)}, "
+                    f"expected {tuple(conv.weight.shape)}"
+                )
+            conv.weight.copy_(w)
+            if bn is None:
+                conv.bias.copy_(b)
+                continue
+            if conv.bias is not None:
+                conv.bias.zero_()
+            bn.weight.fill_(1.0)
+            bn.bias.copy_(b)
+            bn.running_mean.zero_()
+            bn.running_var.fill_(1.0 - bn.eps)
+    return model
+
+
+def freeze_batch_norm(model: nn.Module) -> None:
+    """Put every BatchNorm of ``model`` in eval mode (running statistics kept fixed)."""
+    for module in model.modules():
+        if isinstance(module, nn.BatchNorm2d):
+            module.eval()

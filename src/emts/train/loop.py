@@ -15,6 +15,7 @@ from tqdm import tqdm
 
 from emts.errors import BadInputError
 from emts.train.data import MixtureStream, StoredClips, Tier2Stills
+from emts.train.export import freeze_batch_norm
 from emts.train.losses import detector_loss
 from emts.train.model import DetectorConfig, MicroDetector
 
@@ -86,6 +87,42 @@ def train_detector(
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=config.lr, weight_decay=config.weight_decay
     )
+    sources = {
+        "tier1": StoredClips(tier1, "tier1", progress=tqdm, still_speed=config.still_speed),
+        "negative": StoredClips(negatives, "negative", progress=tqdm),
+        "tier2": Tier2Stills(hituav),
+    }
+    state = run_phases(
+        model, optimizer, sources, config.phases(), config, out, device, checkpoint_every
+    )
+    torch.save({"model": model.state_dict(), "config": asdict(config.model)}, out / "model.pt")
+    metrics = {
+        "config": asdict(config),
+        "device": device,
+        "train_seconds": round(state["seconds"], 1),
+        "final": state["history"][-1] if state["history"] else None,
+        "history": state["history"],
+    }
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
+    plot_curves(state["history"], out / "curves.png")
+    return metrics
+
+
+def run_phases(
+    model: MicroDetector,
+    optimizer: torch.optim.Optimizer,
+    sources: dict[str, object],
+    phases: list[tuple[str, int, dict[str, float]]],
+    config: TrainConfig,
+    out: Path,
+    device: str = "cpu",
+    checkpoint_every: int = 100,
+    freeze_bn: bool = False,
+) -> dict:
+    """Run ``phases`` ((name, steps, mixture) each) on batches drawn from ``sources``, with
+    cosine learning-rate decay per phase, checkpointing to ``out/checkpoint.pt`` and resuming
+    from it. ``freeze_bn`` keeps BatchNorm statistics fixed (fine-tuning a folded model).
+    Returns the training state (``history``, ``seconds``)."""
     state = {"phase": 0, "step": 0, "history": [], "seconds": 0.0}
     checkpoint = out / CHECKPOINT
     if checkpoint.exists():
@@ -93,12 +130,6 @@ def train_detector(
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
         state = saved["state"]
-    sources = {
-        "tier1": StoredClips(tier1, "tier1", progress=tqdm, still_speed=config.still_speed),
-        "negative": StoredClips(negatives, "negative", progress=tqdm),
-        "tier2": Tier2Stills(hituav),
-    }
-    phases = config.phases()
     for phase_index in range(state["phase"], len(phases)):
         name, steps, mixture = phases[phase_index]
         stream = MixtureStream(
@@ -129,6 +160,8 @@ def train_detector(
         window: list[dict[str, float]] = []
         started = time.perf_counter()
         model.train()
+        if freeze_bn:
+            freeze_batch_norm(model)
         for step in bar:
             batch = {k: v.to(device) for k, v in next(batches).items()}
             for group in optimizer.param_groups:
@@ -164,17 +197,7 @@ def train_detector(
             {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "state": state},
             checkpoint,
         )
-    torch.save({"model": model.state_dict(), "config": asdict(config.model)}, out / "model.pt")
-    metrics = {
-        "config": asdict(config),
-        "device": device,
-        "train_seconds": round(state["seconds"], 1),
-        "final": state["history"][-1] if state["history"] else None,
-        "history": state["history"],
-    }
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
-    plot_curves(state["history"], out / "curves.png")
-    return metrics
+    return state
 
 
 def plot_curves(history: list[dict], path: Path) -> None:
