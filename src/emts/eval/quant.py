@@ -100,12 +100,30 @@ def machine_state() -> dict:
     return {"loadavg": [round(v, 2) for v in os.getloadavg()], "other_heavy_processes": others}
 
 
+def _cpu_seconds(lines: list[str]) -> float:
+    """CPU time used so far by the processes of ``pgrep -af`` lines (0 for ended ones)."""
+    total = 0.0
+    for line in lines:
+        try:
+            fields = Path(f"/proc/{line.split()[0]}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    return total
+
+
 def wait_for_idle(seconds: float, poll: float = 15.0) -> dict:
-    """Wait up to ``seconds`` for other heavy processes to end; the state when timing starts."""
+    """Wait up to ``seconds`` until no other heavy process is *working* (a training or
+    benchmark process that used under 2 % of a core over ``poll`` seconds counts as idle);
+    returns the state when timing starts."""
     deadline = time.monotonic() + seconds
     state = machine_state()
     while state["other_heavy_processes"] and time.monotonic() < deadline:
+        before = _cpu_seconds(state["other_heavy_processes"])
         time.sleep(poll)
+        if _cpu_seconds(state["other_heavy_processes"]) - before < 0.02 * poll:
+            state["others_idle"] = True
+            break
         state = machine_state()
     return state
 
