@@ -141,3 +141,59 @@ def test_adapt_bad_input_is_one_line_and_exit_2(tmp_path, aerial_scene, capsys, 
     assert main(["adapt", *args, "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+def test_verified_tracks_become_positives_and_unsure_ones_ignore_regions(tmp_path, segment):
+    from emts.train.adapt import read_tracks
+
+    lines = [
+        {
+            "frame": 11,
+            "mode": "locked",
+            "target": {"box": [100, 50, 20, 50], "verified": True, "measured_by": "appearance"},
+        },
+        {
+            "frame": 12,
+            "mode": "locked",
+            "target": {"box": [104, 50, 20, 50], "verified": False, "measured_by": "appearance"},
+        },
+        {
+            "frame": 13,
+            "mode": "reacquire",
+            "target": {"box": [108, 50, 20, 50], "verified": True, "measured_by": None},
+        },
+        {"frame": 14, "mode": "search", "target": None},
+        {
+            "frame": 99,
+            "mode": "locked",
+            "target": {"box": [1, 1, 9, 9], "verified": True, "measured_by": "both"},
+        },
+    ]
+    path = tmp_path / "track.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    positives, unsure = read_tracks(path, first=10, count=8)
+    assert [len(b) for b in positives] == [0, 1, 0, 0, 0, 0, 0, 0]
+    assert [len(b) for b in unsure] == [0, 0, 1, 1, 0, 0, 0, 0]
+    segment = FootageSegment(
+        segment.name,
+        segment.geometry,
+        segment.frames,
+        segment.motions,
+        segment.ignore,
+        tracked=[np.array([[300.0, 150.0, 24.0, 60.0]])] * len(segment.frames),
+    )
+    config = AdaptConfig(fps=30.0, empty_share=1.0)
+    sample = OwnFootage([segment], config).sample(np.random.default_rng(0), 4, 2)
+    assert all(int(t.mask.sum()) == 1 and t.identity[0] == 2900 for t in sample.targets)
+
+
+def test_a_tracks_file_that_is_not_emts_track_output_is_bad_input(tmp_path):
+    from emts.errors import BadInputError
+    from emts.train.adapt import read_tracks
+
+    path = tmp_path / "track.jsonl"
+    path.write_text('{"frame": 1, "target": {"box": "x"}}\n')
+    with pytest.raises(BadInputError, match="line 1"):
+        read_tracks(path, 0, 5)
+    with pytest.raises(BadInputError, match="missing.jsonl"):
+        read_tracks(tmp_path / "missing.jsonl", 0, 5)

@@ -1154,6 +1154,8 @@ def _cmd_adapt(args: argparse.Namespace) -> int:
     low, high = args.person_height
     if not 0 < low < high:
         raise BadInputError("--person-height: expected 0 < LO < HI")
+    if args.tracks and len(args.tracks) != len(args.footage):
+        raise BadInputError(f"--tracks: {len(args.tracks)} files for {len(args.footage)} footage")
     _check_writable("--out", Path(args.out), folder=True)
     config = AdaptConfig(
         steps=args.steps,
@@ -1172,6 +1174,8 @@ def _cmd_adapt(args: argparse.Namespace) -> int:
         curriculum=args.curriculum,
         hituav=args.hituav,
         command="emts adapt " + " ".join(sys.argv[2:]),
+        tracks=args.tracks,
+        first_frame=span[0] if span else 0,
     )
     frames = sum(f["frames"] for f in report["footage"])
     print(
@@ -1204,6 +1208,13 @@ def _add_adapt(sub) -> None:
         help="frame rate of the footage (image folders carry none; default: %(default)s)",
     )
     p.add_argument("--model", help="starting ONNX detector (default: the shipped model)")
+    p.add_argument(
+        "--tracks",
+        action="append",
+        metavar="JSONL",
+        help="pseudo-labels: `emts track --jsonl` output of a footage (one per footage, in "
+        "order); verified locked targets become positives, other targets ignore regions",
+    )
     p.add_argument("--steps", type=_POSITIVE, default=1500, help="(default: %(default)s)")
     p.add_argument(
         "--lr",

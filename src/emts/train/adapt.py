@@ -35,6 +35,7 @@ from emts.train.data import Sample, StoredClips, Tier2Stills
 from emts.train.targets import build_targets
 
 IGNORE_GROWTH = 1.5  # ignore regions are the flagged boxes grown by this factor
+TRACKED_ID = 900  # identities of pseudo-labelled persons within a sample (pasted: 0, 1, ...)
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,10 @@ class FootageSegment:
     frames: list[np.ndarray]  # gray uint8, input size
     motions: list[np.ndarray]  # 3x3, frame t-1 -> t (identity for t = 0)
     ignore: list[np.ndarray]  # (n, 4) boxes where a real person may be
+    tracked: list[np.ndarray] | None = None  # (n, 4) pseudo-labels: verified tracked persons
+
+    def positives(self, t: int) -> np.ndarray:
+        return np.zeros((0, 4)) if self.tracked is None else self.tracked[t]
 
 
 def _grow(boxes: np.ndarray, factor: float) -> np.ndarray:
@@ -203,12 +208,18 @@ class OwnFootage:
             result = front.step(image)
             if k == 0:
                 continue
-            persons = np.array([s.box for s, _ in layers if s.kind == "person"], float)
-            ignore = segment.ignore[t]
-            boxes = np.concatenate([persons.reshape(-1, 4), ignore])
-            visible = np.concatenate([np.ones(len(persons)), np.zeros(len(ignore))])
+            pasted = [s for s, _ in layers if s.kind == "person"]
+            tracked, ignore = segment.positives(t), segment.ignore[t]
+            boxes = np.concatenate(
+                [np.array([s.box for s in pasted], float).reshape(-1, 4), tracked, ignore]
+            )
+            visible = np.repeat([1.0, 0.0], [len(pasted) + len(tracked), len(ignore)])
             identities = np.concatenate(
-                [[s.identity for s, _ in layers if s.kind == "person"], -np.ones(len(ignore))]
+                [
+                    [s.identity for s in pasted],
+                    clip_number * 1000 + TRACKED_ID + np.arange(len(tracked)),
+                    -np.ones(len(ignore)),
+                ]
             ).astype(np.int64)
             network = segment.geometry.boxes(boxes, Frame.INPUT, Frame.NETWORK)
             channels.append(result.channels)
@@ -239,6 +250,42 @@ def read_footage(
     return out
 
 
+def read_tracks(path: str | Path, first: int, count: int) -> tuple[list, list]:
+    """Pseudo-labels from an ``emts track --jsonl`` file of the same footage.
+
+    Returns per footage frame ``first .. first + count - 1`` (the JSON ``frame`` numbers):
+    (positives, unsure) box arrays in input px. A positive is a target that is ``locked``,
+    ``verified`` and measured on that frame; any other reported target (unverified,
+    coasting, reacquiring) is unsure and becomes an ignore region.
+    """
+    positives = [np.zeros((0, 4)) for _ in range(count)]
+    unsure = [np.zeros((0, 4)) for _ in range(count)]
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as error:
+        raise BadInputError(f"--tracks {path}: {error.strerror or error}") from None
+    for number, text in enumerate(lines, 1):
+        if not text.strip():
+            continue
+        try:
+            line = json.loads(text)
+            frame, target = int(line["frame"]), line.get("target")
+            box = None if target is None else np.array(target["box"], float).reshape(1, 4)
+        except (ValueError, KeyError, TypeError):
+            raise BadInputError(
+                f"--tracks {path}: line {number} is not an emts track JSON line"
+            ) from None
+        t = frame - first
+        if box is None or not 0 <= t < count:
+            continue
+        sure = line.get("mode") == "locked" and target.get("verified") and target.get("measured_by")
+        if sure:
+            positives[t] = box
+        else:
+            unsure[t] = box
+    return positives, unsure
+
+
 def adapt_detector(
     footage: list[tuple[str, list[np.ndarray]]],
     out: str | Path,
@@ -247,6 +294,8 @@ def adapt_detector(
     curriculum: str | Path | None = None,
     hituav: str | Path | None = None,
     command: str = "",
+    tracks: list[str | Path] | None = None,
+    first_frame: int = 0,
 ) -> dict:
     """Fine-tune ``base_model`` (default: the shipped detector) on ``footage``; writes
     ``out/model.onnx``, ``model.pt``, ``adapt.json`` (provenance), ``curves.png``."""
@@ -265,6 +314,14 @@ def adapt_detector(
     started = time.perf_counter()
     detector = Detector(base, threads=config.threads, threshold=config.ignore_score)
     segments = [prepare_segment(name, frames, detector, config) for name, frames in footage]
+    if tracks:
+        if len(tracks) != len(segments):
+            raise BadInputError(f"--tracks: {len(tracks)} files for {len(segments)} footage")
+        for segment, path in zip(segments, tracks, strict=True):
+            segment.tracked, unsure = read_tracks(path, first_frame, len(segment.frames))
+            segment.ignore = [
+                np.concatenate([a, b]) for a, b in zip(segment.ignore, unsure, strict=True)
+            ]
     sources: dict[str, object] = {"footage": OwnFootage(segments, config)}
     replay = []
     if curriculum is not None:
@@ -303,6 +360,10 @@ def adapt_detector(
             for s in segments
         ],
         "ignore_regions_per_frame": [round(v, 2) for v in ignored],
+        "pseudo_labels": [
+            0 if s.tracked is None else int(sum(len(b) for b in s.tracked)) for s in segments
+        ],
+        "tracks": [str(t) for t in tracks or []],
         "replay": replay,
         "mixture": mixture,
         "config": asdict(config),
