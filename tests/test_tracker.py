@@ -223,3 +223,54 @@ def test_appearance_relock_region_reaches_ahead_of_the_walk_not_behind_or_aside(
     assert tracker._ahead_of_the_walk(here + [10.0, 15.0])  # a little aside
     assert not tracker._ahead_of_the_walk(here + [-20.0, 0.0])  # turned back: no
     assert not tracker._ahead_of_the_walk(here + [0.0, 40.0])  # far aside: no
+
+
+def _walk_faint_behind_a_bright_textured_occluder(config=None):
+    """A faint walker (the demo's thermal-like person) walks behind a static, bright and
+    textured crown: NCC ignores contrast, so the faint template matches the crown's edge."""
+    import cv2
+
+    from emts.tracker import AppearanceView, LockCommand
+
+    rng = np.random.default_rng(3)
+    ground = cv2.GaussianBlur(rng.normal(120, 12, (512, 640)).astype(np.float32), (0, 0), 2)
+    crown = cv2.GaussianBlur(rng.normal(0, 120, (80, 70)).astype(np.float32), (0, 0), 2.5)
+
+    def frame(walker_x):
+        image = ground.copy()
+        x = int(round(walker_x))
+        image[188:212, x - 5 : x + 5] += 10.0  # faint body
+        image[188:194, x - 3 : x + 3] += 14.0  # faint head
+        alpha = np.clip((np.arange(70) + 1) / 14.0, 0, 1)[None, :]  # a soft left edge
+        patch = image[160:240, 240:310]
+        image[160:240, 240:310] = (1 - alpha) * patch + alpha * (170.0 + crown)  # the crown
+        return np.clip(image, 0, 255).astype(np.uint8)
+
+    tracker = TargetTracker(config)
+    tracker.update(
+        np.eye(2, 3),
+        [],
+        lock=LockCommand(np.array([200.0, 200.0]), SIZE, None, "tap:box"),
+        view=AppearanceView.of(frame(200)),
+    )
+    return [
+        tracker.update(np.eye(2, 3), [], view=AppearanceView.of(frame(200 + 2 * t)))
+        for t in range(1, 41)  # +2 px/frame; under the crown from about frame 20 on
+    ]
+
+
+def test_a_region_far_more_contrasted_than_the_target_is_an_occluder():
+    states = _walk_faint_behind_a_bright_textured_occluder()
+    assert all(s.mode == "locked" for s in states[:8])
+    hidden = states[22:]  # the walker's box is under the crown from frame 23 on
+    assert all(s.measured_by is None for s in hidden)  # the crown is never measured ...
+    assert "reacquire" in [s.mode for s in hidden[:10]]  # ... and the lock is let go
+
+
+def test_contrast_rise_is_measured_against_the_slow_running_contrast():
+    from emts.config import TrackerConfig
+
+    tracker = TargetTracker(TrackerConfig(contrast_rise=1.5))
+    assert not tracker._surged(1e6)  # no reference yet: nothing to compare with
+    tracker.reference_contrast = 10.0
+    assert not tracker._surged(14.0) and tracker._surged(16.0)

@@ -83,6 +83,8 @@ class TrackerConfig:
     occlusion_ratio: float = 0.6  # a peak below this fraction of the running one: occluded
     typical_peak_keep: float = 0.3  # running NCC peak of accepted matches (fast: sudden drops)
     contrast_drop: float = 0.7  # matched region's std below this fraction of the running one
+    contrast_rise: float = 1.5  # ... or above this multiple of the slow running one: occluded
+    reference_contrast_keep: float = 0.9  # the slow running contrast (the target's own)
     relock_appearance: float = 0.85  # after a drop, a peak this fraction of the running one
     relock_appearance_frames: int = 2  # re-lock: a match moving like a walker over 2 steps
     relock_floor: float = 0.55  # re-lock matches: NCC peak >= this fraction of the typical one

@@ -325,6 +325,7 @@ class TargetTracker:
         self._veto_drops = True
         self.typical_peak: float | None = None  # running NCC peak of this track's matches
         self.typical_contrast: float | None = None  # running contrast of the matched region
+        self.reference_contrast: float | None = None  # the same, slow: the target's own
         self._occluded = False  # the last match dropped suddenly: wait for a strong one
         self._previous: tuple[np.ndarray, np.ndarray] | None = None  # (working, G) at t-1
 
@@ -532,10 +533,15 @@ class TargetTracker:
         flattened = (
             match is not None and contrast is not None and match[2] < c.contrast_drop * contrast
         )
+        # NCC ignores contrast: a faint target's template also matches the edge of a bright,
+        # textured occluder sliding over it, and a slowly refreshed template absorbs it. A
+        # region far more contrasted than the target has been is not the target.
+        surged = match is not None and self._surged(match[2])
         appearance_ok = (
             match is not None
             and match[0] >= needed
             and not flattened
+            and not surged
             and self._innovation(match[1], self._r_appearance) < c.gate_mahalanobis
         )
         if match is not None and previous is not None and not appearance_ok:
@@ -560,6 +566,10 @@ class TargetTracker:
             self.typical_contrast = (
                 match[2] if contrast is None else keep * contrast + (1 - keep) * match[2]
             )
+            slow, reference = c.reference_contrast_keep, self.reference_contrast
+            self.reference_contrast = (
+                match[2] if reference is None else slow * reference + (1 - slow) * match[2]
+            )
         if view is not None and teach:
             self._blend(view, match[1], c.template_refresh)
         measured_by = (
@@ -567,6 +577,11 @@ class TargetTracker:
             "detection" if chosen is not None else "appearance"
         )  # fmt: skip
         return chosen, peak, measured_by
+
+    def _surged(self, contrast: float) -> bool:
+        """Has the matched region far more contrast than the target's own (slow) value?"""
+        reference = self.reference_contrast
+        return reference is not None and contrast > self.config.contrast_rise * reference
 
     def _kalman(self, z: np.ndarray, h: np.ndarray, r: np.ndarray) -> None:
         s = h @ self.p @ h.T + r
@@ -622,7 +637,7 @@ class TargetTracker:
             found = self._peaks(view, self._search_radius(self._relock_radius()), floor)
             if self.typical_contrast is not None:  # flat ground or a smooth occluder: not them
                 least = c.contrast_drop * self.typical_contrast
-                found = [f for f in found if f[2] >= least]
+                found = [f for f in found if f[2] >= least and not self._surged(f[2])]
             found = [f for f in found if self._ahead_of_the_walk(f[1])]
             peak = max((f[0] for f in found), default=None)
             moving = self._moving_match([f[1] for f in found], view)
@@ -632,7 +647,7 @@ class TargetTracker:
                 # The template stays the frozen one, the look from before the loss (captured
                 # afresh here, in tree shade, it drifted off the person as they left the
                 # shade); its running peak and contrast restart from here.
-                self.typical_peak = self.typical_contrast = None
+                self.typical_peak = self.typical_contrast = self.reference_contrast = None
                 return None, peak
         if not candidates:
             self._spatial_streak = 0
@@ -663,7 +678,7 @@ class TargetTracker:
             self._relock(m[:2], m[2:], candidates[nearest].embedding, rebuild=True)
             if view is not None:
                 self._capture(view)
-                self.typical_peak = self.typical_contrast = None
+                self.typical_peak = self.typical_contrast = self.reference_contrast = None
             return nearest, peak
         return None, peak
 
