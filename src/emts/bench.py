@@ -30,12 +30,14 @@ def _summary(values_ms: list[float]) -> dict[str, float]:
     }
 
 
-def build_runner(model: str | None, precision: str | None, threads: int):
+def build_runner(
+    model: str | None, precision: str | None, threads: int, detector_mode: str = "plain"
+):
     """(the pipeline :func:`run_bench` times, the model files it runs): Stages A-E with the
     detector ``model`` or the shipped one of ``precision``; Stages A and B without one."""
     if model is None and not default_model_path().is_file():
         return MotionFrontEnd(), {}
-    from emts.pipeline import Pipeline
+    from emts.pipeline import Pipeline, detector_stage
     from emts.precision import model_for
     from emts.verifier import Verifier
     from emts.verifier import default_model_path as verifier_path
@@ -46,7 +48,9 @@ def build_runner(model: str | None, precision: str | None, threads: int):
         verifier, models["verifier"] = Verifier(verifier_file, threads=1), verifier_file.name
     detector = Detector(model_for("detector", model, precision, threads), threads=threads)
     models["detector"] = detector.path.name
-    return Pipeline(detector, verifier, auto_lock=True, threads=threads), models
+    models["detector mode"] = detector_mode
+    stage = detector_stage(detector, detector_mode)
+    return Pipeline(stage, verifier, auto_lock=True, threads=threads), models
 
 
 def run_bench(
@@ -56,6 +60,7 @@ def run_bench(
     seed: int = 0,
     model: str | None = None,
     precision: str | None = None,
+    detector_mode: str = "plain",
 ) -> dict:
     """Time the runtime stages over ``frames`` frames after ``warmup`` frames.
 
@@ -67,7 +72,7 @@ def run_bench(
     """
     set_threads(threads)
     clip = gusty_clip(frames + warmup, seed=seed)
-    runner, models = build_runner(model, precision, threads)
+    runner, models = build_runner(model, precision, threads, detector_mode)
     per_stage: dict[str, list[float]] = {}
     totals: list[float] = []
     for index, frame in enumerate(tqdm(clip.frames, desc="bench", unit="frame", disable=None)):

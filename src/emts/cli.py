@@ -278,6 +278,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         threads=args.threads,
         model=args.model,
         precision=args.precision,
+        detector_mode=args.detector_mode,
     )
     print(format_table(report))
     if args.json:
@@ -475,6 +476,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 def _cmd_detect(args: argparse.Namespace) -> int:
     from emts.detector import Detector
+    from emts.fusion import FusedDetector
     from emts.geometry import Frame
     from emts.pipeline import MotionFrontEnd
     from emts.precision import model_for
@@ -482,6 +484,7 @@ def _cmd_detect(args: argparse.Namespace) -> int:
     _check_outputs(args.source, {"--jsonl": args.jsonl})
     model = model_for("detector", args.model, args.precision, args.threads)
     detector = Detector(model, threads=args.threads, threshold=args.threshold)
+    fused = FusedDetector(detector) if args.detector_mode == "fused" else None
     front = MotionFrontEnd()
     frames_in = open_source(args.source, fps=args.fps, placeholders=True)
     with frames_in, JsonlWriter(args.jsonl) as records:
@@ -495,7 +498,7 @@ def _cmd_detect(args: argparse.Namespace) -> int:
                 result = front.step(frame)
             except BadInputError as error:
                 raise BadInputError(f"frame {index}: {error}") from None
-            detections = detector(result.channels)
+            detections = fused.on_frame(result) if fused else detector(result.channels)
             boxes = result.geometry.boxes(
                 np.array([d.box for d in detections]).reshape(-1, 4), Frame.NETWORK, Frame.INPUT
             )
@@ -752,9 +755,19 @@ def _add_eval_track(eval_sub) -> None:
     p.set_defaults(run=_cmd_eval_track)
 
 
+def _add_detector_mode(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--detector-mode",
+        choices=["plain", "fused"],
+        default="plain",
+        help="Stage C: plain (the network) or fused (compensated-difference blobs at 640x512 "
+        "scored by the network; emts.fusion) (default: %(default)s)",
+    )
+
+
 def _cmd_track(args: argparse.Namespace) -> int:
     from emts.detector import Detector
-    from emts.pipeline import Pipeline
+    from emts.pipeline import Pipeline, detector_stage
     from emts.precision import model_for
     from emts.track import LockRequest, run_track
     from emts.verifier import Verifier
@@ -780,10 +793,13 @@ def _cmd_track(args: argparse.Namespace) -> int:
     if not args.no_verifier and (args.verifier or default_verifier().is_file()):
         verifier = Verifier(model_for("verifier", args.verifier, args.precision, 1))
     pipeline = Pipeline(
-        Detector(
-            model_for("detector", args.model, args.precision, args.threads),
-            threads=args.threads,
-            threshold=args.threshold,
+        detector_stage(
+            Detector(
+                model_for("detector", args.model, args.precision, args.threads),
+                threads=args.threads,
+                threshold=args.threshold,
+            ),
+            args.detector_mode,
         ),
         verifier,
         auto_lock=lock.auto,
@@ -881,6 +897,7 @@ def _add_tracking(sub) -> None:
         "max_pitch_rate (rad/s), dead_band, integral_limit, max_dt; see GimbalFollowConfig",
     )
     cli_quant.add_precision(p)
+    _add_detector_mode(p)
     p.set_defaults(run=_cmd_track)
 
 
@@ -1089,6 +1106,7 @@ def _add_training(sub) -> None:
     )
     _add_fps(p)
     cli_quant.add_precision(p)
+    _add_detector_mode(p)
     p.set_defaults(run=_cmd_detect)
 
     evaluate = sub.add_parser("eval", help="evaluation protocols (needs emts[train])")
@@ -1307,6 +1325,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--model", help="ONNX detector timed as stage C (default: the shipped one)")
     cli_quant.add_precision(p)
+    _add_detector_mode(p)
     cli_quant.add_peer(p)
     p.set_defaults(run=_cmd_bench)
 

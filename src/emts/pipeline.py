@@ -27,6 +27,7 @@ from emts.config import (
 from emts.detector import Detection
 from emts.ego_motion import EgoMotion, EgoMotionEstimator
 from emts.errors import BadInputError
+from emts.fusion import FusedDetector
 from emts.geometry import Frame, FrameGeometry
 from emts.preprocess import Preprocessor
 from emts.tracker import AppearanceView, Candidate, TargetTracker
@@ -146,6 +147,17 @@ class DetectorStage(Protocol):
     def __call__(self, channels: np.ndarray) -> list[Detection]: ...
 
 
+DETECTOR_MODES = ("plain", "fused")
+
+
+def detector_stage(detector, mode: str = "plain"):
+    """Stage C for ``mode``: ``plain`` the network alone, ``fused`` the network scoring
+    compensated-difference blobs at 640x512 (:class:`emts.fusion.FusedDetector`)."""
+    if mode not in DETECTOR_MODES:
+        raise BadInputError(f"detector mode {mode!r}: expected one of {', '.join(DETECTOR_MODES)}")
+    return FusedDetector(detector) if mode == "fused" else detector
+
+
 class VerifierModel(Protocol):
     """Stage E's model: a window of per-frame descriptors -> P(human motion)."""
 
@@ -257,9 +269,16 @@ class Pipeline:
         self._release = False  # an unlock() waiting for the next step
 
     @classmethod
-    def default(cls, threads: int = 2, auto_lock: bool = True, precision: str = "fp32") -> Pipeline:
+    def default(
+        cls,
+        threads: int = 2,
+        auto_lock: bool = True,
+        precision: str = "fp32",
+        detector_mode: str = "plain",
+    ) -> Pipeline:
         """The pipeline with the models shipped in the package; ``precision`` ``fp32``,
-        ``int8`` or ``auto`` (the faster here, measured once: :mod:`emts.precision`)."""
+        ``int8`` or ``auto`` (the faster here, measured once: :mod:`emts.precision`);
+        ``detector_mode`` ``plain`` (the network) or ``fused`` (:mod:`emts.fusion`)."""
         from emts.detector import Detector
         from emts.precision import model_path
         from emts.verifier import Verifier, default_model_path
@@ -270,7 +289,9 @@ class Pipeline:
         else:
             log.warning("no verifier model shipped: running without Stage E")
         detector = Detector(model_path("detector", precision, threads), threads=threads)
-        return cls(detector, verifier, auto_lock=auto_lock, threads=threads)
+        return cls(
+            detector_stage(detector, detector_mode), verifier, auto_lock=auto_lock, threads=threads
+        )
 
     @property
     def auto_lock(self) -> bool:
@@ -291,6 +312,8 @@ class Pipeline:
     def reset(self) -> None:
         """Forget everything: motion history, pending taps, lock, verifier window, counters."""
         self.front.reset()
+        if isinstance(self.detector, FusedDetector):
+            self.detector.reset()
         self.acquisition.reset()
         self.tracker.reset()
         self.verification.reset()
@@ -326,7 +349,10 @@ class Pipeline:
         ms = dict(front.ms)
         geometry = front.geometry
         t = time.perf_counter()
-        detections = self.detector(front.channels) if self.detector is not None else []
+        if isinstance(self.detector, FusedDetector):  # mode "fused": needs A's frames too
+            detections = self.detector.on_frame(front)
+        else:
+            detections = self.detector(front.channels) if self.detector is not None else []
         ms["C"] = (time.perf_counter() - t) * 1e3
 
         t = time.perf_counter()

@@ -36,6 +36,7 @@ from emts.config import WORKING_SIZE
 from emts.detector import Detector
 from emts.errors import BadInputError
 from emts.eval.metrics import ImageResult, _iou, coco_ap, match
+from emts.fusion import FusionConfig, blob_features, compensated_residual
 from emts.geometry import Frame, FrameGeometry
 from emts.pipeline import MotionFrontEnd
 from emts.synth.camera import REFERENCE_WIDTH, CameraMotionConfig
@@ -240,6 +241,67 @@ def padding_masked(channels: np.ndarray, frame: EvalFrame) -> np.ndarray:
     return out
 
 
+FUSED_NAME = "fused"  # Stage C mode fused on the shipped model
+FIT_EVERY = 5  # fit_fusion: every 5th HIT-UAV train still
+FIT_L2 = 1e-3
+
+
+def fused_boxes(
+    frame: EvalFrame, heads: list[np.ndarray], config: FusionConfig
+) -> tuple[Boxes, np.ndarray]:
+    """Stage C's ``fused`` mode on one frame (:mod:`emts.fusion`): (boxes WORKING px, scores)
+    of the best ``max_detections`` blobs, and their features."""
+    if frame.previous is None:
+        return (np.zeros((0, 4)), np.zeros(0)), np.zeros((0, len(config.weights)))
+    residual, valid = compensated_residual(frame.working, frame.previous, frame.motion, frame.valid)
+    boxes, features, _ = blob_features(residual, valid, config.k, heads)
+    scores = 1 / (1 + np.exp(-(features @ np.asarray(config.weights) + config.bias)))
+    order = np.argsort(-scores)[: config.max_detections]
+    return (boxes[order], scores[order]), features[order]
+
+
+def fit_fusion(
+    hituav: str | Path, split: str = "train", k: float = 4.0, seed: int = 0, every: int = FIT_EVERY
+) -> FusionConfig:
+    """Fit the fused mode's logistic blend on HIT-UAV ``split`` pseudo-clips (both variants,
+    every ``every``-th still): a blob is positive when it overlaps a person at IoU >= 0.25.
+    Newton steps on standardized features with an L2 of ``FIT_L2``."""
+    detector = Detector(threshold=EVAL_THRESHOLD)
+    xs, ys = [], []
+    for variant in HITUAV_VARIANTS:
+        for i, frame in enumerate(hituav_frames(hituav, split, variant, seed)):
+            if i % every:
+                continue
+            if frame.previous is None:
+                continue
+            heads = [h[0] for h in detector.raw(frame.channels)]
+            residual, valid = compensated_residual(
+                frame.working, frame.previous, frame.motion, frame.valid
+            )
+            boxes, features, _ = blob_features(residual, valid, k, heads)  # every blob
+            if not len(boxes):
+                continue
+            positive = np.zeros(len(boxes))
+            for g in frame.gt:
+                positive = np.maximum(positive, _iou(g, boxes) >= MATCH_IOU)
+            xs.append(features)
+            ys.append(positive)
+    x, y = np.vstack(xs), np.concatenate(ys)
+    mean, std = x.mean(0), x.std(0) + 1e-9
+    z = np.hstack([(x - mean) / std, np.ones((len(x), 1))])
+    w = np.zeros(z.shape[1])
+    for _ in range(30):
+        p = 1 / (1 + np.exp(-(z @ w)))
+        gradient = z.T @ (p - y) + FIT_L2 * w
+        hessian = (z * (p * (1 - p))[:, None]).T @ z + FIT_L2 * np.eye(len(w))
+        w -= np.linalg.solve(hessian, gradient)
+    weights = w[:-1] / std
+    bias = float(w[-1] - (mean * weights).sum())
+    return FusionConfig(
+        k=k, weights=tuple(round(float(v), 3) for v in weights), bias=round(bias, 3)
+    )
+
+
 def _letterboxed(frame: EvalFrame) -> bool:
     letterbox = frame.geometry.input_to_working
     return letterbox.content != letterbox.size
@@ -355,8 +417,10 @@ def run_dataset(
     desc: str,
     total: int | None = None,
     classical: CompensatedDifference | None = None,
+    fusion: FusionConfig | None = None,
 ) -> DatasetRun:
-    """Run every detector (each in every ablation) and the classical sweep on each frame."""
+    """Run every detector (each in every ablation), the classical sweep and, with ``fusion``,
+    Stage C's ``fused`` mode on the shipped model (:data:`FUSED_NAME`) on each frame."""
     run = DatasetRun()
     for frame in tqdm(frames, desc=desc, total=total, unit="frame", disable=None):
         for model, detector in detectors.items():
@@ -370,7 +434,11 @@ def run_dataset(
         if classical is not None:
             for k, boxes in classical(frame).items():
                 run.detections.setdefault(classical_name(k), []).append(boxes)
-        frame.previous = None  # only the classical baseline needs it
+        if fusion is not None:
+            heads = [h[0] for h in detectors["shipped"].raw(frame.channels)]
+            boxes, _ = fused_boxes(frame, heads, fusion)
+            run.detections.setdefault(FUSED_NAME, []).append(boxes)
+        frame.previous = None  # only the classical baseline and the fused mode need it
         run.frames.append(frame)
     return run
 
@@ -520,6 +588,7 @@ def evaluate_real(
         "eval real: person12",
         total=PERSON12_FRAMES,
         classical=classical,
+        fusion=FusionConfig(),
     )
     section = {name: person_metrics(run.results(name)) for name in run.detections}
     sections["uav123-person12 frames 1-201 (RGB, 640x360)"] = section
@@ -540,6 +609,7 @@ def evaluate_real(
             f"eval real: hituav {variant}",
             total=total * seeds,
             classical=classical,
+            fusion=FusionConfig(),
         )
         section = {name: multi_person_metrics(run.results(name)) for name in run.detections}
         sections[f"HIT-UAV {split} ({pooled}), {title}"] = section

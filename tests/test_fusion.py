@@ -1,0 +1,95 @@
+"""Stage C mode ``fused``: compensated-difference blobs scored by the network (no data needed)."""
+
+import cv2
+import numpy as np
+import pytest
+
+from emts.errors import BadInputError
+from emts.fusion import FusedDetector, FusionConfig
+from emts.geometry import Frame, FrameGeometry
+from emts.pipeline import Pipeline, detector_stage
+
+GEOMETRY = FrameGeometry((640, 512))
+IDENTITY = np.array([[1.0, 0, 0], [0, 1.0, 0]])
+PERSON = np.array([300.0, 200.0, 8.0, 20.0])  # WORKING px, frame t
+PATCH = np.array([100.0, 350.0, 10.0, 22.0])  # static textured patch, WORKING px
+
+
+class StubNetwork:
+    """Heads of a detector whose heatmap is ``heat`` at the cells of ``hot`` working boxes."""
+
+    threshold = 0.3
+
+    def __init__(self, hot: list[np.ndarray], heat: float = 0.8) -> None:
+        self.heatmap = np.full((1, 1, 24, 32), 0.01, np.float32)
+        for box in hot:
+            centre = GEOMETRY.points([box[:2] + box[2:] / 2 - 0.5], Frame.WORKING, Frame.NETWORK)
+            x, y = ((centre[0] + 0.5) // 8).astype(int)
+            self.heatmap[0, 0, y, x] = heat
+
+    def raw(self, channels):
+        size = np.zeros((1, 2, 24, 32), np.float32)
+        size[0, 1] = np.log(20 * 0.375 / 8)  # 20 working px tall
+        embedding = np.ones((1, 8, 24, 32), np.float32)
+        return [self.heatmap, size, np.zeros((1, 2, 24, 32), np.float32), embedding]
+
+
+def _frames(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Two working frames: static texture (incl. a textured patch); a person moves 3 px."""
+    rng = np.random.default_rng(seed)
+    plate = cv2.GaussianBlur(rng.integers(90, 110, (512, 640)).astype(np.uint8), (3, 3), 0)
+    x, y, w, h = PATCH.astype(int)
+    plate[y : y + h, x : x + w] = rng.integers(0, 255, (h, w))  # high contrast, but static
+    frames = []
+    x, y, w, h = PERSON.astype(int)
+    body = rng.integers(150, 255, (h, w))  # a textured walker: all of it changes
+    for dx in (-3, 0):
+        frame = plate.copy()
+        frame[y : y + h, x + dx : x + dx + w] = body
+        frames.append(frame)
+    return frames[0], frames[1]
+
+
+def _detect(network: StubNetwork, config: FusionConfig | None = None):
+    previous, current = _frames()
+    fused = FusedDetector(network, config)
+    assert fused.detect(np.zeros((3, 192, 256), np.float32), previous, IDENTITY, GEOMETRY) == []
+    return fused.detect(np.zeros((3, 192, 256), np.float32), current, IDENTITY, GEOMETRY)
+
+
+def test_a_moving_blob_is_found_and_its_box_maps_back_to_the_person():
+    detections = _detect(StubNetwork([PERSON]))
+    assert len(detections) == 1
+    box = GEOMETRY.boxes([detections[0].box], Frame.NETWORK, Frame.WORKING)[0]
+    # the blob spans the person at t and t-1 (3 px) plus the 5x5 blur: within a few px
+    assert np.abs(box[:2] - PERSON[:2]).max() <= 6
+    assert PERSON[2] <= box[2] <= PERSON[2] + 10 and PERSON[3] <= box[3] <= PERSON[3] + 6
+    assert detections[0].score >= 0.3
+    assert np.isclose(np.linalg.norm(detections[0].embedding), 1.0)
+
+
+def test_a_static_textured_patch_is_not_boosted_by_the_network():
+    detections = _detect(StubNetwork([PERSON, PATCH], heat=0.95))
+    boxes = [GEOMETRY.boxes([d.box], Frame.NETWORK, Frame.WORKING)[0] for d in detections]
+    assert boxes and all(np.abs(b[:2] - PATCH[:2]).max() > 50 for b in boxes)
+
+
+def test_the_network_ranks_blobs():
+    cold = _detect(StubNetwork([PERSON], heat=0.02), FusionConfig(bias=FusionConfig().bias + 20))
+    hot = _detect(StubNetwork([PERSON], heat=0.9), FusionConfig(bias=FusionConfig().bias + 20))
+    assert hot[0].score > cold[0].score
+
+
+def test_fused_mode_runs_in_the_pipeline_and_resets_with_it():
+    previous, current = _frames()
+    pipeline = Pipeline(detector_stage(StubNetwork([PERSON]), "fused"), None, auto_lock=False)
+    assert pipeline.step(previous).detections == []
+    result = pipeline.step(current)
+    assert len(result.detections) == 1 and "C" in result.ms
+    pipeline.reset()
+    assert pipeline.step(current).detections == []  # no stale previous frame
+
+
+def test_an_unknown_detector_mode_is_bad_input():
+    with pytest.raises(BadInputError):
+        detector_stage(StubNetwork([]), "magic")
