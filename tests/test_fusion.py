@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from emts.errors import BadInputError
-from emts.fusion import FusedDetector, FusionConfig
+from emts.fusion import FusedDetector, FusionConfig, blob_features
 from emts.geometry import Frame, FrameGeometry
 from emts.pipeline import Pipeline, detector_stage
 
@@ -93,3 +93,15 @@ def test_fused_mode_runs_in_the_pipeline_and_resets_with_it():
 def test_an_unknown_detector_mode_is_bad_input():
     with pytest.raises(BadInputError):
         detector_stage(StubNetwork([]), "magic")
+
+
+def test_blobs_a_closing_apart_are_one_blob():
+    residual = np.zeros((512, 640), np.float32)
+    residual[100:120, 200:206] = 10.0
+    residual[100:120, 208:214] = 10.0  # a 2-px gap: the 5x5 close joins it
+    residual += 0.1
+    heads = StubNetwork([]).raw(None)
+    boxes, features, _ = blob_features(
+        residual, np.ones_like(residual, bool), 4.0, [h[0] for h in heads]
+    )
+    assert len(boxes) == 1 and boxes[0][2] == 14

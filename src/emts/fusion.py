@@ -50,8 +50,8 @@ class FusionConfig:
     """The blend; fitted by :func:`emts.eval.real.fit_fusion` on HIT-UAV train (see module)."""
 
     k: float = 4.0  # threshold = k x the frame's median residual (issue 8's baseline, k on train)
-    weights: tuple[float, ...] = (1.547, 0.572, 0.533, -0.995, -0.807, 0.487, -0.363, -4.49)
-    bias: float = 7.238
+    weights: tuple[float, ...] = (-0.172, 0.891, 0.568, -1.391, -0.565, 1.871, 1.064, -5.297)
+    bias: float = 9.108
     max_detections: int = MAX_DETECTIONS
 
 
@@ -94,7 +94,8 @@ def blob_features(
     """
     median = float(np.median(residual[valid])) if valid.any() else 0.0
     threshold = max(k * median, 1e-3)
-    mask = cv2.morphologyEx(((residual > threshold) & valid).astype(np.uint8), 2, _KERNEL)
+    mask = ((residual > threshold) & valid).astype(np.uint8)
+    mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, _KERNEL)
     count, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
     if count <= 1:
         return np.zeros((0, 4)), np.zeros((0, len(FEATURES))), np.zeros((0, 2), int)
