@@ -99,11 +99,16 @@ def blob_features(
     count, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
     if count <= 1:
         return np.zeros((0, 4)), np.zeros((0, len(FEATURES))), np.zeros((0, 2), int)
-    flat, values = labels.ravel(), residual.ravel()
+    # Per-blob sums and peaks over the blobs' own pixels only (a few % of the frame), the
+    # peak by one sort and a segmented max (np.maximum.at over the frame cost ~14 ms).
+    flat = labels.ravel()
+    inside = np.flatnonzero(flat)
+    owners, values = flat[inside], residual.ravel()[inside]
     pixels = stats[1:, cv2.CC_STAT_AREA].astype(float)
-    mean = np.bincount(flat, weights=values, minlength=count)[1:] / np.maximum(pixels, 1)
-    peak = np.zeros(count)
-    np.maximum.at(peak, flat, values)
+    mean = np.bincount(owners, weights=values, minlength=count)[1:] / np.maximum(pixels, 1)
+    order = np.argsort(owners, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(stats[1:, cv2.CC_STAT_AREA])[:-1]])
+    peak = np.concatenate([[0.0], np.maximum.reduceat(values[order], starts)])
     boxes = stats[1:, :4].astype(float)
     heat, log_size = heads[0][0], heads[1]
     rows, cols = heat.shape
