@@ -18,7 +18,6 @@ import numpy as np
 from tqdm import tqdm
 
 from emts.bench import build_runner, set_threads
-from emts.detector import load_session
 from emts.errors import BadInputError
 from emts.synth.still_clip import gusty_clip
 
@@ -39,6 +38,24 @@ def peer_input(frame: np.ndarray, shape: list) -> np.ndarray:
     return np.ascontiguousarray(canvas.transpose(2, 0, 1)[None], np.float32) / 255.0
 
 
+def _peer_session(path: Path, threads: int):
+    """The peer's onnxruntime session, its intra-op threads told not to spin-wait after a run
+    (spinning threads would steal our pipeline's cores between the interleaved calls)."""
+    import onnxruntime as ort
+
+    if not path.is_file():
+        raise BadInputError(f"peer model {path} not found")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    try:
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as error:  # onnxruntime raises its own exception types
+        reason = str(error).strip().splitlines()[-1] if str(error).strip() else "unknown"
+        raise BadInputError(f"peer model {path} cannot be loaded ({reason})") from None
+
+
 def run_peer(
     peer_model: str | Path,
     frames: int = 300,
@@ -52,7 +69,7 @@ def run_peer(
     """Interleaved timing of our pipeline and ``peer_model``; returns medians and ratios."""
     path = Path(peer_model)
     set_threads(threads)
-    peer = load_session(path, "peer", threads)
+    peer = _peer_session(path, threads)
     inputs = peer.get_inputs()
     if len(inputs) != 1 or len(inputs[0].shape) != 4:
         raise BadInputError(f"{path}: expected one (1, 3, H, W) image input, got {inputs}")

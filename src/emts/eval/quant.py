@@ -13,6 +13,7 @@ seen are written beside the latency figures.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import os
@@ -155,6 +156,8 @@ def model_latency(models: dict[str, Path], kind: str, feed: np.ndarray, runs: in
                 session.run(None, {session.get_inputs()[0].name: feed})
                 if index >= 20:
                     times[name].append((time.perf_counter() - start) * 1e3)
+        del sessions
+        gc.collect()  # idle sessions' spinning threads must not slow the next measurement
         for name, values in times.items():
             out.setdefault(name, {})[f"{threads} threads"] = {
                 "median_ms": round(float(np.median(values)), 4),
@@ -172,6 +175,7 @@ def pipeline_latency(rounds: int = PIPELINE_ROUNDS, frames: int = PIPELINE_FRAME
     for _ in range(rounds):
         for threads in THREADS:
             for precision in ("fp32", "int8"):
+                gc.collect()  # the previous pipeline's onnxruntime threads end first
                 report = run_bench(frames=frames, threads=threads, precision=precision)
                 key = f"{threads} threads"
                 totals.setdefault(precision, {}).setdefault(key, []).append(
