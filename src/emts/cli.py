@@ -413,6 +413,25 @@ def _cmd_train_detector(args: argparse.Namespace) -> int:
         phase2_epochs=args.phase2_epochs,
         **_recipe_overrides(args),
     )
+    if args.qat_from is not None:
+        from emts.train.qat import qat_detector
+
+        report = qat_detector(
+            args.qat_from,
+            args.out,
+            args.tier1,
+            args.negatives,
+            args.hituav,
+            epochs=args.qat_epochs,
+            config=config,
+            command="emts " + " ".join(sys.argv[1:]),
+        )
+        print(
+            f"QAT in {report['seconds']} s -> {args.out}/model.onnx (fp32 weights trained under "
+            f"int8 fake quantization; quantize it with: emts quantize detector --model "
+            f"{args.out}/model.onnx --out OUT.int8.onnx)"
+        )
+        return 0
     device = args.device
     if device == "auto":
         import torch
@@ -1061,6 +1080,15 @@ def _add_training(sub) -> None:
         choices=["auto", "cpu", "cuda"],
         default="auto",
         help="auto: a CUDA GPU when one is present, else the CPU (default: %(default)s)",
+    )
+    p.add_argument(
+        "--qat-from",
+        metavar="RUN",
+        help="quantization-aware fine-tuning (paper phase 3) of a trained detector: a run "
+        "folder, its model.pt, or an ONNX detector; writes OUT/model.onnx for emts quantize",
+    )
+    p.add_argument(
+        "--qat-epochs", type=_POSITIVE, default=4, help="QAT epochs (default: %(default)s)"
     )
     _add_train_detector_recipe(p)
     p.set_defaults(run=_cmd_train_detector)
