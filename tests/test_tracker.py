@@ -274,3 +274,22 @@ def test_contrast_rise_is_measured_against_the_slow_running_contrast():
     assert not tracker._surged(1e6)  # no reference yet: nothing to compare with
     tracker.reference_contrast = 10.0
     assert not tracker._surged(14.0) and tracker._surged(16.0)
+
+
+def test_appearance_search_prefers_a_match_near_the_prediction_over_a_slightly_better_far_one():
+    # person12 frames 87-91 (tree shade): the walker's NCC peak fell below shade peaks at the
+    # search window's edge; the prediction is a prior on where the match may be.
+    from emts.tracker import AppearanceTemplate
+
+    rng = np.random.default_rng(3)
+    pattern = rng.integers(0, 255, (15, 11)).astype(np.float32)
+    image = np.full((80, 80), 128, np.float32)
+    image[30:45, 32:43] = pattern * 0.6 + rng.normal(0, 30, pattern.shape)  # near, noisy
+    image[30:45, 44:55] = pattern  # 12 px to the right, clean
+    template = AppearanceTemplate()
+    template.patch = pattern
+    centre = np.array([37.0, 37.0])  # the prediction, 0 px and 12 px from the two copies
+    bare = template.search(image, np.eye(3), centre, 13.0)
+    with_prior = template.search(image, np.eye(3), centre, 13.0, prior=0.3)
+    assert abs(bare[1][0] - 49.0) < 1.0 and bare[0] > 0.99
+    assert abs(with_prior[1][0] - 37.0) < 1.0 and with_prior[0] < bare[0]

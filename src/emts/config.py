@@ -78,6 +78,9 @@ class TrackerConfig:
     appearance_threshold: float = 0.3  # NCC peak that counts as a measurement while locked
     appearance_noise: float = 2.0  # px^2, R of the NCC position measurement (stabilized px)
     search_radius: tuple[float, float] = (10.0, 48.0)  # (min, max) stabilized px, from 3 sigma
+    # The search picks max NCC - prior * (d / radius)^2, d from the Kalman prediction: in tree
+    # shade the walker's peak fell below shade peaks 15-35 px away (person12 frames 87-91).
+    appearance_prior: float = 0.3
     template_refresh: float = 0.1  # blend of the current patch into the template ...
     refresh_similarity: float = 0.4  # ... only where the match is at least this strong
     occlusion_ratio: float = 0.6  # a peak below this fraction of the running one: occluded

@@ -215,17 +215,28 @@ class AppearanceTemplate:
         return top_left + self.step * offset
 
     def search(
-        self, image: np.ndarray, g: np.ndarray, centre: np.ndarray, radius: float
+        self,
+        image: np.ndarray,
+        g: np.ndarray,
+        centre: np.ndarray,
+        radius: float,
+        prior: float = 0.0,
     ) -> tuple[float, np.ndarray, float] | None:
         """(NCC peak, matched centre, contrast) within ``radius`` of ``centre``, or None.
 
         The contrast is the standard deviation of the matched region's samples: a person
-        replaced by flat ground or a smooth occluder loses most of it.
+        replaced by flat ground or a smooth occluder loses most of it. ``prior`` > 0 picks
+        the maximum of ``NCC - prior * (d / radius)^2`` (``d``: distance from ``centre``)
+        instead of the bare NCC maximum; the peak returned is still the NCC there.
         """
         response, top_left, window = self._response(image, g, centre, radius, with_window=True)
         if response is None:
             return None
-        _, peak, _, (px, py) = cv2.minMaxLoc(response)
+        if prior > 0.0:
+            _, _, _, (px, py) = cv2.minMaxLoc(response - prior * _squared_offset(response.shape))
+            peak = float(response[py, px])
+        else:
+            _, peak, _, (px, py) = cv2.minMaxLoc(response)
         h, w = self.patch.shape[:2]
         contrast = float(window[py : py + h, px : px + w].std())
         return float(peak), self._centre(response, top_left, px, py), contrast
@@ -253,6 +264,14 @@ class AppearanceTemplate:
             )
             for x, y in _local_maxima(response, floor, count)
         ]
+
+
+def _squared_offset(shape: tuple[int, int]) -> np.ndarray:
+    """(d / r)^2 over a (2r+1)-square response: squared distance from its centre, 1 at r."""
+    rows, cols = shape
+    half_y, half_x = (rows - 1) / 2.0, (cols - 1) / 2.0
+    y, x = np.mgrid[0:rows, 0:cols].astype(np.float32)
+    return ((x - half_x) ** 2 + (y - half_y) ** 2) / max(half_x * half_y, 1.0)
 
 
 def _local_maxima(response: np.ndarray, floor: float, count: int) -> list[tuple[int, int]]:
@@ -373,7 +392,11 @@ class TargetTracker:
         """(NCC peak, matched centre in stabilized px, contrast) within ``radius`` stabilized
         px."""
         match = self.appearance.search(
-            view.image, view.from_working, self._to_image(self.x[:2]), radius * self._scale()
+            view.image,
+            view.from_working,
+            self._to_image(self.x[:2]),
+            radius * self._scale(),
+            self.config.appearance_prior,
         )
         return None if match is None else (match[0], self._from_image(match[1]), match[2])
 
