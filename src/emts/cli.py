@@ -661,7 +661,7 @@ def _cmd_eval_track(args: argparse.Namespace) -> int:
         read_ground_truth,
         write_report,
     )
-    from emts.pipeline import Pipeline
+    from emts.pipeline import Pipeline, detector_stage
     from emts.track import LockRequest
     from emts.verifier import Verifier
     from emts.verifier import default_model_path as default_verifier
@@ -688,7 +688,8 @@ def _cmd_eval_track(args: argparse.Namespace) -> int:
     verifier = None
     if not args.no_verifier and (args.verifier or default_verifier().is_file()):
         verifier = Verifier(args.verifier)
-    pipeline = Pipeline(Detector(args.model, threads=2), verifier, auto_lock=False)
+    stage = detector_stage(Detector(args.model, threads=2), args.detector_mode)
+    pipeline = Pipeline(stage, verifier, auto_lock=False)
     config = TrackEvalConfig(
         lock_frame=lock_frame,
         lock_point=point,
@@ -771,6 +772,7 @@ def _add_eval_track(eval_sub) -> None:
     p.add_argument("--no-verifier", action="store_true", help="run without Stage E")
     p.add_argument("--out", default="reports/track", help="report folder (default: %(default)s)")
     _add_fps(p)
+    _add_detector_mode(p)
     p.set_defaults(run=_cmd_eval_track)
 
 
