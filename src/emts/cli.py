@@ -786,6 +786,62 @@ def _add_detector_mode(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _gimbal_follow(args: argparse.Namespace):
+    """Check --mavlink/--follow/--gimbal together; the gimbal follow config or None."""
+    if (args.follow or args.gimbal) and not args.mavlink:
+        raise BadInputError("--follow and --gimbal steer a gimbal over MAVLink: add --mavlink")
+    if not args.mavlink:
+        return None
+    from emts.mavlink import check_connection, follow_config
+
+    check_connection(args.mavlink)
+    follow = follow_config(args.gimbal) if args.follow == "gimbal" else None
+    if args.gimbal and follow is None:
+        raise BadInputError("--gimbal sets the follow controller: add --follow gimbal")
+    return follow
+
+
+def _add_stream_options(p: argparse.ArgumentParser) -> None:
+    """The pipeline and drone options that ``emts track`` and ``emts serve`` share."""
+    p.add_argument(
+        "--threshold",
+        type=_PROBABILITY,
+        default=0.3,
+        help="detection score tau_s in [0, 1] (default: %(default)s)",
+    )
+    p.add_argument("--model", help="ONNX detector (default: the shipped model)")
+    p.add_argument("--verifier", help="ONNX verifier (default: the shipped model)")
+    p.add_argument("--no-verifier", action="store_true", help="run without Stage E")
+    p.add_argument(
+        "--threads",
+        type=_THREADS,
+        default=2,
+        help=f"worker threads, 1..{MAX_THREADS} (default: %(default)s)",
+    )
+    _add_fps(p)
+    p.add_argument(
+        "--mavlink",
+        metavar="CONNECTION",
+        help="act as a MAVLink camera component on this pymavlink connection (e.g. "
+        "udpout:127.0.0.1:14550, udpin:0.0.0.0:14550, /dev/ttyUSB0,57600): heartbeat, "
+        "tracking status per frame, TRACK_POINT / TRACK_RECTANGLE / STOP_TRACKING commands "
+        "(needs the [mavlink] extra)",
+    )
+    p.add_argument(
+        "--follow",
+        choices=["gimbal"],
+        help="steer the gimbal toward the target (GIMBAL_MANAGER_SET_PITCHYAW rates; "
+        "needs --mavlink)",
+    )
+    p.add_argument(
+        "--gimbal",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override the gimbal follow controller (repeatable): kp, ki, kd, max_yaw_rate, "
+        "max_pitch_rate (rad/s), dead_band, integral_limit, max_dt; see GimbalFollowConfig",
+    )
+
+
 def _cmd_track(args: argparse.Namespace) -> int:
     from emts.detector import Detector
     from emts.pipeline import Pipeline, detector_stage
@@ -800,16 +856,7 @@ def _cmd_track(args: argparse.Namespace) -> int:
     _check_outputs(
         args.source, {"--out": args.out, "--jsonl": args.jsonl, "--timeline": args.timeline}
     )
-    if (args.follow or args.gimbal) and not args.mavlink:
-        raise BadInputError("--follow and --gimbal steer a gimbal over MAVLink: add --mavlink")
-    follow = None
-    if args.mavlink:
-        from emts.mavlink import check_connection, follow_config
-
-        check_connection(args.mavlink)
-        follow = follow_config(args.gimbal) if args.follow == "gimbal" else None
-        if args.gimbal and follow is None:
-            raise BadInputError("--gimbal sets the follow controller: add --follow gimbal")
+    follow = _gimbal_follow(args)
     verifier = None
     if not args.no_verifier and (args.verifier or default_verifier().is_file()):
         verifier = Verifier(model_for("verifier", args.verifier, args.precision, 1))
@@ -880,43 +927,7 @@ def _add_tracking(sub) -> None:
         "--jsonl", default="track.jsonl", help="JSON lines ('-' for stdout; default: %(default)s)"
     )
     p.add_argument("--timeline", help="also write the mode timeline PNG here (.png)")
-    p.add_argument(
-        "--threshold",
-        type=_PROBABILITY,
-        default=0.3,
-        help="detection score tau_s in [0, 1] (default: %(default)s)",
-    )
-    p.add_argument("--model", help="ONNX detector (default: the shipped model)")
-    p.add_argument("--verifier", help="ONNX verifier (default: the shipped model)")
-    p.add_argument("--no-verifier", action="store_true", help="run without Stage E")
-    p.add_argument(
-        "--threads",
-        type=_THREADS,
-        default=2,
-        help=f"worker threads, 1..{MAX_THREADS} (default: %(default)s)",
-    )
-    _add_fps(p)
-    p.add_argument(
-        "--mavlink",
-        metavar="CONNECTION",
-        help="act as a MAVLink camera component on this pymavlink connection (e.g. "
-        "udpout:127.0.0.1:14550, udpin:0.0.0.0:14550, /dev/ttyUSB0,57600): heartbeat, "
-        "tracking status per frame, TRACK_POINT / TRACK_RECTANGLE / STOP_TRACKING commands "
-        "(needs the [mavlink] extra)",
-    )
-    p.add_argument(
-        "--follow",
-        choices=["gimbal"],
-        help="steer the gimbal toward the target (GIMBAL_MANAGER_SET_PITCHYAW rates; "
-        "needs --mavlink)",
-    )
-    p.add_argument(
-        "--gimbal",
-        action="append",
-        metavar="KEY=VALUE",
-        help="override the gimbal follow controller (repeatable): kp, ki, kd, max_yaw_rate, "
-        "max_pitch_rate (rad/s), dead_band, integral_limit, max_dt; see GimbalFollowConfig",
-    )
+    _add_stream_options(p)
     cli_quant.add_precision(p)
     _add_detector_mode(p)
     p.set_defaults(run=_cmd_track)
@@ -929,16 +940,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from emts.verifier import Verifier
     from emts.verifier import default_model_path as default_verifier
 
-    if (args.follow or args.gimbal) and not args.mavlink:
-        raise BadInputError("--follow and --gimbal steer a gimbal over MAVLink: add --mavlink")
-    follow = None
-    if args.mavlink:
-        from emts.mavlink import check_connection, follow_config
-
-        check_connection(args.mavlink)
-        follow = follow_config(args.gimbal) if args.follow == "gimbal" else None
-        if args.gimbal and follow is None:
-            raise BadInputError("--gimbal sets the follow controller: add --follow gimbal")
+    follow = _gimbal_follow(args)
     verifier = None
     if not args.no_verifier and (args.verifier or default_verifier().is_file()):
         verifier = Verifier(args.verifier)
@@ -986,34 +988,7 @@ def _add_serve(sub) -> None:
     p.add_argument(
         "--no-auto-lock", action="store_true", help="lock only on the operator's click or box"
     )
-    p.add_argument(
-        "--threshold",
-        type=_PROBABILITY,
-        default=0.3,
-        help="detection score tau_s in [0, 1] (default: %(default)s)",
-    )
-    p.add_argument("--model", help="ONNX detector (default: the shipped model)")
-    p.add_argument("--verifier", help="ONNX verifier (default: the shipped model)")
-    p.add_argument("--no-verifier", action="store_true", help="run without Stage E")
-    p.add_argument(
-        "--threads",
-        type=_THREADS,
-        default=2,
-        help=f"worker threads, 1..{MAX_THREADS} (default: %(default)s)",
-    )
-    _add_fps(p)
-    p.add_argument(
-        "--mavlink",
-        metavar="CONNECTION",
-        help="also act as a MAVLink camera component, as emts track --mavlink does",
-    )
-    p.add_argument("--follow", choices=["gimbal"], help="steer the gimbal (needs --mavlink)")
-    p.add_argument(
-        "--gimbal",
-        action="append",
-        metavar="KEY=VALUE",
-        help="override the gimbal follow controller (repeatable), as in emts track",
-    )
+    _add_stream_options(p)
     p.set_defaults(run=_cmd_serve)
 
 
