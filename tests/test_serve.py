@@ -210,7 +210,8 @@ def _chromium() -> str | None:
     if not Path(CHROMIUM).exists() and os.environ.get("CI") == "true" and os.geteuid() == 0:
         apt = shutil.which("apt-get")
         if apt:
-            quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+            env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}  # no debconf prompts
+            quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": env}
             subprocess.run([apt, "update"], check=False, timeout=600, **quiet)
             install = [apt, "install", "-y", "--no-install-recommends", "chromium"]
             subprocess.run(install, check=False, timeout=900, **quiet)
