@@ -1,6 +1,7 @@
 """Stage D: stabilized Kalman tracking, two-key gating, template hygiene, reacquisition."""
 
 import numpy as np
+import pytest
 
 from emts.tracker import Candidate, TargetTracker
 
@@ -293,3 +294,14 @@ def test_appearance_search_prefers_a_match_near_the_prediction_over_a_slightly_b
     with_prior = template.search(image, np.eye(3), centre, 13.0, prior=0.3)
     assert abs(bare[1][0] - 49.0) < 1.0 and bare[0] > 0.99
     assert abs(with_prior[1][0] - 37.0) < 1.0 and with_prior[0] < bare[0]
+
+
+def test_relock_pace_is_a_ground_speed_scaled_to_the_streams_frame_rate():
+    from emts.pipeline import Pipeline
+
+    tracker = TargetTracker()
+    tracker.fps = tracker.config.pace_fps
+    assert tracker.relock_min_pace() == tracker.config.relock_min_pace
+    pipeline = Pipeline(None, None, auto_lock=False)
+    pipeline.fps = 3 * tracker.config.pace_fps
+    assert pipeline.tracker.relock_min_pace() == pytest.approx(tracker.relock_min_pace() / 3)

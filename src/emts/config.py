@@ -93,6 +93,7 @@ class TrackerConfig:
     relock_floor: float = 0.55  # re-lock matches: NCC peak >= this fraction of the typical one
     walk_speed: tuple[float, float] = (0.7, 15.0)  # (min, max) stabilized px/frame of a walker
     relock_min_pace: float = 2.0  # re-lock chain: mean stabilized px/frame from first to last
+    pace_fps: float = 10.0  # ... at this frame rate (person12's); scaled to the stream's
     relock_max_radius: float = 64.0  # re-lock searches at most this far (stabilized px) ...
     relock_growth: float = 0.05  # ... within a body height growing by this many per lost frame
     veto_drops_operator_locks: bool = False  # a veto drops auto-locks; tap locks only if True

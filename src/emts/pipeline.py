@@ -308,6 +308,7 @@ class Pipeline:
             raise BadInputError(f"fps must be a number > 0, got {value!r}")
         if self.verifier is not None:
             self.verifier.fps = float(value)
+        self.tracker.fps = float(value)
 
     def reset(self) -> None:
         """Forget everything: motion history, pending taps, lock, verifier window, counters."""

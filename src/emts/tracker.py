@@ -41,6 +41,7 @@ import numpy as np
 
 from emts.config import WORKING_SIZE, TrackerConfig
 from emts.geometry import lift
+from emts.io import DEFAULT_FPS
 
 Mode = Literal["search", "locked", "reacquire"]
 # Initial state covariance of a (re-)lock: position px^2, velocity (px/frame)^2, size px^2.
@@ -321,6 +322,7 @@ class TargetTracker:
         self._h[0, 0] = self._h[1, 1] = self._h[2, 4] = self._h[3, 5] = 1.0
         self._h_position = self._h[:2]
         self._r_appearance = np.eye(2) * c.appearance_noise
+        self.fps = DEFAULT_FPS  # the stream's frame rate (the pipeline sets it)
         self.reset()
 
     # ------------------------------------------------------------------ state
@@ -774,9 +776,14 @@ class TargetTracker:
                 continue
             # A walker covers ground; a look-alike edge swaying with parallax creeps.
             pace = float(np.hypot(*(chain[-1] - chain[0]))) / (len(chain) - 1)
-            if pace >= c.relock_min_pace and self._moves_on_its_ground(chain, view):
+            if pace >= self.relock_min_pace() and self._moves_on_its_ground(chain, view):
                 return chain[-1], chain[-1] - chain[-2]
         return None
+
+    def relock_min_pace(self) -> float:
+        """Least stabilized px/frame of an appearance re-lock chain at the stream's frame rate
+        (the same walking speed covers fewer px a frame at a higher rate)."""
+        return self.config.relock_min_pace * self.config.pace_fps / self.fps
 
     def _moves_on_its_ground(self, chain: list[np.ndarray], view: AppearanceView) -> bool:
         """Does the match move relative to the ground around it (not only in stabilized
