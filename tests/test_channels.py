@@ -3,9 +3,10 @@ import numpy as np
 import pytest
 
 from conftest import compose, render, similarity
-from emts.channels import CHANNEL_RANGES, MotionChannels, motion_in_network
+from emts.channels import CHANNEL_RANGES, MotionChannels, motion_in_network, network_image
 from emts.config import ChannelConfig
 from emts.ego_motion import EgoMotion
+from emts.geometry import WORKING_TO_NETWORK
 
 BASE = similarity(0.0, 1.0, -80.0, -80.0)
 # Away from the borders: 16 network px (two stride-8 cells) in from each side of the content.
@@ -83,3 +84,15 @@ def test_padding_columns_carry_no_motion(aerial_scene):
 def test_motion_in_network_coordinates_scales_the_translation():
     m = motion_in_network(np.array([[1.0, 0.0, 16.0], [0.0, 1.0, -8.0]]))
     np.testing.assert_allclose(m, [[1, 0, 6.0], [0, 1, -3.0]])
+
+
+@pytest.mark.parametrize("kind", ["noise", "scene", "flat"])
+def test_network_image_equals_the_opencv_area_letterbox_bit_for_bit(aerial_scene, kind):
+    rng = np.random.default_rng(7)
+    frame = {
+        "noise": rng.integers(0, 256, (512, 640), np.uint8),
+        "scene": render(aerial_scene, BASE),
+        "flat": np.full((512, 640), 255, np.uint8),
+    }[kind]
+    expected = WORKING_TO_NETWORK.apply(frame).astype(np.float32) * np.float32(1.0 / 255.0)
+    np.testing.assert_array_equal(network_image(frame), expected)
