@@ -117,3 +117,67 @@ def test_motion_value_is_read_only():
     estimate = EgoMotion()
     with pytest.raises(ValueError):
         estimate.matrix[0, 0] = 2.0
+
+
+def _gusty_sequence(scene, steps: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Frames of a camera drifting and rolling over ``scene``, and each step's true motion."""
+    pose = similarity(0.0, 1.0, -80.0, -80.0)
+    frames, motions = [render(scene, pose)], []
+    for step in range(steps):
+        motion = similarity(0.004 * (-1) ** step, 1.0 + 0.003 * (step % 3 - 1), 3.0, -2.0 + step)
+        pose = compose(motion, pose)
+        frames.append(render(scene, pose))
+        motions.append(motion)
+    return frames, motions
+
+
+@pytest.mark.parametrize("refresh_every", [1, 4])
+def test_carried_corners_keep_every_step_within_a_tenth_of_a_pixel(aerial_scene, refresh_every):
+    frames, motions = _gusty_sequence(aerial_scene, 9)
+    estimator = EgoMotionEstimator(EgoMotionConfig(corner_refresh_every=refresh_every))
+    estimator.update(frames[0])
+    for frame, motion in zip(frames[1:], motions, strict=True):
+        estimate = estimator.update(frame)
+        assert estimate.method == "lk" and estimate.tracks >= 60
+        assert registration_error(estimate.matrix, motion, (640, 512)) < 0.1
+
+
+def test_corners_are_redetected_every_refresh_period_and_after_reset(aerial_scene, monkeypatch):
+    detections = []
+    detect = cv2.goodFeaturesToTrack
+
+    def counting_detect(*args, **kwargs):
+        detections.append(1)
+        return detect(*args, **kwargs)
+
+    monkeypatch.setattr(cv2, "goodFeaturesToTrack", counting_detect)
+    frames, _ = _gusty_sequence(aerial_scene, 8)
+    estimator = EgoMotionEstimator(EgoMotionConfig(corner_refresh_every=4))
+    for frame in frames:
+        estimator.update(frame)
+    assert len(detections) == 2  # steps 1 and 5 of 8
+    estimator.reset()
+    estimator.update(frames[0])
+    estimator.update(frames[1])
+    assert len(detections) == 3
+
+
+def test_carried_corners_stay_inside_the_content_mask(aerial_scene, monkeypatch):
+    mask = np.zeros((256, 320), np.uint8)
+    mask[:, 40:200] = 255
+    starts = []
+    track = cv2.calcOpticalFlowPyrLK
+
+    def recording_track(previous, current, corners, *args, **kwargs):
+        starts.append(corners.reshape(-1, 2).copy())
+        return track(previous, current, corners, *args, **kwargs)
+
+    monkeypatch.setattr(cv2, "calcOpticalFlowPyrLK", recording_track)
+    frames, _ = _gusty_sequence(aerial_scene, 6)  # pans the content by 3 working px a frame
+    estimator = EgoMotionEstimator()
+    for frame in frames:
+        estimator.update(frame, mask)
+    assert len(starts) == 6
+    for corners in starts:
+        columns = corners[:, 0].astype(int)
+        assert columns.min() >= 40 and columns.max() < 200

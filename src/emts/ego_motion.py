@@ -82,10 +82,14 @@ class EgoMotionEstimator:
         )
         self._window = cv2.createHanningWindow(c.phase_size, cv2.CV_32F)
         self._previous: np.ndarray | None = None  # previous frame at 320x256
+        # the previous frame's inlier tracks (320x256 px, in that frame) and their age in frames
+        self._carried: np.ndarray | None = None
+        self._carried_age = 0
 
     def reset(self) -> None:
         """Forget the previous frame; the next update returns the identity."""
         self._previous = None
+        self._carried = None
 
     def update(self, frame: np.ndarray, mask: np.ndarray | None = None) -> EgoMotion:
         """Estimate the motion from the previous frame to ``frame``.
@@ -122,14 +126,17 @@ class EgoMotionEstimator:
     ) -> tuple[np.ndarray | None, int, float]:
         """Corners + LK + RANSAC at 320x256. Returns (similarity or None, tracks, inlier ratio)."""
         c = self.config
-        corners = cv2.goodFeaturesToTrack(
-            previous,
-            maxCorners=c.max_corners,
-            qualityLevel=c.corner_quality,
-            minDistance=c.corner_min_distance,
-            mask=mask,
-            blockSize=c.corner_block_size,
-        )
+        corners, self._carried = self._carried_corners(mask), None
+        if corners is None:
+            self._carried_age = 0
+            corners = cv2.goodFeaturesToTrack(
+                previous,
+                maxCorners=c.max_corners,
+                qualityLevel=c.corner_quality,
+                minDistance=c.corner_min_distance,
+                mask=mask,
+                blockSize=c.corner_block_size,
+            )
         if corners is None or len(corners) < 3:
             return None, 0, 0.0
         moved, status, _ = cv2.calcOpticalFlowPyrLK(
@@ -151,7 +158,23 @@ class EgoMotionEstimator:
         )
         if similarity is None or not np.all(np.isfinite(similarity)):
             return None, tracks, 0.0
+        self._carried = dst[inliers.ravel() == 1].reshape(-1, 1, 2)
+        self._carried_age += 1
         return similarity, tracks, float(inliers.sum()) / tracks
+
+    def _carried_corners(self, mask: np.ndarray | None) -> np.ndarray | None:
+        """The previous frame's inlier tracks as this frame's corners, or None when Shi-Tomasi
+        should run: none carried, too old (``corner_refresh_every``), or too few left."""
+        c, carried = self.config, self._carried
+        if carried is None or self._carried_age >= c.corner_refresh_every:
+            return None
+        if mask is not None:  # keep only those still on the letterbox content
+            x = np.clip(carried[:, 0, 0].astype(np.intp), 0, mask.shape[1] - 1)
+            y = np.clip(carried[:, 0, 1].astype(np.intp), 0, mask.shape[0] - 1)
+            carried = carried[mask[y, x] > 0]
+        if len(carried) < c.corner_refresh_fraction * c.max_corners:
+            return None
+        return carried
 
     def _phase_correlate(
         self, previous: np.ndarray, current: np.ndarray
