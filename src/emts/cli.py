@@ -271,16 +271,18 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
     _check_outputs(None, {"--json": args.json})
     if args.peer_yolo:
-        return cli_quant.cmd_bench_peer(args)
-    report = run_bench(
-        frames=args.frames,
-        warmup=args.warmup,
-        threads=args.threads,
-        model=args.model,
-        precision=args.precision,
-        detector_mode=args.detector_mode,
-    )
-    print(format_table(report))
+        report, table = cli_quant.bench_peer(args)
+    else:
+        report = run_bench(
+            frames=args.frames,
+            warmup=args.warmup,
+            threads=args.threads,
+            model=args.model,
+            precision=args.precision,
+            detector_mode=args.detector_mode,
+        )
+        table = format_table(report)
+    print(table)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")

@@ -4,7 +4,6 @@ commands, ``emts quantize``, ``emts eval quant`` and ``emts bench --peer-yolo``.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -35,7 +34,8 @@ def _command() -> str:
     return " ".join(["emts", *sys.argv[1:]])
 
 
-def cmd_bench_peer(args: argparse.Namespace) -> int:
+def bench_peer(args: argparse.Namespace) -> tuple[dict, str]:
+    """``emts bench --peer-yolo``: the interleaved YOLO/EMTS report and its table."""
     from emts.errors import BadInputError
     from emts.peer import format_peer, run_peer
 
@@ -50,11 +50,7 @@ def cmd_bench_peer(args: argparse.Namespace) -> int:
         precision=args.precision,
         model=args.model,
     )
-    print(format_peer(report))
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
-    return 0
+    return report, format_peer(report)
 
 
 def _sets(args: argparse.Namespace) -> dict[str, str]:
