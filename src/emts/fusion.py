@@ -161,6 +161,7 @@ class FusedDetector:
         self._weights = np.asarray(self.config.weights, float)
         self._previous: np.ndarray | None = None
         self._geometry: FrameGeometry | None = None
+        self._content: np.ndarray | None = None
 
     def reset(self) -> None:
         self._previous = None
@@ -175,11 +176,12 @@ class FusedDetector:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """All blobs of this frame: boxes (WORKING px), fused scores, centre cells."""
         previous = self._previous if self._geometry is geometry else None
+        if self._geometry is not geometry:  # the letterbox content, once per input size
+            self._content = geometry.input_to_working.content_mask()
         self._previous, self._geometry = working, geometry
         if previous is None:
             return np.zeros((0, 4)), np.zeros(0), np.zeros((0, 2), int)
-        content = geometry.input_to_working.content_mask()
-        residual, valid = compensated_residual(working, previous, motion, content)
+        residual, valid = compensated_residual(working, previous, motion, self._content)
         boxes, features, cells = blob_features(residual, valid, self.config.k, heads)
         scores = 1 / (1 + np.exp(-(features @ self._weights + self.config.bias)))
         return boxes, scores, cells

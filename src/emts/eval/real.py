@@ -77,6 +77,20 @@ class EvalFrame:
     geometry: FrameGeometry
     gt: np.ndarray  # (m, 4) person boxes, WORKING px
 
+    @classmethod
+    def of(cls, name: str, result, previous: np.ndarray | None, gt: np.ndarray) -> EvalFrame:
+        """The frame of a :class:`emts.pipeline.FrontEndResult` (Stages A and B's output)."""
+        return cls(
+            name=name,
+            channels=result.channels,
+            working=result.working,
+            previous=previous,
+            motion=np.asarray(result.motion.matrix),
+            valid=result.geometry.input_to_working.content_mask(),
+            geometry=result.geometry,
+            gt=gt,
+        )
+
 
 def person12_frames(root: str | Path, frames: int = PERSON12_FRAMES) -> Iterator[EvalFrame]:
     """Frames 1..``frames`` of uav123-person12 through Stages A-B, with their labels."""
@@ -100,18 +114,8 @@ def person12_frames(root: str | Path, frames: int = PERSON12_FRAMES) -> Iterator
         if image is None:
             raise BadInputError(f"{path}: missing or unreadable")
         result = front.step(image)
-        geometry = result.geometry
-        gt = geometry.boxes(labels[i : i + 1], Frame.INPUT, Frame.WORKING)
-        yield EvalFrame(
-            name=f"{i + 1:06d}",
-            channels=result.channels,
-            working=result.working,
-            previous=previous,
-            motion=np.asarray(result.motion.matrix),
-            valid=geometry.input_to_working.content_mask(),
-            geometry=geometry,
-            gt=gt,
-        )
+        gt = result.geometry.boxes(labels[i : i + 1], Frame.INPUT, Frame.WORKING)
+        yield EvalFrame.of(f"{i + 1:06d}", result, previous, gt)
         previous = result.working
 
 
@@ -153,16 +157,7 @@ def hituav_frames(
         results = [front.step(frame) for frame in clip.frames]
         last = results[-1]
         gt = last.geometry.boxes(clip.person_boxes[-1], Frame.INPUT, Frame.WORKING)
-        yield EvalFrame(
-            name=name,
-            channels=last.channels,
-            working=last.working,
-            previous=results[-2].working,
-            motion=np.asarray(last.motion.matrix),
-            valid=last.geometry.input_to_working.content_mask(),
-            geometry=last.geometry,
-            gt=gt.reshape(-1, 4),
-        )
+        yield EvalFrame.of(name, last, results[-2].working, gt.reshape(-1, 4))
 
 
 # --------------------------------------------------------------------------------------------

@@ -132,16 +132,7 @@ def prepare_segment(
             np.array([d.box for d in detector(result.channels)], float).reshape(-1, 4),
         ]
         flagged[0] = geometry.boxes(flagged[0], Frame.NETWORK, Frame.INPUT)
-        evaluated = EvalFrame(
-            name=str(result.index),
-            channels=result.channels,
-            working=result.working,
-            previous=previous,
-            motion=np.asarray(result.motion.matrix),
-            valid=geometry.input_to_working.content_mask(),
-            geometry=geometry,
-            gt=np.zeros((0, 4)),
-        )
+        evaluated = EvalFrame.of(str(result.index), result, previous, np.zeros((0, 4)))
         blobs, _ = classical(evaluated)[config.ignore_k]  # best first
         # Person-sized blobs only: a blob larger than the tallest walker (a flower bed's
         # parallax, a shadow edge) is no person and stays a negative.
