@@ -128,18 +128,20 @@ def prepare_segment(
                 np.asarray(result.motion.matrix), Frame.WORKING, Frame.INPUT
             )
         motions.append(motion)
-        flagged = [
-            np.array([d.box for d in detector(result.channels)], float).reshape(-1, 4),
-        ]
-        flagged[0] = geometry.boxes(flagged[0], Frame.NETWORK, Frame.INPUT)
+        detections = np.array([d.box for d in detector(result.channels)], float).reshape(-1, 4)
         evaluated = EvalFrame.of(str(result.index), result, previous, np.zeros((0, 4)))
         blobs, _ = classical(evaluated)[config.ignore_k]  # best first
         # Person-sized blobs only: a blob larger than the tallest walker (a flower bed's
         # parallax, a shadow edge) is no person and stays a negative.
         fits = (blobs[:, 2:] <= config.person_height[1]).all(axis=1) & (blobs[:, 3] >= 4)
         blobs = blobs[fits][: config.ignore_blobs]
-        flagged.append(geometry.boxes(blobs, Frame.WORKING, Frame.INPUT))
-        ignore.append(_grow(np.concatenate(flagged), IGNORE_GROWTH))
+        flagged = np.concatenate(
+            [
+                geometry.boxes(detections, Frame.NETWORK, Frame.INPUT),
+                geometry.boxes(blobs, Frame.WORKING, Frame.INPUT),
+            ]
+        )
+        ignore.append(_grow(flagged, IGNORE_GROWTH))
         previous = result.working
     if geometry is None or len(grays) < config.frames + 1:
         raise BadInputError(
