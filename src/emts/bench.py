@@ -31,12 +31,18 @@ def _summary(values_ms: list[float]) -> dict[str, float]:
 
 
 def build_runner(
-    model: str | None, precision: str | None, threads: int, detector_mode: str = "plain"
+    model: str | None,
+    precision: str | None,
+    threads: int,
+    detector_mode: str = "plain",
+    backend: str | None = None,
 ):
     """(the pipeline :func:`run_bench` times, the model files it runs): Stages A-E with the
-    detector ``model`` or the shipped one of ``precision``; Stages A and B without one."""
+    detector ``model`` or the shipped one of ``precision`` and ``backend``; Stages A and B
+    without one."""
     if model is None and not default_model_path().is_file():
         return MotionFrontEnd(), {}
+    from emts.litert import backend_of
     from emts.pipeline import Pipeline, detector_stage
     from emts.precision import model_for
     from emts.verifier import Verifier
@@ -44,10 +50,12 @@ def build_runner(
 
     verifier, models = None, {}
     if verifier_path().is_file():
-        verifier_file = model_for("verifier", None, precision, 1)
+        verifier_file = model_for("verifier", None, precision, 1, backend)
         verifier, models["verifier"] = Verifier(verifier_file, threads=1), verifier_file.name
-    detector = Detector(model_for("detector", model, precision, threads), threads=threads)
+    detector_file = model_for("detector", model, precision, threads, backend)
+    detector = Detector(detector_file, threads=threads)
     models["detector"] = detector.path.name
+    models["backend"] = backend_of(detector.path)
     models["detector mode"] = detector_mode
     stage = detector_stage(detector, detector_mode)
     return Pipeline(stage, verifier, auto_lock=True, threads=threads), models
@@ -61,6 +69,7 @@ def run_bench(
     model: str | None = None,
     precision: str | None = None,
     detector_mode: str = "plain",
+    backend: str | None = None,
 ) -> dict:
     """Time the runtime stages over ``frames`` frames after ``warmup`` frames.
 
@@ -68,11 +77,12 @@ def run_bench(
     tracker auto-locking on the clip's walker and the verifier classifying every 8th frame
     (Stage E is timed only if a verifier model is shipped); without one, Stages A and B.
     Decoding and drawing are not timed. ``precision`` (fp32 | int8 | auto) picks the shipped
-    detector and verifier files (:mod:`emts.precision`); None: the shipped fp32 models.
+    detector and verifier files (:mod:`emts.precision`) of ``backend`` (onnxruntime |
+    litert); None: the shipped fp32 ONNX models.
     """
     set_threads(threads)
     clip = gusty_clip(frames + warmup, seed=seed)
-    runner, models = build_runner(model, precision, threads, detector_mode)
+    runner, models = build_runner(model, precision, threads, detector_mode, backend)
     per_stage: dict[str, list[float]] = {}
     totals: list[float] = []
     for index, frame in enumerate(tqdm(clip.frames, desc="bench", unit="frame", disable=None)):

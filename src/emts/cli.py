@@ -280,6 +280,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             model=args.model,
             precision=args.precision,
             detector_mode=args.detector_mode,
+            backend=args.backend,
         )
         table = format_table(report)
     print(table)
@@ -503,7 +504,7 @@ def _cmd_detect(args: argparse.Namespace) -> int:
     from emts.precision import model_for
 
     _check_outputs(args.source, {"--jsonl": args.jsonl})
-    model = model_for("detector", args.model, args.precision, args.threads)
+    model = model_for("detector", args.model, args.precision, args.threads, args.backend)
     detector = Detector(model, threads=args.threads, threshold=args.threshold)
     fused = FusedDetector(detector) if args.detector_mode == "fused" else None
     front = MotionFrontEnd()
@@ -861,11 +862,11 @@ def _cmd_track(args: argparse.Namespace) -> int:
     follow = _gimbal_follow(args)
     verifier = None
     if not args.no_verifier and (args.verifier or default_verifier().is_file()):
-        verifier = Verifier(model_for("verifier", args.verifier, args.precision, 1))
+        verifier = Verifier(model_for("verifier", args.verifier, args.precision, 1, args.backend))
     pipeline = Pipeline(
         detector_stage(
             Detector(
-                model_for("detector", args.model, args.precision, args.threads),
+                model_for("detector", args.model, args.precision, args.threads, args.backend),
                 threads=args.threads,
                 threshold=args.threshold,
             ),
@@ -1360,6 +1361,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_training(sub)
     _add_adapt(sub)
     cli_quant.add_quantize(sub)
+    cli_quant.add_export_litert(sub)
     return parser
 
 

@@ -7,6 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from emts.errors import BadInputError
+from emts.litert import BACKENDS, DEFAULT_BACKEND
 from emts.precision import DEFAULT_PRECISION, PRECISIONS
 
 
@@ -17,6 +19,14 @@ def add_precision(p: argparse.ArgumentParser) -> None:
         default=None,
         help=f"shipped models to run: fp32, int8, or auto = whichever runs faster on this "
         f"machine, measured once at start-up (default: {DEFAULT_PRECISION}); not with --model",
+    )
+    p.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default=None,
+        help=f"runtime of the shipped models: onnxruntime (.onnx) or litert (.tflite through "
+        f"LiteRT/XNNPACK on --threads threads; needs emts[litert]) (default: {DEFAULT_BACKEND}; "
+        "with --model the file's suffix picks it)",
     )
 
 
@@ -36,7 +46,6 @@ def _command() -> str:
 
 def bench_peer(args: argparse.Namespace) -> tuple[dict, str]:
     """``emts bench --peer-yolo``: the interleaved YOLO/EMTS report and its table."""
-    from emts.errors import BadInputError
     from emts.peer import format_peer, run_peer
 
     if not 1 <= args.rounds <= 20:
@@ -49,6 +58,7 @@ def bench_peer(args: argparse.Namespace) -> tuple[dict, str]:
         rounds=args.rounds,
         precision=args.precision,
         model=args.model,
+        backend=args.backend,
     )
     return report, format_peer(report)
 
@@ -126,6 +136,94 @@ def add_quantize(sub) -> None:
     p.add_argument("--frames", type=int, default=10, help="frames per clip (default: 10)")
     p.add_argument("--seed", type=int, default=0, help="clip choice seed (default: 0)")
     p.set_defaults(run=cmd_quantize)
+
+
+def cmd_export_litert(args: argparse.Namespace) -> int:
+    _require_train_extra()
+    from emts.precision import shipped_model
+    from emts.train.litert_export import (
+        convert,
+        converter_versions,
+        fidelity,
+        require_converter,
+    )
+    from emts.train.quantize import (
+        detector_calibration,
+        sha256,
+        verifier_calibration,
+        write_provenance,
+    )
+
+    require_converter()
+    out = Path(args.out)
+    if out.suffix != ".tflite":
+        raise BadInputError(f"--out {out}: must end in .tflite")
+    source = Path(args.model) if args.model else shipped_model(args.kind, "fp32")
+    if not source.is_file():
+        raise BadInputError(f"{source}: no such model")
+    if args.kind == "detector":
+        calibration = detector_calibration(_sets(args), args.clips, args.frames, args.seed)
+    else:
+        calibration = verifier_calibration(_sets(args), args.clips, args.seed)
+    int8 = args.precision == "int8"
+    convert(args.kind, source, out, args.precision, calibration if int8 else None)
+    # Fidelity against onnxruntime on the source, over a slice of the calibration stream
+    # (every 25th sample: 40 detector frames by default).
+    probe = calibration.samples[:: max(1, len(calibration.samples) // 40)]
+    provenance = {
+        "model": out.name,
+        "sha256": sha256(out),
+        "bytes": out.stat().st_size,
+        "format": (
+            "LiteRT flatbuffer, full integer: weights int8 per-channel symmetric, activations "
+            "and model input/output int8 per-tensor asymmetric (min-max ranges; PT2E "
+            "through litert-torch)"
+            if int8
+            else "LiteRT flatbuffer, float32 (litert-torch)"
+        ),
+        "from": {"model": source.name, "sha256": sha256(source)},
+        "converter": converter_versions(),
+        "max_abs_diff_vs_onnxruntime_fp32": {
+            "outputs": fidelity(source, out, args.kind, probe),
+            "inputs": f"{len(probe)} samples of the calibration stream",
+        },
+        "command": _command(),
+    }
+    if int8:
+        provenance["calibration"] = {
+            "method": "minmax",
+            "stream": calibration.source,
+            "samples": len(calibration.samples),
+        }
+    path = write_provenance(out.with_name(out.name + ".json"), provenance)
+    print(f"{out} ({out.stat().st_size} bytes), provenance {path}")
+    return 0
+
+
+def add_export_litert(sub) -> None:
+    p = sub.add_parser(
+        "export-litert",
+        help="convert the detector or verifier to LiteRT .tflite, fp32 or int8 (needs "
+        "emts[train,litert-convert])",
+        description="Rebuild the torch module from the ONNX model and convert it with "
+        "litert-torch; int8 is full-integer post-training quantization (int8 per-channel "
+        "symmetric weights, int8 per-tensor activations, min-max ranges) calibrated on the "
+        "same stream as emts quantize. Writes OUT and OUT.json, e.g. detector.tflite.json "
+        "(provenance: command, sha256, converter versions, largest difference to onnxruntime "
+        "on the source).",
+    )
+    p.add_argument("kind", choices=["detector", "verifier"])
+    p.add_argument("--out", required=True, help=".tflite to write")
+    p.add_argument("--precision", choices=["fp32", "int8"], default="fp32")
+    p.add_argument("--model", help="fp32 ONNX to convert (default: the shipped one)")
+    p.add_argument("--tier1", default="data/tier1", help="Tier-1 set (default: %(default)s)")
+    p.add_argument(
+        "--negatives", default="data/negatives", help="hard negatives (default: %(default)s)"
+    )
+    p.add_argument("--clips", type=int, default=100, help="calibration clips (default: 100)")
+    p.add_argument("--frames", type=int, default=10, help="frames per clip (default: 10)")
+    p.add_argument("--seed", type=int, default=0, help="clip choice seed (default: 0)")
+    p.set_defaults(run=cmd_export_litert)
 
 
 def cmd_eval_quant(args: argparse.Namespace) -> int:

@@ -40,7 +40,13 @@ def default_model_path() -> Path:
 
 def load_session(path: Path, kind: str, threads: int):
     """An onnxruntime CPU session for the ``kind`` model at ``path`` (one intra-op pool of
-    ``threads``); a missing or unloadable file is bad input, said in one line."""
+    ``threads``), or for a ``.tflite`` file a LiteRT interpreter behind the same interface
+    (:class:`emts.litert.LiteRTSession`, XNNPACK on ``threads`` threads); a missing or
+    unloadable file, or a missing LiteRT runtime, is bad input, said in one line."""
+    if path.suffix == ".tflite":
+        from emts.litert import LiteRTSession
+
+        return LiteRTSession(path, kind, threads)
     import onnxruntime as ort
 
     if not path.is_file():

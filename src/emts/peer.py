@@ -65,6 +65,7 @@ def run_peer(
     precision: str | None = None,
     model: str | None = None,
     seed: int = 0,
+    backend: str | None = None,
 ) -> dict:
     """Interleaved timing of our pipeline and ``peer_model``; returns medians and ratios."""
     path = Path(peer_model)
@@ -73,7 +74,7 @@ def run_peer(
     inputs = peer.get_inputs()
     if len(inputs) != 1 or len(inputs[0].shape) != 4:
         raise BadInputError(f"{path}: expected one (1, 3, H, W) image input, got {inputs}")
-    runner, models = build_runner(model, precision, threads)
+    runner, models = build_runner(model, precision, threads, backend=backend)
     if not models:
         raise BadInputError("--peer-yolo compares with the whole pipeline: no detector shipped")
     clip = gusty_clip(frames + warmup, seed=seed)

@@ -275,20 +275,23 @@ class Pipeline:
         auto_lock: bool = True,
         precision: str = "fp32",
         detector_mode: str = "plain",
+        backend: str = "onnxruntime",
     ) -> Pipeline:
         """The pipeline with the models shipped in the package; ``precision`` ``fp32``,
         ``int8`` or ``auto`` (the faster here, measured once: :mod:`emts.precision`);
-        ``detector_mode`` ``plain`` (the network) or ``fused`` (:mod:`emts.fusion`)."""
+        ``detector_mode`` ``plain`` (the network) or ``fused`` (:mod:`emts.fusion`);
+        ``backend`` ``onnxruntime`` (.onnx) or ``litert`` (.tflite through LiteRT/XNNPACK,
+        extra ``[litert]``: :mod:`emts.litert`)."""
         from emts.detector import Detector
         from emts.precision import model_path
         from emts.verifier import Verifier, default_model_path
 
         verifier = None
         if default_model_path().is_file():
-            verifier = Verifier(model_path("verifier", precision, 1), threads=1)
+            verifier = Verifier(model_path("verifier", precision, 1, backend), threads=1)
         else:
             log.warning("no verifier model shipped: running without Stage E")
-        detector = Detector(model_path("detector", precision, threads), threads=threads)
+        detector = Detector(model_path("detector", precision, threads, backend), threads=threads)
         return cls(
             detector_stage(detector, detector_mode), verifier, auto_lock=auto_lock, threads=threads
         )

@@ -15,7 +15,11 @@ the verifier. ``precision`` picks between them:
   dequantize steps outweigh the integer arithmetic); on ARM cores, where the integer kernels
   are the fast path, int8 is expected to win, but that is not measured here.
 
-The runtime stays torch-free: this is onnxruntime only.
+Each precision ships for two runtimes (``backend``): ``onnxruntime`` (``.onnx``, the default)
+and ``litert`` (``.tflite`` through LiteRT/XNNPACK, extra ``[litert]``; :mod:`emts.litert`).
+``auto`` measures the two precisions of the chosen backend.
+
+The runtime stays torch-free: onnxruntime, or LiteRT's interpreter.
 """
 
 from __future__ import annotations
@@ -29,18 +33,14 @@ from pathlib import Path
 import numpy as np
 
 from emts.errors import BadInputError
+from emts.litert import BACKENDS, DEFAULT_BACKEND, SUFFIXES, backend_of, check_backend
 
 PRECISIONS = ("fp32", "int8", "auto")
 DEFAULT_PRECISION = "fp32"
 AUTO_WARMUP = 3
 AUTO_RUNS = 15
 AUTO_MARGIN = 0.9  # int8 must be at least 10 % faster to be picked
-_FILES = {
-    ("detector", "fp32"): "detector.onnx",
-    ("detector", "int8"): "detector.int8.onnx",
-    ("verifier", "fp32"): "verifier.onnx",
-    ("verifier", "int8"): "verifier.int8.onnx",
-}
+_STEMS = {"fp32": "", "int8": ".int8"}
 _DUMMY_SHAPES = {"detector": (1, 3, 192, 256), "verifier": (1, 40, 16)}
 
 log = logging.getLogger(__name__)
@@ -52,9 +52,14 @@ def check_precision(precision: str) -> str:
     return precision
 
 
-def shipped_model(kind: str, precision: str) -> Path:
-    """The packaged ``kind`` model file of a concrete precision (``fp32`` or ``int8``)."""
-    return Path(str(resources.files("emts") / "models" / _FILES[(kind, precision)]))
+def shipped_model(kind: str, precision: str, backend: str = DEFAULT_BACKEND) -> Path:
+    """The packaged ``kind`` model file of a concrete precision (``fp32`` or ``int8``) for
+    ``backend`` (``onnxruntime``: ``detector.onnx`` / ``detector.int8.onnx``; ``litert``:
+    ``detector.tflite`` / ``detector.int8.tflite``)."""
+    if kind not in _DUMMY_SHAPES or precision not in _STEMS or backend not in BACKENDS:
+        raise KeyError((kind, precision, backend))
+    name = f"{kind}{_STEMS[precision]}{SUFFIXES[backend]}"
+    return Path(str(resources.files("emts") / "models" / name))
 
 
 def _median_ms(session, feed: dict, runs: int) -> list[float]:
@@ -93,45 +98,74 @@ def _measured_choice(kind: str, fp32: Path, int8: Path, threads: int) -> str:
     return choice
 
 
-def resolve_precision(kind: str, precision: str, threads: int = 2) -> str:
+def resolve_precision(
+    kind: str, precision: str, threads: int = 2, backend: str = DEFAULT_BACKEND
+) -> str:
     """``fp32`` or ``int8`` for ``precision`` (``auto`` measured once, then cached)."""
     check_precision(precision)
+    check_backend(backend)
     if precision != "auto":
         return precision
-    fp32, int8 = shipped_model(kind, "fp32"), shipped_model(kind, "int8")
+    fp32, int8 = shipped_model(kind, "fp32", backend), shipped_model(kind, "int8", backend)
     if not int8.is_file():
-        log.warning("no int8 %s shipped: precision auto runs fp32", kind)
+        log.warning("no int8 %s shipped for %s: precision auto runs fp32", kind, backend)
         return "fp32"
     return _measured_choice(kind, fp32, int8, threads)
 
 
-def model_path(kind: str, precision: str = DEFAULT_PRECISION, threads: int = 2) -> Path:
-    """The shipped ``kind`` ("detector" or "verifier") model for ``precision``.
+def model_path(
+    kind: str, precision: str = DEFAULT_PRECISION, threads: int = 2, backend: str = DEFAULT_BACKEND
+) -> Path:
+    """The shipped ``kind`` ("detector" or "verifier") model for ``precision`` and
+    ``backend``.
 
     Raises:
-        BadInputError: an unknown precision, or an int8 model that is not shipped.
+        BadInputError: an unknown precision or backend, a model that is not shipped, or (for
+            ``litert``) a missing LiteRT runtime.
     """
-    chosen = resolve_precision(kind, precision, threads)
-    path = shipped_model(kind, chosen)
-    if not path.is_file() and chosen == "int8":
+    if check_backend(backend) == "litert":
+        from emts.litert import require_litert
+
+        require_litert()  # one line before anything is measured or loaded
+    chosen = resolve_precision(kind, precision, threads, backend)
+    path = shipped_model(kind, chosen, backend)
+    if not path.is_file():
+        make = (
+            f"`emts quantize {kind}`"
+            if backend == "onnxruntime"
+            else f"`emts export-litert {kind} --precision {chosen}`"
+        )
         raise BadInputError(
-            f"no int8 {kind} shipped ({path}); make it with `emts quantize {kind}` "
-            "or run --precision fp32"
+            f"no {chosen} {kind} shipped for {backend} ({path}); make it with {make}"
         )
     return path
 
 
 def model_for(
-    kind: str, model: str | Path | None, precision: str | None, threads: int = 2
+    kind: str,
+    model: str | Path | None,
+    precision: str | None,
+    threads: int = 2,
+    backend: str | None = None,
 ) -> Path | None:
     """What a command runs: an explicit ``model`` file as given (``precision`` then only
-    fp32 / unset, since it picks among the *shipped* files), else the shipped file of
-    ``precision``. None: the caller's own default (the shipped fp32 model)."""
+    fp32 / unset, since it picks among the *shipped* files; the file's suffix picks the
+    runtime, so ``backend`` must be unset or agree), else the shipped file of ``precision``
+    and ``backend``. None: the caller's own default (the shipped fp32 model)."""
     if model is not None:
         if precision not in (None, DEFAULT_PRECISION):
             raise BadInputError(
                 f"--precision {precision} picks a shipped {kind}; with an explicit model file "
                 "drop --precision (the file is run as it is)"
             )
+        if backend is not None and check_backend(backend) != backend_of(model):
+            raise BadInputError(
+                f"--backend {backend} does not run {Path(model).name}: a .onnx runs in "
+                "onnxruntime, a .tflite in litert (the suffix picks it); drop --backend"
+            )
+        if backend_of(model) == "litert":
+            from emts.litert import require_litert
+
+            require_litert()
         return Path(model)
-    return model_path(kind, precision or DEFAULT_PRECISION, threads)
+    return model_path(kind, precision or DEFAULT_PRECISION, threads, backend or DEFAULT_BACKEND)
