@@ -207,8 +207,11 @@ def test_a_smooth_occluder_that_still_matches_the_template_margin_is_an_occlusio
 def test_without_the_contrast_signal_the_template_learns_the_occluder():
     from emts.config import TrackerConfig
 
-    states = _walk_behind_a_smooth_occluder(TrackerConfig(contrast_drop=0.0))
+    # (the stall rule off too: the track that learned the static occluder stops dead on it)
+    states = _walk_behind_a_smooth_occluder(TrackerConfig(contrast_drop=0.0, stall_ratio=0.0))
     assert all(s.mode == "locked" for s in states)  # the failure the contrast signal fixes
+    states = _walk_behind_a_smooth_occluder(TrackerConfig(contrast_drop=0.0))
+    assert "reacquire" in [s.mode for s in states]  # ... which the stall rule catches, later
 
 
 def test_appearance_relock_region_reaches_ahead_of_the_walk_not_behind_or_aside():
@@ -305,3 +308,43 @@ def test_relock_pace_is_a_ground_speed_scaled_to_the_streams_frame_rate():
     pipeline = Pipeline(None, None, auto_lock=False)
     pipeline.fps = 3 * tracker.config.pace_fps
     assert pipeline.tracker.relock_min_pace() == pytest.approx(tracker.relock_min_pace() / 3)
+
+
+# ------------------------------------------------------------------ stall after a walk
+def _walk_then_stop(detections: bool, config=None):
+    """Appearance-tracked walker at +3 px/frame that stops dead at x = 230 (frame 10 on).
+    To Stage D this is also what sliding onto a static look-alike edge is (the tree crown
+    of ``emts demo``): only a detection tells a person standing there."""
+    from emts.tracker import AppearanceView, LockCommand
+
+    ground = _ground()
+    tracker = TargetTracker(config)
+    view = AppearanceView.of(_frame(ground, 200))
+    lock = LockCommand(np.array([200.0, 200.0]), SIZE, E[0], "tap:box")
+    tracker.update(np.eye(2, 3), [], lock=lock, view=view)
+    states = []
+    for t in range(1, 40):
+        x = min(200 + 3 * t, 230)
+        seen = [_candidate(x, 200)] if detections else []
+        states.append(tracker.update(np.eye(2, 3), seen, view=AppearanceView.of(_frame(ground, x))))
+    return states
+
+
+def test_an_appearance_only_track_that_stops_dead_after_walking_is_lost():
+    states = _walk_then_stop(detections=False)
+    modes = [s.mode for s in states]
+    assert modes[:9] == ["locked"] * 9
+    lost = modes.index("reacquire")
+    assert 10 <= lost <= 10 + 8 + 2  # within stall_frames (+ the slowing) of the stop
+    assert states[lost].event == "lost"
+
+
+def test_a_stopped_walker_the_detector_still_sees_stays_locked():
+    assert all(s.mode == "locked" for s in _walk_then_stop(detections=True))
+
+
+def test_without_the_stall_rule_the_stopped_appearance_track_stays_locked():
+    from emts.config import TrackerConfig
+
+    states = _walk_then_stop(detections=False, config=TrackerConfig(stall_ratio=0.0))
+    assert all(s.mode == "locked" for s in states)

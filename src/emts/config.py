@@ -103,6 +103,13 @@ class TrackerConfig:
     pace_fps: float = 10.0  # ... at this frame rate (person12's); scaled to the stream's
     relock_max_radius: float = 64.0  # re-lock searches at most this far (stabilized px) ...
     relock_growth: float = 0.05  # ... within a body height growing by this many per lost frame
+    # Stall: a track measured by its appearance alone that stops dead after walking has most
+    # likely slid onto an occluder's edge that looks like the target (a bright crown over a
+    # warm walker): its pace over the last ``stall_frames`` fell below ``stall_ratio`` x its
+    # running walking pace (a detection on at most a quarter of those frames). It is then
+    # lost (reacquire), coasting on with the walk and the template from before the stall.
+    stall_frames: int = 8
+    stall_ratio: float = 0.25
     veto_drops_operator_locks: bool = False  # a veto drops auto-locks; tap locks only if True
     give_up_after: int = 300  # frames without a measurement before reacquire gives up (search)
     coast_velocity_keep: float = 0.95  # velocity decays while coasting (a stop is likelier)

@@ -33,6 +33,7 @@ named stabilized.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -349,6 +350,12 @@ class TargetTracker:
         self.reference_contrast: float | None = None  # the same, slow: the target's own
         self._occluded = False  # the last match dropped suddenly: wait for a strong one
         self._previous: tuple[np.ndarray, np.ndarray] | None = None  # (working, G) at t-1
+        # Stall check: (stabilized position, velocity, template, a detection took part) after
+        # each of the last stall_frames + 1 measured locked frames.
+        self._trail: deque[tuple[np.ndarray, np.ndarray, np.ndarray | None, bool]] = deque(
+            maxlen=self.config.stall_frames + 1
+        )
+        self._walk_pace: float | None = None  # image px/frame while the track walked
 
     def lock(self, candidate: Candidate | LockCommand, view: AppearanceView | None = None) -> None:
         """Lock now, on the current frame (``G_0 = I``); see also ``update(lock=...)``."""
@@ -497,6 +504,9 @@ class TargetTracker:
             chosen, peak, measured_by = self._locked_step(
                 candidates, measurements, gammas, verdict, view
             )
+            if measured_by is not None and self._stalled(measured_by):
+                self._enter_reacquire_before_stall()
+                return self._state(chosen, candidates, None, content, peak, "lost")
             if measured_by is None or not self._inside(content):
                 self.misses += 1
                 if self.misses >= c.reacquire_after_misses or not self._inside(content):
@@ -603,6 +613,43 @@ class TargetTracker:
         )  # fmt: skip
         return chosen, peak, measured_by
 
+    def _stalled(self, measured_by: str) -> bool:
+        """Add this measured frame to the trail; has the track, followed by its appearance
+        alone, stopped dead after walking (see ``TrackerConfig.stall_frames``)?
+
+        Paces are image px per frame over ``stall_frames``; the walking pace is a running
+        value over the windows in which the track walked (updated here).
+        """
+        self._trail.append(
+            (
+                self.x[:2].copy(),
+                self.x[2:4].copy(),
+                self.appearance.patch,
+                measured_by != "appearance",
+            )
+        )
+        c = self.config
+        k = c.stall_frames
+        if len(self._trail) <= k:
+            return False
+        trail = list(self._trail)
+        now = float(np.hypot(*(trail[-1][0] - trail[-1 - k][0]))) / k * self._scale()
+        walk = self._walk_pace
+        if now >= c.walk_speed[0]:
+            self._walk_pace = now if walk is None else 0.9 * walk + 0.1 * now
+        detected = sum(d for *_, d in trail[-k:])
+        return walk is not None and detected <= k // 4 and now < c.stall_ratio * walk
+
+    def _enter_reacquire_before_stall(self) -> None:
+        """Lost at a stall: the walk and the look from before it, coasting on from here."""
+        k = self.config.stall_frames
+        _, velocity, patch, _ = self._trail[-1 - k]
+        if patch is not None:
+            self.appearance.patch = patch
+        self.x[2:4] = velocity
+        self._trail.clear()
+        self._enter_reacquire()
+
     def _surged(self, contrast: float) -> bool:
         """Has the matched region far more contrast than the target's own (slow) value?"""
         reference = self.reference_contrast
@@ -633,6 +680,8 @@ class TargetTracker:
 
     def _enter_reacquire(self) -> None:
         self.mode = "reacquire"
+        self._trail.clear()
+        self._walk_pace = None
         self._lost_velocity = self.x[2:4].copy()  # the walk before the loss
         self.frozen_template = self.template.copy()
         self.frozen_appearance = (
@@ -838,4 +887,5 @@ class TargetTracker:
             self.template, self.has_embedding = _normalize(embedding), True
         self._spatial_streak = 0
         self._appearance_streak = []
+        self._trail.clear()
         self.misses = 0
