@@ -6,9 +6,11 @@ the same calibration stream (made here, not shipped; `sec:minmax`, `tab:detectio
 Accuracy: AP@0.25 / AP@0.5 on the held-out synthetic bench (:func:`emts.eval.detect.
 evaluate_bench`, frames 5-18) and on HIT-UAV val in both pseudo-clip variants of the
 real-footage suite (:func:`emts.eval.real.hituav_frames`). Latency: each model alone
-(onnxruntime, interleaved run by run, 1 and 2 intra-op threads) and the whole pipeline
-(``emts bench`` at fp32 and int8, alternating). The load average and any other heavy process
-seen are written beside the latency figures.
+(interleaved run by run, 1 and 2 threads) and the whole pipeline (``emts bench`` at fp32 and
+int8, alternating). With the LiteRT runtime installed (extra ``[litert]``) the shipped
+``.tflite`` twins join both: the int8 LiteRT detector is scored beside the ONNX ones, and
+every precision x backend is timed (XNNPACK on the same thread counts). The load average and
+any other heavy process seen are written beside the latency figures.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from emts.detector import Detector, load_session
 from emts.errors import BadInputError
 from emts.eval.detect import EVAL_THRESHOLD, evaluate_bench, network_detector
 from emts.eval.metrics import ImageResult, coco_ap
+from emts.litert import litert_available
 from emts.precision import shipped_model
 
 THREADS = (1, 2)
@@ -166,22 +169,30 @@ def model_latency(models: dict[str, Path], kind: str, feed: np.ndarray, runs: in
     return out
 
 
-def pipeline_latency(rounds: int = PIPELINE_ROUNDS, frames: int = PIPELINE_FRAMES) -> dict:
-    """``emts bench`` end to end at fp32 and int8, alternating, median of the rounds' medians."""
+def pipeline_latency(
+    rounds: int = PIPELINE_ROUNDS, frames: int = PIPELINE_FRAMES, litert: bool = False
+) -> dict:
+    """``emts bench`` end to end at fp32 and int8 (and, with ``litert``, both again on the
+    LiteRT backend: rows "fp32 LiteRT", "int8 LiteRT"), alternating, median of the rounds'
+    medians."""
     from emts.bench import run_bench
 
+    runs = [("fp32", "onnxruntime"), ("int8", "onnxruntime")]
+    if litert:
+        runs += [("fp32", "litert"), ("int8", "litert")]
     totals: dict[str, dict[str, list[float]]] = {}
     stage_c: dict[str, dict[str, list[float]]] = {}
     for _ in range(rounds):
         for threads in THREADS:
-            for precision in ("fp32", "int8"):
-                gc.collect()  # the previous pipeline's onnxruntime threads end first
-                report = run_bench(frames=frames, threads=threads, precision=precision)
-                key = f"{threads} threads"
-                totals.setdefault(precision, {}).setdefault(key, []).append(
-                    report["total"]["median_ms"]
+            for precision, backend in runs:
+                gc.collect()  # the previous pipeline's runtime threads end first
+                report = run_bench(
+                    frames=frames, threads=threads, precision=precision, backend=backend
                 )
-                stage_c.setdefault(precision, {}).setdefault(key, []).append(
+                key = f"{threads} threads"
+                row = precision if backend == "onnxruntime" else f"{precision} LiteRT"
+                totals.setdefault(row, {}).setdefault(key, []).append(report["total"]["median_ms"])
+                stage_c.setdefault(row, {}).setdefault(key, []).append(
                     report["stages"]["C"]["median_ms"]
                 )
     return {
@@ -195,6 +206,31 @@ def pipeline_latency(rounds: int = PIPELINE_ROUNDS, frames: int = PIPELINE_FRAME
         }
         for precision, by_threads in totals.items()
     }
+
+
+def litert_ratios(latency: dict) -> dict[str, float]:
+    """LiteRT times over onnxruntime fp32's, and LiteRT int8 over LiteRT fp32."""
+    out = {}
+    for threads in (f"{t} threads" for t in THREADS):
+        for kind, fp32 in (("detector", "float"), ("verifier", "float")):
+            table = latency[kind]
+            base = table[fp32][threads]["median_ms"]
+            for name in ("float LiteRT", "int8 LiteRT"):
+                out[f"{kind} {name} / onnxruntime float, {threads}"] = round(
+                    table[name][threads]["median_ms"] / base, 2
+                )
+            out[f"{kind} LiteRT int8 / LiteRT float, {threads}"] = round(
+                table["int8 LiteRT"][threads]["median_ms"]
+                / table["float LiteRT"][threads]["median_ms"],
+                2,
+            )
+        pipe = latency["pipeline"]
+        base = pipe["fp32"][threads]["total_median_ms"]
+        for name in ("fp32 LiteRT", "int8 LiteRT"):
+            out[f"pipeline {name} / onnxruntime fp32, {threads}"] = round(
+                pipe[name][threads]["total_median_ms"] / base, 2
+            )
+    return out
 
 
 def plot(report: dict, path: Path) -> None:
@@ -250,6 +286,24 @@ def _accuracy_table(report: dict) -> list[str]:
     return lines
 
 
+def _litert_gap(report: dict) -> list[str]:
+    accuracy = report["accuracy"]
+    if "int8 LiteRT" not in accuracy:
+        return []
+    gaps = {
+        column: round(accuracy["float"][column] - accuracy["int8 LiteRT"][column], 4)
+        for column in accuracy["float"]
+        if column.endswith("AP@0.25")
+    }
+    return [
+        "int8 LiteRT = the shipped `detector.int8.tflite` (`emts export-litert`: litert-torch "
+        "PT2E full-integer PTQ, int8 per-channel symmetric weights, int8 per-tensor min-max "
+        "activations, the same calibration stream), run by LiteRT with XNNPACK. "
+        f"float - int8 LiteRT, AP@0.25: {gaps}.",
+        "",
+    ]
+
+
 def write_report(out: Path, report: dict) -> None:
     plot(report, out / "quant.png")
     float_name, int8_name = "float", "int8 min-max"
@@ -279,6 +333,7 @@ def write_report(out: Path, report: dict) -> None:
         f"float - int8 min-max, AP@0.25: {gaps} (target <= {TARGET_AP_GAP}: "
         f"{'met' if met else 'NOT met'}).",
         "",
+        *_litert_gap(report),
         "![accuracy and latency](quant.png)",
         "",
         "## Latency",
@@ -290,8 +345,8 @@ def write_report(out: Path, report: dict) -> None:
         f"heavy processes seen: {report['state_before']['other_heavy_processes'] or 'none'}"
         f" / {report['state_after']['other_heavy_processes'] or 'none'}.",
         "",
-        "Each model alone (onnxruntime, median / p90 ms over "
-        f"{report['latency_runs']} runs, models interleaved run by run):",
+        "Each model alone (onnxruntime for .onnx, LiteRT with XNNPACK for the LiteRT rows; "
+        f"median / p90 ms over {report['latency_runs']} runs, models interleaved run by run):",
         "",
         "| model | 1 thread | 2 threads |",
         "|---|---|---|",
@@ -304,10 +359,11 @@ def write_report(out: Path, report: dict) -> None:
             lines.append(f"| {kind} {name} | {cells} |")
     lines += [
         "",
-        f"Whole pipeline (`emts bench --precision P`, {PIPELINE_FRAMES} frames, median of "
-        f"{PIPELINE_ROUNDS} alternating rounds' medians; Stage C median in brackets):",
+        f"Whole pipeline (`emts bench --precision P [--backend litert]`, {PIPELINE_FRAMES} "
+        f"frames, median of {PIPELINE_ROUNDS} alternating rounds' medians; Stage C median in "
+        "brackets):",
         "",
-        "| precision | 1 thread | 2 threads |",
+        "| precision (backend) | 1 thread | 2 threads |",
         "|---|---|---|",
     ]
     for precision, by_threads in report["latency"]["pipeline"].items():
@@ -316,7 +372,13 @@ def write_report(out: Path, report: dict) -> None:
         )
         lines.append(f"| {precision} | {cells} |")
     ratio = report["latency"]["int8_over_fp32"]
-    lines += ["", f"int8 / fp32 time ratios: {ratio}", ""]
+    lines += ["", f"int8 / fp32 time ratios (onnxruntime): {ratio}", ""]
+    if "litert_ratios" in report["latency"]:
+        lines += [
+            f"LiteRT time ratios (each over onnxruntime fp32; int8 / fp32 within LiteRT): "
+            f"{report['latency']['litert_ratios']}",
+            "",
+        ]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     (out / "metrics.json").write_text(json.dumps(report, indent=1) + "\n")
 
@@ -365,6 +427,28 @@ def evaluate_quant(
         raise BadInputError(f"{hituav}: no HIT-UAV val split (val.json) there; pass --hituav")
     out.mkdir(parents=True, exist_ok=True)
     previous = out / "metrics.json"
+    litert = litert_available()
+    lite = {}
+    if litert:
+        lite = {
+            "float LiteRT": shipped_model("detector", "fp32", "litert"),
+            "int8 LiteRT": shipped_model("detector", "int8", "litert"),
+        }
+    # fp32 LiteRT is the float model to 1e-5 (tests/test_litert.py): only its int8 is scored
+    lite_scored = {name: path for name, path in lite.items() if name == "int8 LiteRT"}
+
+    def score(models: dict[str, Path]) -> dict[str, dict]:
+        accuracy: dict[str, dict] = {name: {} for name in models}
+        for name, row in bench_accuracy(models, bench, clips).items():
+            accuracy[name]["bench AP@0.25"] = row["AP@0.25"]
+            accuracy[name]["bench AP@0.5"] = row["AP@0.5"]
+        for variant in ("persons", "vehicles"):
+            rows = hituav_accuracy(models, hituav, variant, seeds, hituav_images)
+            for name, row in rows.items():
+                accuracy[name][f"HIT-UAV {variant} AP@0.25"] = row["AP@0.25"]
+                accuracy[name][f"HIT-UAV {variant} AP@0.5"] = row["AP@0.5"]
+        return accuracy
+
     with tempfile.TemporaryDirectory() as scratch:
         if reuse_accuracy:
             if not previous.is_file():
@@ -374,6 +458,14 @@ def evaluate_quant(
             calibration_source, names = earlier["calibration"], earlier["models"]
             command = earlier["command"] + f"; latency: {command}"
             models = {"float": fp32_path, "int8 min-max": int8_path}
+            # models the earlier run did not score (the LiteRT int8 added since) are scored
+            # now, on the bench and HIT-UAV as given (pass the earlier --seeds / --clips)
+            missing = {n: p for n, p in lite_scored.items() if n not in accuracy}
+            if missing:
+                accuracy |= score(missing)
+                sizes |= {name: path.stat().st_size for name, path in missing.items()}
+                names |= {name: path.name for name, path in missing.items()}
+                command += f" (scored {', '.join(missing)} here)"
         else:
             calibration = detector_calibration(sets)
             calibration_source = calibration.source
@@ -381,31 +473,30 @@ def evaluate_quant(
                 fp32_path, Path(scratch) / "moving.onnx", calibration, "moving-average"
             )
             models = {"float": fp32_path, "int8 min-max": int8_path, "int8 moving-average": moving}
-            names = {name: path.name for name, path in models.items()}
-            accuracy = {name: {} for name in models}
-            for name, row in bench_accuracy(models, bench, clips).items():
-                accuracy[name]["bench AP@0.25"] = row["AP@0.25"]
-                accuracy[name]["bench AP@0.5"] = row["AP@0.5"]
-            for variant in ("persons", "vehicles"):
-                rows = hituav_accuracy(models, hituav, variant, seeds, hituav_images)
-                for name, row in rows.items():
-                    accuracy[name][f"HIT-UAV {variant} AP@0.25"] = row["AP@0.25"]
-                    accuracy[name][f"HIT-UAV {variant} AP@0.5"] = row["AP@0.5"]
-            sizes = {name: path.stat().st_size for name, path in models.items()}
+            scored = models | lite_scored
+            names = {name: path.name for name, path in scored.items()}
+            accuracy = score(scored)
+            sizes = {name: path.stat().st_size for name, path in scored.items()}
         state_before = wait_for_idle(wait_idle)
         channels = ClipSet(bench)[0].channels[5][None]
+        verifiers = {
+            "float": shipped_model("verifier", "fp32"),
+            "int8": shipped_model("verifier", "int8"),
+        }
+        if litert:
+            verifiers |= {
+                "float LiteRT": shipped_model("verifier", "fp32", "litert"),
+                "int8 LiteRT": shipped_model("verifier", "int8", "litert"),
+            }
         latency = {
-            "detector": model_latency(models, "detector", channels, latency_runs),
+            "detector": model_latency(models | lite, "detector", channels, latency_runs),
             "verifier": model_latency(
-                {
-                    "float": shipped_model("verifier", "fp32"),
-                    "int8": shipped_model("verifier", "int8"),
-                },
+                verifiers,
                 "verifier",
                 np.random.default_rng(0).random((1, 40, 16), np.float32),
                 latency_runs,
             ),
-            "pipeline": pipeline_latency(),
+            "pipeline": pipeline_latency(litert=litert),
         }
         state_after = machine_state()
     ratios = {}
@@ -423,6 +514,8 @@ def evaluate_quant(
             pipe["int8"][threads]["total_median_ms"] / pipe["fp32"][threads]["total_median_ms"], 2
         )
     latency["int8_over_fp32"] = ratios
+    if litert:
+        latency["litert_ratios"] = litert_ratios(latency)
     report = {
         "command": command,
         "calibration": calibration_source,
@@ -431,6 +524,7 @@ def evaluate_quant(
         "sizes": sizes,
         "machine": _cpu_name(),
         "latency_runs": latency_runs,
+        "accuracy_set": {"bench clips": clips or "all", "HIT-UAV seeds": seeds},
         "state_before": state_before,
         "state_after": state_after,
         "latency": latency,
