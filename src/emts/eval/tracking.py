@@ -96,7 +96,7 @@ def reacquisition(
                 reassociated |= t > last and state.measured_by is not None
             outcome["trials"] += 1
             height = GEOMETRY.boxes([target["box"]], Frame.WORKING, Frame.NETWORK)[0][3]
-            height_bin = "<14" if height < 14 else ">=14"
+            height_bin = _height_bin(height)
             by_height.setdefault(height_bin, [0, 0])[0] += 1
             # Re-locked: locked again on a detection after the blackout (a coasting filter
             # that never re-associated does not count), judged where it is 2 frames later.
@@ -118,10 +118,17 @@ def reacquisition(
         outcome["success_with_detection_on_check_frame"] / max(outcome["trials"], 1), 4
     )
     outcome["by_target_height_network_px"] = {
-        k: {"trials": v[0], "success_rate": round(v[1] / max(v[0], 1), 4)}
-        for k, v in sorted(by_height.items())
+        k: {"trials": by_height[k][0], "success_rate": round(by_height[k][1] / by_height[k][0], 4)}
+        for k in ("<14", "14-24", ">=24")
+        if k in by_height
     }
     return outcome
+
+
+def _height_bin(height: float) -> str:
+    """Target height bins in NETWORK px: < 14, 14-24 and >= 24 (>= 64 px at 640x512, taller
+    than the 10-60 px people EMTS is built for)."""
+    return "<14" if height < 14 else "14-24" if height < 24 else ">=24"
 
 
 def _link(
