@@ -230,3 +230,13 @@ def test_pipeline_default_without_the_runtime_is_one_error(no_litert):
 
     with pytest.raises(BadInputError, match=r"emts\[litert\]"):
         Pipeline.default(threads=1, backend="litert")
+
+
+@needs_litert
+def test_an_unreadable_tflite_is_one_line_and_exit_2(tmp_path, capsys):
+    bad = tmp_path / "bad.tflite"
+    bad.write_bytes(b"not a flatbuffer")
+    argv = ["detect", "0", "--jsonl", str(tmp_path / "d.jsonl"), "--model", str(bad)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot be loaded" in err[0], err

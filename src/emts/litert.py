@@ -17,7 +17,11 @@ callers see float32 as with onnxruntime. The files hold one fixed batch of 1; a 
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,6 +82,30 @@ class _Tensor:
     zero_point: int
 
 
+@contextlib.contextmanager
+def _quiet_native_stderr():
+    """Silence LiteRT's native start-up line ("INFO: Created TensorFlow Lite XNNPACK delegate
+    for CPU.", written to file descriptor 2 by C++) unless logging is at INFO (``-v``);
+    load errors still arrive as Python exceptions with their message."""
+    if logging.getLogger().isEnabledFor(logging.INFO):
+        yield
+        return
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no real stderr (e.g. captured): nothing to silence
+        yield
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
 def _order(name: str) -> tuple[int, str]:
     """Signature names as exporters write them (``output_0``, ``output_1``, ...) in order."""
     match = re.search(r"(\d+)$", name)
@@ -98,8 +126,9 @@ class LiteRTSession:
         if not path.is_file():
             raise BadInputError(f"{kind} model {path} not found")
         try:
-            self.interpreter = interpreter_class(model_path=str(path), num_threads=threads)
-            self.interpreter.allocate_tensors()
+            with _quiet_native_stderr():
+                self.interpreter = interpreter_class(model_path=str(path), num_threads=threads)
+                self.interpreter.allocate_tensors()
             runner = self.interpreter.get_signature_runner()
         except (ValueError, RuntimeError) as error:
             reason = str(error).strip().splitlines()[-1] if str(error).strip() else "unknown"
