@@ -92,11 +92,19 @@ def blob_features(
     Returns:
         boxes (n, 4) WORKING px (top-left edge), features (n, 8), centre cells (n, 2) [x, y].
     """
-    median = float(np.median(residual[valid])) if valid.any() else 0.0
+    # The median over every other pixel of every other row: within 0.1 % of the full one
+    # (person12: median 0.07 %), at a quarter of the cost (np.median of 300k values: ~2 ms).
+    sample = residual[::2, ::2][valid[::2, ::2]]
+    median = float(np.median(sample)) if sample.size else 0.0
     threshold = max(k * median, 1e-3)
     mask = ((residual > threshold) & valid).astype(np.uint8)
     mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, _KERNEL)
-    count, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
+    # 16-bit labels where they cannot overflow (fewer foreground pixels than 65,535): about a
+    # third of the time of 32-bit ones for a 640x512 mask, same components.
+    label_type = cv2.CV_16U if cv2.countNonZero(mask) < 65535 else cv2.CV_32S
+    count, labels, stats, _ = cv2.connectedComponentsWithStatsWithAlgorithm(
+        mask, 8, label_type, cv2.CCL_DEFAULT
+    )
     if count <= 1:
         return np.zeros((0, 4)), np.zeros((0, len(FEATURES))), np.zeros((0, 2), int)
     # Per-blob sums and peaks over the blobs' own pixels only (a few % of the frame), the
