@@ -239,7 +239,9 @@ def plot(report: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, (left, alone, whole) = plt.subplots(
+        1, 3, figsize=(16, 5), gridspec_kw={"width_ratios": [1.2, 1, 1]}
+    )
     names = list(report["accuracy"])
     columns = [c for c in next(iter(report["accuracy"].values())) if c.endswith("AP@0.25")]
     width = 0.8 / len(names)
@@ -251,26 +253,25 @@ def plot(report: dict, path: Path) -> None:
     left.set_ylabel("AP@0.25")
     left.set_title("detector accuracy by precision")
     left.legend(fontsize=8)
-    rows = [
-        ("detector", report["latency"]["detector"]),
-        ("verifier", report["latency"]["verifier"]),
-    ]
-    labels, values = [], []
-    for kind, table in rows:
-        for name, by_threads in table.items():
-            for threads, figures in by_threads.items():
-                labels.append(f"{kind} {name}\n{threads}")
-                values.append(figures["median_ms"])
-    for precision, by_threads in report["latency"]["pipeline"].items():
-        for threads, figures in by_threads.items():
-            labels.append(f"pipeline {precision}\n{threads}")
-            values.append(figures["total_median_ms"])
-    right.barh(np.arange(len(values)), values)
-    right.set_yticks(np.arange(len(values)))
-    right.set_yticklabels(labels, fontsize=6)
-    right.invert_yaxis()
-    right.set_xlabel("median ms (this machine; compare within the chart only)")
-    right.set_title("latency")
+
+    def grouped(axis, table: dict, key: str, title: str) -> None:
+        """One row per model, a bar per thread count (median ms)."""
+        rows = list(table)
+        for k, threads in enumerate(f"{t} threads" for t in THREADS):
+            values = [table[row].get(threads, {}).get(key, 0.0) for row in rows]
+            axis.barh(np.arange(len(rows)) + k * 0.4, values, 0.4, label=threads)
+        axis.set_yticks(np.arange(len(rows)) + 0.2)
+        axis.set_yticklabels(rows, fontsize=8)
+        axis.invert_yaxis()
+        axis.set_xlabel("median ms (this machine; compare within a chart only)", fontsize=8)
+        axis.set_title(title)
+        axis.legend(fontsize=8)
+
+    latency = report["latency"]
+    models = {f"detector {n}": v for n, v in latency["detector"].items()}
+    models |= {f"verifier {n}": v for n, v in latency["verifier"].items()}
+    grouped(alone, models, "median_ms", "each model alone")
+    grouped(whole, latency["pipeline"], "total_median_ms", "whole pipeline (emts bench)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
