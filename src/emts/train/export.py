@@ -24,6 +24,49 @@ class _Deployable(nn.Module):
         return torch.sigmoid(heat), size, offset, embedding
 
 
+class _Streaming(nn.Module):
+    """The causal streaming step as a pure function (`eq:statefn`):
+    ``(x_t, c_{t-1}^{(1..7)}) -> (heatmap, log_size, offset, embedding, c_t^{(1..7)})``."""
+
+    def __init__(self, model: MicroDetector) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, x: torch.Tensor, *caches: torch.Tensor):
+        heat, size, offset, embedding, new = self.model.step(x, list(caches))
+        return (torch.sigmoid(heat), size, offset, embedding, *new)
+
+
+def cache_names(count: int) -> tuple[list[str], list[str]]:
+    """Graph input / output names of the caches of a streaming TSM detector."""
+    return [f"cache_in_{k}" for k in range(count)], [f"cache_out_{k}" for k in range(count)]
+
+
+def export_streaming_onnx(model: MicroDetector, out: str | Path, opset: int = 17) -> Path:
+    """Write the causal streaming step of a TSM ``model`` as ONNX with its caches as explicit
+    graph inputs (``cache_in_k``) and outputs (``cache_out_k``), dynamic batch axis.
+    Feed zeros as the first frame's caches and each step's ``cache_out_k`` to the next."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    model.eval()
+    caches = model.initial_caches()
+    inputs, outputs = cache_names(len(caches))
+    dummy = torch.zeros(1, model.config.in_channels, 192, 256)
+    names = ["channels", *inputs]
+    torch.onnx.export(
+        _Streaming(model).eval(),
+        (dummy, *caches),
+        str(out),
+        input_names=names,
+        output_names=[*OUTPUT_NAMES, *outputs],
+        dynamic_axes={n: {0: "batch"} for n in [*names, *OUTPUT_NAMES, *outputs]},
+        opset_version=opset,
+        dynamo=False,
+    )
+    model.eval()
+    return out
+
+
 def load_trained(path: str | Path) -> MicroDetector:
     saved = torch.load(path, map_location="cpu", weights_only=False)
     model = MicroDetector(
