@@ -134,3 +134,77 @@ def test_streaming_onnx_matches_torch_with_caches_as_graph_io(tmp_path):
             np.testing.assert_allclose(s[0], size[t].numpy(), atol=1e-4)
             np.testing.assert_allclose(e[0], embedding[t].numpy(), atol=1e-4)
     assert detector.caches["cache_in_6"].any()  # the stream carried state
+
+
+@pytest.fixture(scope="module")
+def streaming_model(tmp_path_factory):
+    pytest.importorskip("onnxruntime")
+    from emts.train.export import export_streaming_onnx
+
+    folder = tmp_path_factory.mktemp("tsm")
+    return export_streaming_onnx(_trained_like(DetectorConfig(tsm="causal")), folder / "tsm.onnx")
+
+
+def _stream(frames=6, step=3):
+    from emts.train.quantize import Calibration
+
+    rng = np.random.default_rng(0)
+    samples = rng.uniform(0, 1, (frames, 3, 192, 256)).astype(np.float32)
+    return Calibration(samples, step, "test frames")
+
+
+def test_propagated_caches_are_the_float_streams_incoming_state(streaming_model):
+    from emts.streaming import StreamingDetector
+    from emts.train.quantize import with_caches
+
+    calibration = _stream()
+    zero = with_caches(streaming_model, calibration, "zero")
+    assert all(not v.any() for v in zero.extra.values())
+    propagated = with_caches(streaming_model, calibration, "propagated")
+    detector = StreamingDetector(streaming_model, threads=1)
+    for k, frame in enumerate(calibration.samples):
+        if k % 3 == 0:
+            detector.reset()  # a clip starts from zero caches
+            assert not propagated.extra["cache_in_0"][k].any()
+        for name, value in detector.caches.items():
+            np.testing.assert_allclose(propagated.extra[name][k], value[0], atol=1e-6)
+        detector.raw(frame)
+    assert propagated.extra["cache_in_3"][1].any()
+
+
+def test_cache_inputs_get_calibrated_ranges_only_from_propagated_state(streaming_model, tmp_path):
+    import onnx
+    from onnx import numpy_helper
+
+    from emts.errors import BadInputError
+    from emts.train.quantize import quantize, with_caches
+
+    calibration = _stream()
+    with pytest.raises(BadInputError, match="tsm-caches"):
+        quantize(streaming_model, tmp_path / "bare.onnx", calibration)
+    scales = {}
+    for caches in ("zero", "propagated"):
+        path = quantize(
+            streaming_model,
+            tmp_path / f"{caches}.onnx",
+            with_caches(streaming_model, calibration, caches),
+        )
+        model = onnx.load(str(path))
+        weights = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+        node = next(
+            n
+            for n in model.graph.node
+            if n.op_type == "QuantizeLinear" and n.input[0] == "cache_in_3"
+        )
+        scales[caches] = float(weights[node.input[1]])
+    # zero caches: a degenerate range; propagated: the steady-state range of the cache
+    assert scales["propagated"] != scales["zero"]
+    assert scales["propagated"] > 1e-4
+
+
+def test_tsm_caches_on_a_stateless_model_is_one_line_and_exit_2(tmp_path, capsys):
+    from emts.cli import main
+
+    code = main(["quantize", "detector", "--out", str(tmp_path / "x.onnx"), "--tsm-caches", "zero"])
+    assert code == 2
+    assert "no cache inputs" in capsys.readouterr().err

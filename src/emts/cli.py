@@ -409,6 +409,8 @@ def _cmd_train_detector(args: argparse.Namespace) -> int:
             raise BadInputError(f"{folder}: not a clip set; generate it with emts synth")
         _open_clip_set(folder)
     _check_writable("--out", Path(args.out), folder=True)
+    if args.tsm is not None:
+        return cli_quant.cmd_train_tsm(args)
     config = TrainConfig(
         seed=args.seed,
         threads=args.threads,
@@ -1071,6 +1073,7 @@ def _add_training(sub) -> None:
         "--qat-epochs", type=_POSITIVE, default=4, help="QAT epochs (default: %(default)s)"
     )
     _add_train_detector_recipe(p)
+    cli_quant.add_train_tsm(p)
     p.set_defaults(run=_cmd_train_detector)
     p = train_sub.add_parser(
         "verifier",

@@ -30,6 +30,64 @@ def add_precision(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_train_tsm(p: argparse.ArgumentParser) -> None:
+    """``emts train detector --tsm ...``: the temporal-shift ablation variant."""
+    p.add_argument(
+        "--tsm",
+        choices=["causal", "bidirectional"],
+        help="fine-tune the temporal-shift ablation detector (eq:tsm / eq:causaltsm) from "
+        "--tsm-from on --tsm-frames-frame windows; writes OUT/model.onnx, the causal streaming "
+        "step with its 7 caches as graph inputs/outputs (eq:statefn)",
+    )
+    p.add_argument(
+        "--tsm-from",
+        metavar="ONNX",
+        help="stateless ONNX detector to start from (default: the shipped one)",
+    )
+    p.add_argument("--tsm-steps", type=int, default=3000, help="(default: %(default)s)")
+    p.add_argument(
+        "--tsm-frames", type=int, default=8, help="frames per window (default: %(default)s)"
+    )
+    p.add_argument(
+        "--tsm-clips", type=int, default=4, help="windows per batch (default: %(default)s)"
+    )
+    p.add_argument("--tsm-lr", type=float, default=5e-4, help="peak rate (default: %(default)s)")
+
+
+def cmd_train_tsm(args: argparse.Namespace) -> int:
+    from emts.precision import shipped_model
+    from emts.train.loop import TrainConfig
+    from emts.train.tsm import finetune_tsm
+
+    if args.tsm_steps < 1 or args.tsm_frames < 2 or args.tsm_clips < 1 or args.tsm_lr <= 0:
+        raise BadInputError("--tsm-steps/--tsm-clips >= 1, --tsm-frames >= 2, --tsm-lr > 0")
+    config = TrainConfig(
+        seed=args.seed,
+        threads=args.threads,
+        batch_clips=args.tsm_clips,
+        frames=args.tsm_frames,
+        lr=args.tsm_lr,
+        loader_workers=args.loader_workers if args.loader_workers is not None else 1,
+    )
+    source = args.tsm_from or shipped_model("detector", "fp32")
+    report = finetune_tsm(
+        source,
+        args.out,
+        args.tier1,
+        args.negatives,
+        args.tsm,
+        args.tsm_steps,
+        config,
+        command=_command(),
+    )
+    print(
+        f"TSM ({args.tsm}) fine-tuned in {report['seconds']} s -> {args.out}/model.onnx "
+        f"(streaming, {report['cache_values']} cache values); study its int8 calibration "
+        f"with: emts eval quant --tsm {args.out}/model.onnx"
+    )
+    return 0
+
+
 def add_peer(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--peer-yolo",
@@ -76,19 +134,30 @@ def _require_train_extra() -> None:
 def cmd_quantize(args: argparse.Namespace) -> int:
     _require_train_extra()
     from emts.precision import shipped_model
+    from emts.streaming import is_streaming
     from emts.train.quantize import (
         detector_calibration,
         quantize,
         sha256,
         verifier_calibration,
+        with_caches,
         write_provenance,
     )
 
     source = Path(args.model) if args.model else shipped_model(args.kind, "fp32")
+    if not source.is_file():
+        raise BadInputError(f"{source}: no such model")
+    streaming = args.kind == "detector" and is_streaming(source)
+    if args.tsm_caches and not streaming:
+        raise BadInputError(
+            f"--tsm-caches: {source} has no cache inputs (only a streaming TSM detector has)"
+        )
     if args.kind == "detector":
         calibration = detector_calibration(_sets(args), args.clips, args.frames, args.seed)
     else:
         calibration = verifier_calibration(_sets(args), args.clips, args.seed)
+    if streaming:
+        calibration = with_caches(source, calibration, args.tsm_caches or "propagated")
     out = quantize(source, args.out, calibration, args.calibration)
     provenance = {
         "model": out.name,
@@ -135,6 +204,13 @@ def add_quantize(sub) -> None:
     p.add_argument("--clips", type=int, default=100, help="calibration clips (default: 100)")
     p.add_argument("--frames", type=int, default=10, help="frames per clip (default: 10)")
     p.add_argument("--seed", type=int, default=0, help="clip choice seed (default: 0)")
+    p.add_argument(
+        "--tsm-caches",
+        choices=["zero", "propagated"],
+        help="a streaming TSM detector's cache inputs during calibration: zero (the state at "
+        "a stream's start only) or propagated (each clip streamed through the float model, "
+        "every step's caches snapshotted; the default for such a model)",
+    )
     p.set_defaults(run=cmd_quantize)
 
 
@@ -228,6 +304,8 @@ def add_export_litert(sub) -> None:
 
 def cmd_eval_quant(args: argparse.Namespace) -> int:
     _require_train_extra()
+    if args.tsm:
+        return _eval_quant_tsm(args)
     from emts.eval.quant import evaluate_quant
 
     report = evaluate_quant(
@@ -249,6 +327,26 @@ def cmd_eval_quant(args: argparse.Namespace) -> int:
         cells = ", ".join(f"{k} {v:.3f}" for k, v in row.items())
         print(f"{name}: {cells}")
     print(f"report: {args.out}/report.md")
+    return 0
+
+
+def _eval_quant_tsm(args: argparse.Namespace) -> int:
+    from emts.eval.tsm import evaluate_tsm
+
+    report = evaluate_tsm(
+        Path(args.out),
+        args.tsm,
+        args.bench,
+        _sets(args),
+        clips=args.clips,
+        large=tuple(args.tsm_large),
+        small=tuple(args.tsm_small),
+        command=_command(),
+        keep=args.tsm_keep,
+    )
+    for name, row in report["accuracy"].items():
+        print(f"{name}: AP@0.25 {row['AP@0.25']:.3f}, AP@0.5 {row['AP@0.5']:.3f}")
+    print(f"report: {args.out}/tsm.md")
     return 0
 
 
@@ -281,5 +379,31 @@ def add_eval_quant(eval_sub) -> None:
         default=600.0,
         help="before timing, wait up to this many seconds for other training/benchmark "
         "processes to end (default: %(default)s)",
+    )
+    p.add_argument(
+        "--tsm",
+        metavar="MODEL.onnx",
+        help="instead: the TSM calibration table (tab:quantablation) of this streaming TSM "
+        "detector: moving-average (zero caches) at two calibration sizes, min-max with zero "
+        "and with propagated caches, float; bench streamed clip by clip; writes OUT/tsm.md",
+    )
+    p.add_argument(
+        "--tsm-large",
+        type=int,
+        nargs=2,
+        default=[100, 10],
+        metavar=("CLIPS", "FRAMES"),
+        help="--tsm: the larger calibration stream (default: 100 10)",
+    )
+    p.add_argument(
+        "--tsm-small",
+        type=int,
+        nargs=2,
+        default=[40, 8],
+        metavar=("CLIPS", "FRAMES"),
+        help="--tsm: the smaller moving-average stream (default: 40 8)",
+    )
+    p.add_argument(
+        "--tsm-keep", action="store_true", help="--tsm: keep the int8 models in OUT/tsm/"
     )
     p.set_defaults(run=cmd_eval_quant)

@@ -166,7 +166,10 @@ def run_phases(
             batch = {k: v.to(device) for k, v in next(batches).items()}
             for group in optimizer.param_groups:
                 group["lr"] = _cosine(step, steps, config.lr)
-            outputs = model(batch["x"].contiguous(memory_format=torch.channels_last))
+            x = batch["x"].contiguous(memory_format=torch.channels_last)
+            if model.config.tsm != "none":  # TSM: shift along each sample's frames
+                x = x.unflatten(0, (-1, config.frames))
+            outputs = model(x)
             loss, parts = detector_loss(outputs, batch)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()

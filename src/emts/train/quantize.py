@@ -61,14 +61,19 @@ class Calibration:
     samples: np.ndarray  # (N, ...) float32, one model input each
     step: int  # samples per moving-average step (one clip)
     source: str  # what the stream is, for the provenance file
+    # further graph inputs fed with each sample (a stateful graph's caches): name -> (N, ...)
+    extra: dict[str, np.ndarray] | None = None
 
 
 class _Reader(CalibrationDataReader):
     """Feeds one sample at a time; supports onnxruntime's strided (per-step) collection."""
 
-    def __init__(self, input_name: str, samples: np.ndarray) -> None:
+    def __init__(
+        self, input_name: str, samples: np.ndarray, extra: dict[str, np.ndarray] | None = None
+    ) -> None:
         self.input_name = input_name
         self.samples = samples
+        self.extra = extra or {}
         self.set_range(0, len(samples))
 
     def __len__(self) -> int:
@@ -80,9 +85,11 @@ class _Reader(CalibrationDataReader):
     def get_next(self):
         if self._next >= self._end:
             return None
-        sample = self.samples[self._next][None].astype(np.float32)
+        feed = {self.input_name: self.samples[self._next][None].astype(np.float32)}
+        for name, values in self.extra.items():
+            feed[name] = values[self._next][None].astype(np.float32)
         self._next += 1
-        return {self.input_name: sample}
+        return feed
 
 
 def l2_normalization_nodes(model: onnx.ModelProto) -> list[str]:
@@ -191,6 +198,39 @@ def verifier_calibration(
     return Calibration(np.stack(windows).astype(np.float32), 1, source)
 
 
+CACHE_MODES = ("zero", "propagated")
+
+
+def with_caches(model: str | Path, calibration: Calibration, caches: str) -> Calibration:
+    """``calibration`` with the cache inputs of the streaming (TSM) graph ``model`` (`eq:statefn`).
+
+    * ``zero``: every sample's caches are zeros, the state a stream has only at its start;
+    * ``propagated``: each clip of the stream (``calibration.step`` consecutive frames) is
+      streamed through the float ``model`` from zero caches and every step's incoming caches
+      are snapshotted with its frame, so the cache ranges are those of steady-state streaming
+      (`sec:stateful`, `tab:quantablation`).
+    """
+    from emts.streaming import StreamingDetector, zero_caches
+
+    if caches not in CACHE_MODES:
+        raise BadInputError(f"--tsm-caches {caches}: choose one of {', '.join(CACHE_MODES)}")
+    detector = StreamingDetector(model, threads=2)
+    shapes = zero_caches(detector.session)
+    count = len(calibration.samples)
+    extra = {name: np.zeros((count, *z.shape[1:]), np.float32) for name, z in shapes.items()}
+    if caches == "propagated":
+        for k, frame in enumerate(calibration.samples):
+            if k % calibration.step == 0:
+                detector.reset()  # each clip streams from the start
+            for name, value in detector.caches.items():
+                extra[name][k] = value[0]
+            detector.raw(frame)
+    source = f"{calibration.source}; caches {caches}"
+    if caches == "propagated":
+        source += f" (streamed through the float model, reset every {calibration.step} frames)"
+    return Calibration(calibration.samples, calibration.step, source, extra)
+
+
 def quantize(
     model: str | Path, out: str | Path, calibration: Calibration, method: str = "minmax"
 ) -> Path:
@@ -215,7 +255,13 @@ def quantize(
             "CalibStridedMinMax": step,
         }
     out.parent.mkdir(parents=True, exist_ok=True)
-    reader = _Reader(graph.graph.input[0].name, calibration.samples)
+    reader = _Reader(graph.graph.input[0].name, calibration.samples, calibration.extra)
+    fed = {graph.graph.input[0].name, *(calibration.extra or {})}
+    if unfed := [i.name for i in graph.graph.input if i.name not in fed]:
+        raise BadInputError(
+            f"{model} has inputs the calibration stream does not feed ({', '.join(unfed)}): "
+            "a streaming (TSM) graph is calibrated with --tsm-caches zero|propagated"
+        )
     with tempfile.TemporaryDirectory() as scratch:
         # Shape inference keeps the quantizer's view of every tensor exact (also for
         # intermediate tensors the exporter left unannotated).
