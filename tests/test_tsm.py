@@ -208,3 +208,21 @@ def test_tsm_caches_on_a_stateless_model_is_one_line_and_exit_2(tmp_path, capsys
     code = main(["quantize", "detector", "--out", str(tmp_path / "x.onnx"), "--tsm-caches", "zero"])
     assert code == 2
     assert "no cache inputs" in capsys.readouterr().err
+
+
+def test_fine_tuning_starts_from_the_stateless_onnx_with_the_shift_switched_on():
+    pytest.importorskip("onnx")
+    from emts.errors import BadInputError
+    from emts.precision import shipped_model
+    from emts.train.export import detector_from_onnx
+    from emts.train.tsm import tsm_model
+
+    shipped = shipped_model("detector", "fp32")
+    causal = tsm_model(shipped, "causal")
+    assert causal.config.tsm == "causal" and causal.blocks()[0].fold == 2
+    stateless = detector_from_onnx(shipped)
+    for a, b in zip(causal.state_dict().values(), stateless.state_dict().values(), strict=True):
+        assert torch.equal(a, b)  # same weights: only the shift differs
+    assert tsm_model(shipped, "none").blocks()[0].fold == 0  # the control
+    with pytest.raises(BadInputError):
+        tsm_model(shipped, "sideways")

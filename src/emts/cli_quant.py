@@ -34,10 +34,11 @@ def add_train_tsm(p: argparse.ArgumentParser) -> None:
     """``emts train detector --tsm ...``: the temporal-shift ablation variant."""
     p.add_argument(
         "--tsm",
-        choices=["causal", "bidirectional"],
+        choices=["causal", "bidirectional", "none"],
         help="fine-tune the temporal-shift ablation detector (eq:tsm / eq:causaltsm) from "
         "--tsm-from on --tsm-frames-frame windows; writes OUT/model.onnx, the causal streaming "
-        "step with its 7 caches as graph inputs/outputs (eq:statefn)",
+        "step with its 7 caches as graph inputs/outputs (eq:statefn); none: the same "
+        "fine-tuning without shift (the stateless control), a stateless OUT/model.onnx",
     )
     p.add_argument(
         "--tsm-from",
@@ -80,6 +81,9 @@ def cmd_train_tsm(args: argparse.Namespace) -> int:
         config,
         command=_command(),
     )
+    if args.tsm == "none":
+        print(f"stateless control fine-tuned in {report['seconds']} s -> {args.out}/model.onnx")
+        return 0
     print(
         f"TSM ({args.tsm}) fine-tuned in {report['seconds']} s -> {args.out}/model.onnx "
         f"(streaming, {report['cache_values']} cache values); study its int8 calibration "
@@ -343,6 +347,7 @@ def _eval_quant_tsm(args: argparse.Namespace) -> int:
         small=tuple(args.tsm_small),
         command=_command(),
         keep=args.tsm_keep,
+        control=args.tsm_control,
     )
     for name, row in report["accuracy"].items():
         print(f"{name}: AP@0.25 {row['AP@0.25']:.3f}, AP@0.5 {row['AP@0.5']:.3f}")
@@ -405,5 +410,11 @@ def add_eval_quant(eval_sub) -> None:
     )
     p.add_argument(
         "--tsm-keep", action="store_true", help="--tsm: keep the int8 models in OUT/tsm/"
+    )
+    p.add_argument(
+        "--tsm-control",
+        metavar="MODEL.onnx",
+        help="--tsm: also score this stateless detector (e.g. the same fine-tuning without "
+        "shift: emts train detector --tsm none)",
     )
     p.set_defaults(run=cmd_eval_quant)

@@ -175,6 +175,7 @@ def evaluate_tsm(
     seed: int = 0,
     command: str = "emts eval quant --tsm",
     keep: bool = False,
+    control: str | None = None,
 ) -> dict:
     """Quantize ``model`` four ways, stream the bench through all; write ``tsm.md``,
     ``tsm.json`` and ``tsm.png`` in ``out`` (and the int8 models in ``out/tsm`` with
@@ -188,6 +189,8 @@ def evaluate_tsm(
         raise BadInputError(f"--tsm {model_path}: no such model")
     if not is_streaming(model_path):
         raise BadInputError(f"--tsm {model_path}: no cache inputs, not a streaming TSM detector")
+    if control and not Path(control).is_file():
+        raise BadInputError(f"--tsm-control {control}: no such model")
     ClipSet(bench)
     started = time.perf_counter()
     sizes_named = {"small": small, "large": large}
@@ -208,6 +211,8 @@ def evaluate_tsm(
             models[name] = quantize(model_path, target, calibration, method)
             del calibration
         stateless = {"stateless float (shipped detector.onnx)": shipped_model("detector", "fp32")}
+        if control:
+            stateless[f"stateless float, same fine-tuning ({Path(control).name})"] = Path(control)
         accuracy = streaming_bench(models, stateless, bench, clips)
         sizes = {n: p.stat().st_size for n, p in models.items()}
         caches = StreamingDetector(model_path).caches

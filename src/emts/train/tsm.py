@@ -6,7 +6,8 @@ ONNX, BatchNorm folded and frozen), switch the shift on before every DWS block's
 fine-tune on T-frame windows of the Tier-1 and hard-negative clips with the shift semantics of
 ``mode``: ``causal`` (what streams) or ``bidirectional`` (offline; streamed through the causal
 cached form afterwards, the paper's "bidirectional-then-converted"). Writes the causal streaming
-ONNX with its caches as graph inputs/outputs (`eq:statefn`).
+ONNX with its caches as graph inputs/outputs (`eq:statefn`). ``none`` runs the same
+fine-tuning without shift (the control at identical budget) and writes a stateless ONNX.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from tqdm import tqdm
 
 from emts.errors import BadInputError
 from emts.train.data import StoredClips
-from emts.train.export import detector_from_onnx, export_streaming_onnx
+from emts.train.export import detector_from_onnx, export_onnx, export_streaming_onnx
 from emts.train.loop import TrainConfig, plot_curves, run_phases
 from emts.train.model import MicroDetector
 
@@ -31,8 +32,8 @@ TSM_MIXTURE = {"tier1": 0.625, "negative": 0.375}  # phase 2's 0.5 : 0.3, withou
 
 def tsm_model(source: str | Path, mode: str) -> MicroDetector:
     """The stateless detector ``source`` (an ONNX) with the shift of ``mode`` switched on."""
-    if mode not in ("causal", "bidirectional"):
-        raise BadInputError(f"--tsm {mode}: choose causal or bidirectional")
+    if mode not in ("causal", "bidirectional", "none"):
+        raise BadInputError(f"--tsm {mode}: choose causal, bidirectional or none")
     source = Path(source)
     if not source.is_file() or source.suffix != ".onnx":
         raise BadInputError(f"--tsm-from {source}: no such ONNX detector")
@@ -74,7 +75,10 @@ def finetune_tsm(
     )
     model.eval()
     torch.save({"model": model.state_dict(), "config": asdict(model.config)}, out / "model.pt")
-    export_streaming_onnx(model, out / "model.onnx")
+    if mode == "none":  # the control: same fine-tuning, no shift, a stateless graph
+        export_onnx(model, out / "model.onnx")
+    else:
+        export_streaming_onnx(model, out / "model.onnx")
     plot_curves(state["history"], out / "curves.png")
     shapes = model.cache_shapes()
     report = {
