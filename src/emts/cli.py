@@ -900,9 +900,22 @@ def _cmd_track(args: argparse.Namespace) -> int:
 
 def _cmd_train_verifier(args: argparse.Namespace) -> int:
     _require_train_extra()
-    from emts.train.verifier import run
+    from emts.train.verifier import TrainOptions, run
 
-    metrics = run(args.out, args.train, args.heldout, args.detector, epochs=args.epochs)
+    options = TrainOptions(
+        epochs=args.epochs,
+        width=args.width,
+        hidden=args.hidden,
+        log_eps=args.log_eps or None,
+        batchnorm=args.batchnorm,
+        dropout=args.dropout,
+        lr=args.lr,
+        one_cycle=args.schedule == "one-cycle",
+        augment=tuple(args.augment),
+        seed=args.seed,
+    )
+    cache = None if args.no_cache else args.cache
+    metrics = run(args.out, args.train, args.heldout, args.detector, options=options, cache=cache)
     print(
         f"verifier: {metrics['parameters']} parameters, held-out ROC AUC "
         f"{metrics['heldout_roc_auc']:.3f} on {metrics['heldout_windows']} windows -> {args.out}"
@@ -1087,6 +1100,38 @@ def _add_training(sub) -> None:
     p.add_argument("--heldout", nargs="+", default=["data/bench", "data/fpbench"])
     p.add_argument("--detector", help="ONNX detector proposing tracks (default: the shipped one)")
     p.add_argument("--epochs", type=_POSITIVE, default=30)
+    p.add_argument("--width", type=_POSITIVE, default=32, help="conv channels (default: 32)")
+    p.add_argument("--hidden", type=_POSITIVE, default=32, help="head units (default: 32)")
+    p.add_argument(
+        "--log-eps",
+        type=float,
+        default=0.0,
+        help="the model sees log(descriptor + EPS) (default: 0, raw descriptors)",
+    )
+    p.add_argument(
+        "--batchnorm",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="BatchNorm after each conv while training, folded into the convs on export",
+    )
+    p.add_argument("--dropout", type=float, default=0.0, help="head dropout (default: 0)")
+    p.add_argument("--lr", type=float, default=2e-3, help="(peak) learning rate (default: 2e-3)")
+    p.add_argument("--schedule", choices=["constant", "one-cycle"], default="constant")
+    p.add_argument(
+        "--augment",
+        nargs="*",
+        choices=["scale", "mirror"],
+        default=[],
+        help="training augmentation: speed scaling, left-right mirror (default: none)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="training seed (default: 0)")
+    p.add_argument(
+        "--cache",
+        default="runs/verifier-windows",
+        help="folder for the built descriptor windows, reused when sets, detector and Stage E "
+        "configuration match (default: %(default)s)",
+    )
+    p.add_argument("--no-cache", action="store_true", help="build the windows afresh")
     p.set_defaults(run=_cmd_train_verifier)
 
     p = sub.add_parser("export", help="export a trained detector to ONNX (needs emts[train])")

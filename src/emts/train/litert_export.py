@@ -74,7 +74,8 @@ def verifier_from_onnx(path: str | Path) -> nn.Module:
     }
     width = int(weights["features.0.weight"].shape[0]) if "features.0.weight" in weights else 0
     hidden = int(weights["head.1.weight"].shape[0]) if "head.1.weight" in weights else 0
-    model = VerifierNet(width or 32, hidden or 32).eval()
+    log_eps = float(weights["log_eps"]) if "log_eps" in weights else None
+    model = VerifierNet(width or 32, hidden or 32, log_eps).eval()
     state = model.state_dict()
     if set(weights) != set(state) or any(
         tuple(weights[k].shape) != tuple(v.shape) for k, v in state.items()

@@ -231,6 +231,18 @@ def with_caches(model: str | Path, calibration: Calibration, caches: str) -> Cal
     return Calibration(calibration.samples, calibration.step, source, extra)
 
 
+def float_preprocessing_nodes(graph: onnx.ModelProto) -> list[str]:
+    """The nodes before the first Conv of a graph that takes the log of its input (the
+    verifier's ``log(x + eps)`` and standardization): they stay float, since one uint8 scale
+    over the raw descriptors would round the small flow magnitudes the log spreads apart
+    (held-out AUC 0.951 -> 0.819 quantized through them; 0.95 with them float)."""
+    nodes = list(graph.graph.node)
+    if not any(n.op_type == "Log" for n in nodes):
+        return []
+    first = next((i for i, n in enumerate(nodes) if n.op_type == "Conv"), 0)
+    return [n.name for n in nodes[:first]]
+
+
 def quantize(
     model: str | Path, out: str | Path, calibration: Calibration, method: str = "minmax"
 ) -> Path:
@@ -247,6 +259,7 @@ def quantize(
             "quantizes its norm to zero; normalize in the decoder and export again"
         )
     extra = {"WeightSymmetric": True, "ActivationSymmetric": False}
+    float_nodes = float_preprocessing_nodes(graph)
     if method == "moving-average":
         step = calibration.step if len(calibration.samples) % calibration.step == 0 else 1
         extra |= {
@@ -280,6 +293,7 @@ def quantize(
                 activation_type=QuantType.QUInt8,
                 calibrate_method=CalibrationMethod.MinMax,
                 extra_options=extra,
+                nodes_to_exclude=float_nodes,
             )
         finally:
             root.setLevel(level)

@@ -12,7 +12,7 @@ Windows of 16 descriptors (frames 2-17 of each 18-frame clip) are built from
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 from emts.config import VerifierConfig
 from emts.detector import Detector
+from emts.detector import default_model_path as default_detector
 from emts.geometry import WORKING_GEOMETRY, Frame
 from emts.synth.store import ClipSet
 from emts.verifier import DESCRIPTOR_SIZE, describe, roi_pair
@@ -32,14 +33,18 @@ JITTER = 0.1  # per-frame box jitter, fraction of the box size
 
 
 class VerifierNet(nn.Module):
-    """Two Conv1d, global average pooling, two linear layers (~8.1k parameters, §3.6).
+    """Two Conv1d, global average pooling, two linear layers (~8.1k parameters at width 32, §3.6).
 
     Input (B, 40, 16) descriptor windows; output (B, 1) logits. A fixed per-feature
-    standardization (from the training windows) is part of the model, so it is exported too.
+    standardization (from the training windows) is part of the model, so it is exported too;
+    with ``log_eps`` the descriptors go through ``log(x + log_eps)`` first (flow magnitudes
+    span two decades; a buffer named ``log_eps`` marks such a model in its ONNX file).
     """
 
-    def __init__(self, width: int = 32, hidden: int = 32) -> None:
+    def __init__(self, width: int = 32, hidden: int = 32, log_eps: float | None = None) -> None:
         super().__init__()
+        if log_eps is not None:
+            self.register_buffer("log_eps", torch.tensor(float(log_eps)))
         self.register_buffer("mean", torch.zeros(1, DESCRIPTOR_SIZE, 1))
         self.register_buffer("std", torch.ones(1, DESCRIPTOR_SIZE, 1))
         self.features = nn.Sequential(
@@ -53,8 +58,67 @@ class VerifierNet(nn.Module):
             nn.Flatten(), nn.Linear(width, hidden), nn.ReLU(), nn.Linear(hidden, 1)
         )
 
+    def prepare(self, x: torch.Tensor) -> torch.Tensor:
+        """The model's own input transform (log, then standardization)."""
+        if hasattr(self, "log_eps"):
+            x = torch.log(x + self.log_eps)
+        return (x - self.mean) / self.std
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.features((x - self.mean) / self.std))
+        return self.head(self.features(self.prepare(x)))
+
+
+class _TrainingNet(VerifierNet):
+    """:class:`VerifierNet` with BatchNorm after each convolution and dropout in the head while
+    training; :meth:`deployable` folds the BatchNorms into the convolutions (same outputs in
+    eval mode), so the exported graph is the plain :class:`VerifierNet`."""
+
+    def __init__(
+        self, width: int, hidden: int, log_eps: float | None, dropout: float, batchnorm: bool
+    ) -> None:
+        super().__init__(width, hidden, log_eps)
+        norm = (lambda: nn.BatchNorm1d(width)) if batchnorm else nn.Identity
+        self.norms = nn.ModuleList([norm(), norm()])
+        self.dropout = nn.Dropout(dropout)
+        self.width, self.hidden, self.eps = width, hidden, log_eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        f = self.features
+        h = torch.relu(self.norms[0](f[0](self.prepare(x))))
+        h = torch.relu(self.norms[1](f[2](h))).mean(dim=2)
+        h = self.dropout(torch.relu(self.head[1](self.dropout(h))))
+        return self.head[3](h)
+
+    def deployable(self) -> VerifierNet:
+        model = VerifierNet(self.width, self.hidden, self.eps)
+        state = {k: v for k, v in self.state_dict().items() if k in model.state_dict()}
+        for conv, norm in zip((0, 2), self.norms, strict=True):
+            if isinstance(norm, nn.BatchNorm1d):
+                scale = norm.weight / torch.sqrt(norm.running_var + norm.eps)
+                state[f"features.{conv}.weight"] = (
+                    self.features[conv].weight * scale[:, None, None]
+                ).detach()
+                state[f"features.{conv}.bias"] = (
+                    (self.features[conv].bias - norm.running_mean) * scale + norm.bias
+                ).detach()
+        model.load_state_dict(state)
+        return model.eval()
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    """Stage E training recipe (``emts train verifier`` options)."""
+
+    epochs: int = 30
+    width: int = 32
+    hidden: int = 32
+    log_eps: float | None = None  # log(x + eps) inside the model; None: raw descriptors
+    batchnorm: bool = False
+    dropout: float = 0.0
+    lr: float = 2e-3
+    one_cycle: bool = False  # one-cycle (cosine) learning-rate schedule peaking at lr
+    augment: tuple[str, ...] = ()  # "scale" (speed, x exp(N(0, 0.3))), "mirror" (left-right)
+    seed: int = 0
 
 
 @dataclass
@@ -211,24 +275,56 @@ def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
     return float((ranks[positives].sum() - n_pos * (n_pos + 1) / 2) / max(n_pos * n_neg, 1))
 
 
-def train_verifier(train: Windows, epochs: int = 30, seed: int = 0) -> VerifierNet:
-    torch.manual_seed(seed)
-    model = VerifierNet()
+# Left-right mirror of a descriptor: grid columns swapped, orientation bins mirrored about the
+# vertical (0-90 <-> 90-180 deg, 180-270 <-> 270-360 deg); layout (rows 4, columns 2, 1 + 4).
+MIRROR = np.arange(DESCRIPTOR_SIZE).reshape(4, 2, 5)[:, ::-1][:, :, [0, 2, 1, 4, 3]].reshape(-1)
+SPEED_SCALE_SIGMA = 0.3
+
+
+def _augment(x: torch.Tensor, augment: tuple[str, ...], generator) -> torch.Tensor:
+    if "scale" in augment:  # the descriptor is linear in flow magnitude: a faster or slower mover
+        x = x * torch.exp(torch.randn(len(x), 1, 1, generator=generator) * SPEED_SCALE_SIGMA)
+    if "mirror" in augment:
+        flip = torch.rand(len(x), generator=generator) < 0.5
+        x = torch.where(flip[:, None, None], x[:, torch.from_numpy(MIRROR.copy())], x)
+    return x
+
+
+def train_verifier(
+    train: Windows, epochs: int = 30, seed: int = 0, options: TrainOptions | None = None
+) -> VerifierNet:
+    o = options or TrainOptions(epochs=epochs, seed=seed)
+    unknown = set(o.augment) - {"scale", "mirror"}
+    if unknown:
+        raise ValueError(f"unknown augmentation {sorted(unknown)}: scale, mirror")
+    torch.manual_seed(o.seed)
+    model = _TrainingNet(o.width, o.hidden, o.log_eps, o.dropout, o.batchnorm)
     x = torch.from_numpy(train.x)
     y = torch.from_numpy(train.y)
-    model.mean.copy_(x.mean(dim=(0, 2), keepdim=True))
-    model.std.copy_(x.std(dim=(0, 2), keepdim=True).clamp(min=1e-3))
-    optimizer = torch.optim.Adam(model.parameters(), lr=2e-3)
+    prepared = torch.log(x + o.log_eps) if o.log_eps is not None else x
+    model.mean.copy_(prepared.mean(dim=(0, 2), keepdim=True))
+    model.std.copy_(prepared.std(dim=(0, 2), keepdim=True).clamp(min=1e-3))
+    optimizer = torch.optim.Adam(model.parameters(), lr=o.lr)
+    batches = (len(x) + 255) // 256
+    schedule = (
+        torch.optim.lr_scheduler.OneCycleLR(optimizer, o.lr, total_steps=o.epochs * batches)
+        if o.one_cycle
+        else None
+    )
     positive_weight = (y == 0).sum().float() / max(int((y == 1).sum()), 1)
     loss_fn = nn.BCEWithLogitsLoss(pos_weight=positive_weight)
-    generator = torch.Generator().manual_seed(seed)
-    for _ in tqdm(range(epochs), desc="train verifier", disable=None):
+    generator = torch.Generator().manual_seed(o.seed)
+    model.train()
+    for _ in tqdm(range(o.epochs), desc="train verifier", disable=None):
         for batch in torch.randperm(len(x), generator=generator).split(256):
-            loss = loss_fn(model(x[batch]).squeeze(1), y[batch])
+            xb = _augment(x[batch], o.augment, generator)
+            loss = loss_fn(model(xb).squeeze(1), y[batch])
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-    return model.eval()
+            if schedule is not None:
+                schedule.step()
+    return model.eval().deployable()
 
 
 def export_verifier(model: VerifierNet, out: str | Path) -> Path:
@@ -269,14 +365,54 @@ def plot_roc(labels: np.ndarray, scores: np.ndarray, auc: float, path: Path) -> 
     plt.close(fig)
 
 
+def cached_windows(
+    folders: list[str],
+    detector: Detector | None,
+    seed: int,
+    cache: str | Path | None,
+    detector_path: str | Path | None = None,
+) -> Windows:
+    """:func:`build_windows`, stored in ``cache`` (an .npz per folder list, seed, detector and
+    Stage E configuration; building is the slow part), or built afresh without a cache."""
+    if cache is None:
+        return build_windows(folders, detector, seed=seed)
+    import hashlib
+
+    key = {
+        "version": 1,
+        "folders": [
+            [str(f), hashlib.sha256((Path(f) / "manifest.json").read_bytes()).hexdigest()]
+            for f in folders
+        ],
+        "seed": seed,
+        "detector": None
+        if detector is None
+        else hashlib.sha256(Path(detector_path or default_detector()).read_bytes()).hexdigest(),
+        "config": asdict(VerifierConfig()),
+    }
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    path = Path(cache) / f"windows-{digest}.npz"
+    if path.is_file():
+        with np.load(path) as stored:
+            return Windows(stored["x"], stored["y"], [str(k) for k in stored["kind"]])
+    windows = build_windows(folders, detector, seed=seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, x=windows.x, y=windows.y, kind=np.array(windows.kind))
+    path.with_suffix(".json").write_text(json.dumps(key, indent=1) + "\n")
+    return windows
+
+
 def run(
     out: str | Path,
     train_sets: list[str],
     heldout_sets: list[str],
     detector_model: str | None,
     epochs: int = 30,
+    options: TrainOptions | None = None,
+    cache: str | Path | None = None,
 ) -> dict:
     """Build windows, train, evaluate on held-out plates, export; returns the metrics."""
+    options = options or TrainOptions(epochs=epochs)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     detector = (
@@ -284,9 +420,9 @@ def run(
         if detector_model or Path(str(Detector.__module__))
         else None
     )
-    train = build_windows(train_sets, detector, seed=0)
-    heldout = build_windows(heldout_sets, detector, seed=1)
-    model = train_verifier(train, epochs)
+    train = cached_windows(train_sets, detector, 0, cache, detector_model)
+    heldout = cached_windows(heldout_sets, detector, 1, cache, detector_model)
+    model = train_verifier(train, options=options)
     with torch.no_grad():
         scores = torch.sigmoid(model(torch.from_numpy(heldout.x))).squeeze(1).numpy()
     auc = roc_auc(heldout.y, scores)
@@ -308,7 +444,8 @@ def run(
         "heldout_positive_share": round(float(heldout.y.mean()), 3),
         "heldout_roc_auc": round(auc, 4),
         "heldout_by_source": per_kind,
-        "epochs": epochs,
+        "epochs": options.epochs,
+        "options": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(options).items()},
         "train_sets": train_sets,
         "heldout_sets": heldout_sets,
         "detector_model": detector_model,

@@ -1,0 +1,62 @@
+"""Stage E training recipe: BatchNorm folding, the mirror augmentation, the in-graph log."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("onnx")
+
+from emts.train.verifier import (  # noqa: E402
+    MIRROR,
+    TrainOptions,
+    Windows,
+    _TrainingNet,
+    export_verifier,
+    train_verifier,
+)
+
+
+def test_folded_batchnorm_gives_the_training_net_outputs():
+    torch.manual_seed(0)
+    net = _TrainingNet(16, 8, log_eps=0.1, dropout=0.2, batchnorm=True)
+    for norm in net.norms:
+        norm.running_mean.uniform_(-1, 1)
+        norm.running_var.uniform_(0.5, 2)
+        norm.weight.data.uniform_(0.5, 2)
+        norm.bias.data.uniform_(-1, 1)
+    net.eval()
+    x = torch.rand(5, 40, 16)
+    torch.testing.assert_close(net.deployable()(x), net(x), atol=1e-5, rtol=0)
+
+
+def test_mirror_is_a_left_right_involution():
+    assert sorted(MIRROR) == list(range(40))
+    np.testing.assert_array_equal(MIRROR[MIRROR], np.arange(40))
+    # row 0: column 0's magnitude <-> column 1's; bin 0-90 deg <-> 90-180 deg
+    assert MIRROR[0] == 5 and MIRROR[1] == 7 and MIRROR[3] == 9
+
+
+def test_log_model_round_trips_through_onnx(tmp_path):
+    import onnxruntime as ort
+
+    from emts.train.litert_export import verifier_from_onnx
+    from emts.verifier import Verifier
+
+    rng = np.random.default_rng(0)
+    windows = Windows(
+        rng.gamma(1.0, 0.5, (64, 40, 16)).astype(np.float32),
+        (np.arange(64) % 2).astype(np.float32),
+        [],
+    )
+    options = TrainOptions(epochs=1, width=8, hidden=4, log_eps=0.1, batchnorm=True, dropout=0.1)
+    model = train_verifier(windows, options=options)
+    path = export_verifier(model, tmp_path / "verifier.onnx")
+    x = windows.x[:4]
+    onnx_out = ort.InferenceSession(str(path)).run(None, {"descriptors": x})[0]
+    with torch.no_grad():
+        np.testing.assert_allclose(onnx_out, model(torch.from_numpy(x)).numpy(), atol=1e-5)
+        rebuilt = verifier_from_onnx(path)(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(rebuilt, onnx_out, atol=1e-5)
+    assert Verifier(path).classify(x).shape == (4,)
