@@ -414,7 +414,8 @@ def add_eval_quant(eval_sub) -> None:
     p.add_argument(
         "--tsm-control",
         metavar="MODEL.onnx",
+        action="append",
         help="--tsm: also score this stateless detector (e.g. the same fine-tuning without "
-        "shift: emts train detector --tsm none)",
+        "shift: emts train detector --tsm none, or its int8); repeatable",
     )
     p.set_defaults(run=cmd_eval_quant)

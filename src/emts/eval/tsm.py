@@ -161,6 +161,9 @@ def write_report(out: Path, report: dict) -> None:
             f"{t.get('frames')} frames (lr {t.get('lr')}, mixture {t.get('mixture')}, BatchNorm "
             f"folded and frozen) in {t.get('seconds')} s; folds {t.get('folds')}.",
         ]
+    notes = out / "tsm_notes.md"  # hand-written findings, kept across reruns
+    if notes.is_file():
+        lines += ["", notes.read_text().rstrip()]
     (out / "tsm.md").write_text("\n".join(lines) + "\n")
 
 
@@ -175,7 +178,7 @@ def evaluate_tsm(
     seed: int = 0,
     command: str = "emts eval quant --tsm",
     keep: bool = False,
-    control: str | None = None,
+    control: list[str] | None = None,
 ) -> dict:
     """Quantize ``model`` four ways, stream the bench through all; write ``tsm.md``,
     ``tsm.json`` and ``tsm.png`` in ``out`` (and the int8 models in ``out/tsm`` with
@@ -189,8 +192,10 @@ def evaluate_tsm(
         raise BadInputError(f"--tsm {model_path}: no such model")
     if not is_streaming(model_path):
         raise BadInputError(f"--tsm {model_path}: no cache inputs, not a streaming TSM detector")
-    if control and not Path(control).is_file():
-        raise BadInputError(f"--tsm-control {control}: no such model")
+    control = [control] if isinstance(control, str) else list(control or [])
+    for path in control:
+        if not Path(path).is_file():
+            raise BadInputError(f"--tsm-control {path}: no such model")
     ClipSet(bench)
     started = time.perf_counter()
     sizes_named = {"small": small, "large": large}
@@ -211,8 +216,8 @@ def evaluate_tsm(
             models[name] = quantize(model_path, target, calibration, method)
             del calibration
         stateless = {"stateless float (shipped detector.onnx)": shipped_model("detector", "fp32")}
-        if control:
-            stateless[f"stateless float, same fine-tuning ({Path(control).name})"] = Path(control)
+        for path in control:
+            stateless[f"stateless control `{path}`"] = Path(path)
         accuracy = streaming_bench(models, stateless, bench, clips)
         sizes = {n: p.stat().st_size for n, p in models.items()}
         caches = StreamingDetector(model_path).caches
