@@ -97,6 +97,29 @@ _PROBABILITY = _float_in(0.0, 1.0)
 _FPS = _float_in(0.0, low_inclusive=False)
 
 
+def _add_threads(p) -> None:
+    p.add_argument(
+        "--threads",
+        type=_THREADS,
+        default=2,
+        help=f"worker threads, 1..{MAX_THREADS} (default: %(default)s)",
+    )
+
+
+def _add_network_options(p) -> None:
+    """Detection threshold, detector model, threads and frame rate: what every command
+    that runs the network on a stream takes."""
+    p.add_argument(
+        "--threshold",
+        type=_PROBABILITY,
+        default=0.3,
+        help="detection score tau_s in [0, 1] (default: %(default)s)",
+    )
+    p.add_argument("--model", help="ONNX detector (default: the shipped model)")
+    _add_threads(p)
+    _add_fps(p)
+
+
 def _add_fps(p) -> None:
     p.add_argument(
         "--fps",
@@ -808,22 +831,9 @@ def _gimbal_follow(args: argparse.Namespace):
 
 def _add_stream_options(p: argparse.ArgumentParser) -> None:
     """The pipeline and drone options that ``emts track`` and ``emts serve`` share."""
-    p.add_argument(
-        "--threshold",
-        type=_PROBABILITY,
-        default=0.3,
-        help="detection score tau_s in [0, 1] (default: %(default)s)",
-    )
-    p.add_argument("--model", help="ONNX detector (default: the shipped model)")
+    _add_network_options(p)
     p.add_argument("--verifier", help="ONNX verifier (default: the shipped model)")
     p.add_argument("--no-verifier", action="store_true", help="run without Stage E")
-    p.add_argument(
-        "--threads",
-        type=_THREADS,
-        default=2,
-        help=f"worker threads, 1..{MAX_THREADS} (default: %(default)s)",
-    )
-    _add_fps(p)
     p.add_argument(
         "--mavlink",
         metavar="CONNECTION",
@@ -1147,20 +1157,7 @@ def _add_training(sub) -> None:
     )
     p.add_argument("source", metavar="SOURCE")
     p.add_argument("--jsonl", required=True, help="output JSON lines ('-' for stdout)")
-    p.add_argument(
-        "--threshold",
-        type=_PROBABILITY,
-        default=0.3,
-        help="score threshold in [0, 1] (default: %(default)s)",
-    )
-    p.add_argument("--model", help="ONNX detector (default: the shipped model)")
-    p.add_argument(
-        "--threads",
-        type=_THREADS,
-        default=2,
-        help=f"worker threads, 1..{MAX_THREADS} (default: %(default)s)",
-    )
-    _add_fps(p)
+    _add_network_options(p)
     cli_quant.add_precision(p)
     _add_detector_mode(p)
     p.set_defaults(run=_cmd_detect)
@@ -1361,12 +1358,7 @@ def build_parser() -> argparse.ArgumentParser:
         "a real aerial still at 640x512. The total is timed end to end per frame.",
     )
     p.add_argument("--json", metavar="OUT", help="also write the report as JSON")
-    p.add_argument(
-        "--threads",
-        type=_THREADS,
-        default=2,
-        help=f"worker threads, 1..{MAX_THREADS} (default: %(default)s)",
-    )
+    _add_threads(p)
     p.add_argument(
         "--frames",
         type=_int_in(1, MAX_BENCH_FRAMES),
