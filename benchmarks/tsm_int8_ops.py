@@ -8,36 +8,20 @@ import tempfile
 from pathlib import Path
 
 import onnx
-from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
 from emts.eval.tsm import streaming_bench
-from emts.train.quantize import _Reader, detector_calibration, with_caches
+from emts.train.quantize import detector_calibration, quantize, with_caches
 
 model = Path("reports/quant/tsm_causal.onnx")
 sets = {"tier1": "data/tier1", "negatives": "data/negatives"}
 cal = with_caches(model, detector_calibration(sets, 100, 10, 0), "propagated")
 scratch = Path(tempfile.mkdtemp())
 graph = onnx.load(str(model))
-inferred = scratch / "inferred.onnx"
-onnx.save(onnx.shape_inference.infer_shapes(graph), str(inferred))
 ops = sorted({n.op_type for n in graph.graph.node} - {"Constant"})
 
 
-def q(name, op_types=None, extra=None):
-    out = scratch / f"{name}.onnx"
-    quantize_static(
-        str(inferred),
-        str(out),
-        _Reader("channels", cal.samples, cal.extra),
-        quant_format=QuantFormat.QDQ,
-        per_channel=True,
-        weight_type=QuantType.QInt8,
-        activation_type=QuantType.QUInt8,
-        calibrate_method=CalibrationMethod.MinMax,
-        op_types_to_quantize=op_types,
-        extra_options={"WeightSymmetric": True, "ActivationSymmetric": False, **(extra or {})},
-    )
-    return out
+def q(name, op_types=None):
+    return quantize(model, scratch / f"{name}.onnx", cal, op_types=op_types)
 
 
 logging.getLogger().setLevel(logging.ERROR)

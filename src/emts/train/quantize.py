@@ -244,9 +244,14 @@ def float_preprocessing_nodes(graph: onnx.ModelProto) -> list[str]:
 
 
 def quantize(
-    model: str | Path, out: str | Path, calibration: Calibration, method: str = "minmax"
+    model: str | Path,
+    out: str | Path,
+    calibration: Calibration,
+    method: str = "minmax",
+    op_types: list[str] | None = None,
 ) -> Path:
-    """Write the int8 QDQ model of ``model`` calibrated on ``calibration`` to ``out``."""
+    """Write the int8 QDQ model of ``model`` calibrated on ``calibration`` to ``out``
+    (``op_types``: quantize only nodes of these types; None: every type)."""
     if method not in CALIBRATIONS:
         raise BadInputError(f"--calibration {method}: choose one of {', '.join(CALIBRATIONS)}")
     model, out = Path(model), Path(out)
@@ -292,6 +297,7 @@ def quantize(
                 weight_type=QuantType.QInt8,
                 activation_type=QuantType.QUInt8,
                 calibrate_method=CalibrationMethod.MinMax,
+                op_types_to_quantize=op_types,
                 extra_options=extra,
                 nodes_to_exclude=float_nodes,
             )
