@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Literal
 
 import cv2
@@ -268,8 +269,11 @@ class AppearanceTemplate:
         ]
 
 
+@cache
 def _squared_offset(shape: tuple[int, int]) -> np.ndarray:
-    """(d / r)^2 over a (2r+1)-square response: squared distance from its centre, 1 at r."""
+    """(d / r)^2 over a (2r+1)-square response: squared distance from its centre, 1 at r.
+    Built once per response shape (a search window's size repeats frame after frame); the
+    array is shared: read it, never write it."""
     rows, cols = shape
     half_y, half_x = (rows - 1) / 2.0, (cols - 1) / 2.0
     y, x = np.mgrid[0:rows, 0:cols].astype(np.float32)
