@@ -348,3 +348,31 @@ def test_without_the_stall_rule_the_stopped_appearance_track_stays_locked():
 
     states = _walk_then_stop(detections=False, config=TrackerConfig(stall_ratio=0.0))
     assert all(s.mode == "locked" for s in states)
+
+
+def test_a_detection_on_the_frame_the_target_vanishes_does_not_turn_the_walk():
+    """At an occluder's onset the residual shows where the walker *was*: a detection there
+    may move the estimate, but coasting must go on with the walk (person12 --occlude 100:125
+    coasted off the other way and never recovered)."""
+    from emts.tracker import AppearanceView, LockCommand
+
+    ground = _ground()
+    tracker = TargetTracker()
+    tracker.update(
+        np.eye(2, 3),
+        [],
+        lock=LockCommand(np.array([200.0, 200.0]), SIZE, None, "tap:box"),
+        view=AppearanceView.of(_frame(ground, 200)),
+    )
+    for t in range(1, 10):  # +3 px/frame, seen and detected
+        view = AppearanceView.of(_frame(ground, 200 + 3 * t))
+        state = tracker.update(np.eye(2, 3), [_candidate(200 + 3 * t, 200)], view=view)
+        assert state.measured_by == "both"
+    walk = tracker.x[2]
+    assert walk == pytest.approx(3.0, abs=0.5)
+    # frame 10: hidden behind a patch; one detection at the walker's previous place
+    view = AppearanceView.of(_frame(ground, 230, occluder=(215, 310, 227)))
+    state = tracker.update(np.eye(2, 3), [_candidate(224.0, 200)], view=view)
+    assert state.measured_by == "detection"
+    assert tracker.x[0] < 230.0  # the estimate moved towards the detection ...
+    assert tracker.x[2] == pytest.approx(walk)  # ... the walk did not turn

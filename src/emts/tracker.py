@@ -583,12 +583,20 @@ class TargetTracker:
             and not surged
             and self._innovation(match[1], self._r_appearance) < c.gate_mahalanobis
         )
+        # The frame the appearance drops (an occluder, the target gone): a detection there may
+        # be the residual of where the target *was* (R holds frame t-1 as well as t), so it
+        # may move the estimate but not turn the walk that coasting will follow.
+        onset = match is not None and previous is not None and not appearance_ok
+        onset = onset and not self._occluded
         if match is not None and previous is not None and not appearance_ok:
             self._occluded = True
         if chosen is None and not appearance_ok:
             return None, peak, None
         if chosen is not None:
+            velocity = self.x[2:4].copy()
             self._accept(candidates[chosen], measurements[chosen], verdict)
+            if onset:
+                self.x[2:4] = velocity
         if appearance_ok:
             self._kalman(match[1], self._h_position, self._r_appearance)
             self.misses = 0
