@@ -19,6 +19,7 @@ from emts.precision import model_for, model_path, resolve_precision, shipped_mod
 from emts.train.quantize import (
     Calibration,
     detector_calibration,
+    input_convolutions,
     l2_normalization_nodes,
     quantize,
 )
@@ -256,3 +257,23 @@ def test_peer_is_timed_interleaved_and_reported_as_a_ratio(tmp_path, capsys):
     ratios = sorted(r["ratio"] for r in report["rounds"])
     assert report["ratio_median"] == pytest.approx((ratios[0] + ratios[1]) / 2, rel=1e-3)
     assert "ratio peer / EMTS" in capsys.readouterr().out
+
+
+def test_the_input_convolution_can_stay_float_so_the_input_is_never_quantized(
+    tmp_path, calibration
+):
+    def input_feeds(path):
+        model = onnx.load(str(path))
+        source = model.graph.input[0].name
+        return sorted(n.op_type for n in model.graph.node if source in n.input)
+
+    assert input_convolutions(onnx.load(str(FP32))) == ["/model/stem/stem.0/Conv"]
+    kept = quantize(FP32, tmp_path / "kept.onnx", calibration, float_input_conv=True)
+    full = quantize(FP32, tmp_path / "full.onnx", calibration)
+    assert input_feeds(kept) == ["Conv"]  # the stem reads the float input itself
+    assert input_feeds(full) == ["QuantizeLinear"]
+    kept_model = onnx.load(str(kept))
+    # ... and the rest of the graph is still integer: 20 of the 21 convolutions quantized
+    dequantized = {n.output[0] for n in kept_model.graph.node if n.op_type == "DequantizeLinear"}
+    convs = [n for n in kept_model.graph.node if n.op_type == "Conv"]
+    assert sum(c.input[1] in dequantized for c in convs) == 20

@@ -162,13 +162,15 @@ def cmd_quantize(args: argparse.Namespace) -> int:
         calibration = verifier_calibration(_sets(args), args.clips, args.seed)
     if streaming:
         calibration = with_caches(source, calibration, args.tsm_caches or "propagated")
-    out = quantize(source, args.out, calibration, args.calibration)
+    float_input = args.input_conv == "float"
+    out = quantize(source, args.out, calibration, args.calibration, float_input_conv=float_input)
     provenance = {
         "model": out.name,
         "sha256": sha256(out),
         "bytes": out.stat().st_size,
         "format": "ONNX QDQ, weights int8 per-channel symmetric, activations uint8 per-tensor "
-        "asymmetric (onnxruntime static quantization)",
+        "asymmetric (onnxruntime static quantization)"
+        + ("; the convolution that reads the input stays float" if float_input else ""),
         "from": {"model": source.name, "sha256": sha256(source)},
         "calibration": {
             "method": args.calibration,
@@ -214,6 +216,14 @@ def add_quantize(sub) -> None:
         help="a streaming TSM detector's cache inputs during calibration: zero (the state at "
         "a stream's start only) or propagated (each clip streamed through the float model, "
         "every step's caches snapshotted; the default for such a model)",
+    )
+    p.add_argument(
+        "--input-conv",
+        choices=["float", "int8"],
+        default="float",
+        help="the convolution that reads the input: float keeps the [L, R, D] input "
+        "unquantized (one uint8 scale over all three rounds small residuals away); int8 "
+        "quantizes it too (default: %(default)s)",
     )
     p.set_defaults(run=cmd_quantize)
 

@@ -243,15 +243,28 @@ def float_preprocessing_nodes(graph: onnx.ModelProto) -> list[str]:
     return [n.name for n in nodes[:first]]
 
 
+def input_convolutions(graph: onnx.ModelProto) -> list[str]:
+    """The Conv nodes that read the graph's first input directly (the detector's stem)."""
+    source = graph.graph.input[0].name
+    return [n.name for n in graph.graph.node if n.op_type == "Conv" and source in n.input]
+
+
 def quantize(
     model: str | Path,
     out: str | Path,
     calibration: Calibration,
     method: str = "minmax",
     op_types: list[str] | None = None,
+    float_input_conv: bool = False,
 ) -> Path:
     """Write the int8 QDQ model of ``model`` calibrated on ``calibration`` to ``out``
-    (``op_types``: quantize only nodes of these types; None: every type)."""
+    (``op_types``: quantize only nodes of these types; None: every type).
+
+    ``float_input_conv`` keeps the convolution that reads the input float, so the input is
+    never quantized: L, R and D would share one uint8 scale over [-1, 1] (step 0.008),
+    which leaves a residual of a few gray levels one to four steps (measured: the int8
+    detector's AP@0.25 gap to float shrinks from 0.009 to 0.006 on the bench and from 0.008
+    to 0.004 on HIT-UAV)."""
     if method not in CALIBRATIONS:
         raise BadInputError(f"--calibration {method}: choose one of {', '.join(CALIBRATIONS)}")
     model, out = Path(model), Path(out)
@@ -265,6 +278,8 @@ def quantize(
         )
     extra = {"WeightSymmetric": True, "ActivationSymmetric": False}
     float_nodes = float_preprocessing_nodes(graph)
+    if float_input_conv:
+        float_nodes += input_convolutions(graph)
     if method == "moving-average":
         step = calibration.step if len(calibration.samples) % calibration.step == 0 else 1
         extra |= {
