@@ -3,7 +3,17 @@ import numpy as np
 import pytest
 
 from conftest import compose, render, similarity
-from emts.channels import CHANNEL_RANGES, MotionChannels, motion_in_network, network_image
+from emts.channels import (
+    CHANNEL_RANGES,
+    RESIDUAL_GAIN_FLOOR,
+    RESIDUAL_REFERENCE,
+    MotionChannels,
+    motion_in_network,
+    network_image,
+    normalize_residual_level,
+    residual_gain,
+    residual_level,
+)
 from emts.config import ChannelConfig
 from emts.ego_motion import EgoMotion
 from emts.geometry import WORKING_TO_NETWORK
@@ -96,3 +106,70 @@ def test_network_image_equals_the_opencv_area_letterbox_bit_for_bit(aerial_scene
     }[kind]
     expected = WORKING_TO_NETWORK.apply(frame).astype(np.float32) * np.float32(1.0 / 255.0)
     np.testing.assert_array_equal(network_image(frame), expected)
+
+
+# --- residual-level normalization (the detector's input, issue 8) ---------------------------
+
+
+def _stack(level: float, rows: slice = slice(None), seed: int = 0) -> np.ndarray:
+    """A (3, 192, 256) stack whose R has 90th percentile ``level`` on ``rows`` (0 elsewhere)."""
+    rng = np.random.default_rng(seed)
+    stack = np.zeros((3, 192, 256), np.float32)
+    stack[0] = rng.uniform(0.2, 0.8, (192, 256))
+    difference = rng.normal(0.0, 1.0, (192, 256)).astype(np.float32)
+    stack[2, rows] = difference[rows]
+    stack[1, rows] = np.abs(difference[rows])
+    stack[1:, :, :8] = stack[1:, :, 248:] = 0.0
+    stack[1:] *= level / residual_level(stack)
+    return stack
+
+
+def test_a_quiet_frame_passes_unchanged():
+    stack = _stack(RESIDUAL_REFERENCE * 0.8)
+    assert residual_gain(stack) == 1.0
+    assert normalize_residual_level(stack) is stack
+
+
+def test_a_loud_frame_is_brought_down_to_the_reference_as_a_lower_contrast_scene():
+    stack = _stack(RESIDUAL_REFERENCE * 4)
+    out = normalize_residual_level(stack)
+    gain = residual_gain(stack)
+    assert gain == pytest.approx(0.25, rel=1e-4)
+    assert residual_level(out) == pytest.approx(RESIDUAL_REFERENCE, rel=1e-4)
+    np.testing.assert_allclose(out[1:], stack[1:] * gain, atol=1e-7)
+    # L shrinks about its mean, and the previous frame (L - D) exactly alike
+    mean = stack[0, ::2, 8:248:2].mean()
+    np.testing.assert_allclose(out[0] - mean, gain * (stack[0] - mean), atol=1e-6)
+    previous, previous_out = stack[0] - stack[2], out[0] - out[2]
+    np.testing.assert_allclose(previous_out - mean, gain * (previous - mean), atol=1e-6)
+    assert out[0].min() >= 0.0 and out[0].max() <= 1.0
+
+
+def test_letterbox_rows_do_not_dilute_the_level():
+    band = _stack(RESIDUAL_REFERENCE * 3)
+    letterboxed = band.copy()
+    letterboxed[1:, :40] = letterboxed[1:, 150:] = 0.0  # rows a 16:9 input leaves empty
+    level = residual_level(letterboxed)
+    expected = np.percentile(letterboxed[1, 40:150:2, 8:248:2], 90)
+    assert level == pytest.approx(expected, rel=2e-2)
+    assert level > 2 * RESIDUAL_REFERENCE
+
+
+def test_the_gain_has_a_floor_and_reference_zero_switches_it_off():
+    stack = _stack(RESIDUAL_REFERENCE * 100)
+    assert residual_gain(stack) == RESIDUAL_GAIN_FLOOR
+    assert residual_gain(stack, reference=0.0) == 1.0
+    assert normalize_residual_level(stack, reference=0.0) is stack
+    assert residual_gain(np.zeros((3, 192, 256), np.float32)) == 1.0  # a stream's first frame
+
+
+def test_a_batch_gets_a_gain_per_frame():
+    quiet, loud = _stack(RESIDUAL_REFERENCE / 2), _stack(RESIDUAL_REFERENCE * 2, seed=1)
+    out = normalize_residual_level(np.stack([quiet, loud]))
+    np.testing.assert_array_equal(out[0], quiet)
+    np.testing.assert_allclose(out[1], normalize_residual_level(loud))
+
+
+def test_normalizing_twice_changes_nothing():
+    once = normalize_residual_level(_stack(RESIDUAL_REFERENCE * 3))
+    assert normalize_residual_level(once) is once

@@ -3,6 +3,12 @@
 import numpy as np
 import pytest
 
+from emts.channels import (
+    RESIDUAL_REFERENCE,
+    normalize_residual_level,
+    residual_gain,
+    residual_level,
+)
 from emts.detector import Detector, decode
 from emts.errors import BadInputError
 
@@ -36,3 +42,23 @@ def test_decode_geometry_and_unit_embeddings():
 def test_missing_model_is_a_clear_error(tmp_path):
     with pytest.raises(BadInputError):
         Detector(tmp_path / "none.onnx")
+
+
+def test_the_detector_normalizes_the_residual_level_of_loud_frames_only():
+    rng = np.random.default_rng(0)
+    channels = np.zeros((3, 192, 256), np.float32)
+    channels[0] = rng.uniform(0.2, 0.8, (192, 256))
+    channels[2, :, 8:248] = rng.normal(0.0, 0.2, (192, 240))
+    channels[1] = np.abs(channels[2])
+    assert residual_gain(channels) < 0.5
+    normalized = Detector()
+    raw = Detector(residual_reference=0.0)
+    for a, b in zip(
+        normalized.raw(channels), raw.raw(normalize_residual_level(channels)), strict=True
+    ):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    assert not np.allclose(normalized.raw(channels)[0], raw.raw(channels)[0])
+    quiet = channels.copy()
+    quiet[1:] *= 0.5 * RESIDUAL_REFERENCE / residual_level(channels)
+    for a, b in zip(normalized.raw(quiet), raw.raw(quiet), strict=True):
+        np.testing.assert_array_equal(a, b)

@@ -17,6 +17,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from emts.channels import RESIDUAL_REFERENCE, normalize_residual_level
 from emts.errors import BadInputError
 
 STRIDE = 8
@@ -109,6 +110,10 @@ class Detector:
         model: path of an exported ONNX model (default: the one shipped in the package).
         threads: intra-op threads of the session.
         threshold: score threshold tau_s of the decoder.
+        residual_reference: frames whose residual level (90th percentile of R) exceeds this
+            are scaled down to it before the network
+            (:func:`emts.channels.normalize_residual_level`); 0 feeds Stage B's channels as
+            they are.
 
     Example:
         >>> detector = Detector()                               # doctest: +SKIP
@@ -120,17 +125,21 @@ class Detector:
         model: str | Path | None = None,
         threads: int = 2,
         threshold: float = DEFAULT_THRESHOLD,
+        residual_reference: float = RESIDUAL_REFERENCE,
     ) -> None:
         path = Path(model) if model is not None else default_model_path()
         self.session = load_session(path, "detector", threads)
         _check_detector_graph(self.session, path)
         self.input_name = self.session.get_inputs()[0].name
         self.threshold = threshold
+        self.residual_reference = residual_reference
         self.path = path
 
     def raw(self, channels: np.ndarray) -> list[np.ndarray]:
-        """Head outputs for a (3, 192, 256) or (B, 3, 192, 256) float32 stack."""
+        """Head outputs for a (3, 192, 256) or (B, 3, 192, 256) float32 stack (residual level
+        normalized first, see ``residual_reference``)."""
         x = channels[None] if channels.ndim == 3 else channels
+        x = normalize_residual_level(x, self.residual_reference)
         return self.session.run(None, {self.input_name: np.ascontiguousarray(x, np.float32)})
 
     def __call__(self, channels: np.ndarray) -> list[Detection]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from emts.channels import RESIDUAL_REFERENCE, normalize_residual_level
 from emts.detector import DEFAULT_THRESHOLD, Detection, decode, load_session
 from emts.errors import BadInputError
 
@@ -42,7 +43,11 @@ class StreamingDetector:
     """A streaming (cached) detector session plus the decoder; call it frame by frame."""
 
     def __init__(
-        self, model: str | Path, threads: int = 2, threshold: float = DEFAULT_THRESHOLD
+        self,
+        model: str | Path,
+        threads: int = 2,
+        threshold: float = DEFAULT_THRESHOLD,
+        residual_reference: float = RESIDUAL_REFERENCE,
     ) -> None:
         self.path = Path(model)
         self.session = load_session(self.path, "detector", threads)
@@ -57,6 +62,7 @@ class StreamingDetector:
         if missing:
             raise BadInputError(f"{self.path}: cache outputs {missing} missing")
         self.threshold = threshold
+        self.residual_reference = residual_reference
         self.reset()
 
     def reset(self) -> None:
@@ -65,7 +71,8 @@ class StreamingDetector:
 
     def raw(self, channels: np.ndarray) -> list[np.ndarray]:
         """Heads for one (3, H, W) frame; advances the caches."""
-        feed = {self.input_name: np.ascontiguousarray(channels[None], np.float32), **self.caches}
+        x = normalize_residual_level(channels, self.residual_reference)[None]
+        feed = {self.input_name: np.ascontiguousarray(x, np.float32), **self.caches}
         outputs = self.session.run([*self.heads, *self.updates.values()], feed)
         self.caches = dict(zip(self.updates, outputs[4:], strict=True))
         return outputs[:4]

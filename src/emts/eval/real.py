@@ -220,6 +220,7 @@ class CompensatedDifference:
 
 
 ChannelFn = Callable[[np.ndarray, EvalFrame], np.ndarray]
+RAW_LEVEL = "residual level not normalized"
 ABLATIONS: dict[str, ChannelFn] = {
     "full": lambda c, f: c,
     "L only": lambda c, f: np.concatenate([c[:1], np.zeros_like(c[1:])]),
@@ -426,6 +427,13 @@ def run_dataset(
                 key = model if ablation == "full" else f"{model} ({ablation})"
                 boxes = network_boxes(detector, frame, transform(frame.channels, frame))
                 run.detections.setdefault(key, []).append(boxes)
+            # the same model fed Stage B's channels without residual-level normalization
+            reference, detector.residual_reference = detector.residual_reference, 0.0
+            try:
+                boxes = network_boxes(detector, frame, frame.channels)
+            finally:
+                detector.residual_reference = reference
+            run.detections.setdefault(f"{model} ({RAW_LEVEL})", []).append(boxes)
         if classical is not None:
             for k, boxes in classical(frame).items():
                 run.detections.setdefault(classical_name(k), []).append(boxes)
@@ -664,7 +672,9 @@ def write_real_report(
         f"Detections at tau_s = {TAU_S} unless AP; a match needs IoU >= {MATCH_IOU}. fp32 models. "
         "Ablations: `L only` = R and D zeroed, `motion only` = L flattened to its mean, "
         "`padding masked` (letterboxed input only) = R and D zeroed outside the letterbox "
-        "content, which Stage B does not do for the top/bottom padding of a 16:9 input. "
+        "content (the pipeline does this since), `residual level not normalized` = Stage B's "
+        "channels fed as they are, without the detector's residual-level normalization "
+        "(`emts.channels.normalize_residual_level`, on in every other row). "
         "`classical k=K` = compensated differencing at 640x512 with threshold K x the frame's "
         "median residual; the best K (by AP@0.25) is marked.",
         "",

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from emts.channels import RESIDUAL_REFERENCE
 from emts.errors import BadInputError
 from emts.train.data import MixtureStream, StoredClips, Tier2Stills
 from emts.train.export import freeze_batch_norm
@@ -49,6 +50,9 @@ class TrainConfig:
     randomized_sources: tuple[str, ...] = ("tier1", "negative", "tier2")
     # Standing people: below this ground speed (frame px/frame) a person is an ignore region.
     still_speed: float = 0.0
+    # Residual-level normalization of every training frame, as the runtime Detector does
+    # (emts.channels.normalize_residual_level); 0: Stage B's channels as they are.
+    residual_reference: float = RESIDUAL_REFERENCE
     model: DetectorConfig = field(default_factory=DetectorConfig)
 
     def phases(self) -> list[tuple[str, int, dict[str, float]]]:
@@ -141,6 +145,7 @@ def run_phases(
             invert=config.invert_l,
             gain=tuple(config.l_gain),
             randomized=tuple(config.randomized_sources),
+            residual_reference=config.residual_reference,
         )
         loader = torch.utils.data.DataLoader(
             stream,

@@ -44,6 +44,7 @@ from onnxruntime.quantization import (
     quantize_static,
 )
 
+from emts.channels import normalize_residual_level
 from emts.errors import BadInputError
 
 CALIBRATIONS = ("minmax", "moving-average")
@@ -169,7 +170,9 @@ def detector_calibration(
         stream.append(channels[start : start + frames])
     names = ", ".join(f"{k}={v}" for k, v in sets.items())
     source = f"{len(stream)} clips x {frames} consecutive frames of {names} (seed {seed})"
-    return Calibration(np.concatenate(stream).astype(np.float32), frames, source)
+    # what the runtime Detector feeds the network: residual level normalized
+    samples = normalize_residual_level(np.concatenate(stream).astype(np.float32))
+    return Calibration(samples, frames, source + ", residual level normalized")
 
 
 def verifier_calibration(
