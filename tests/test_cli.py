@@ -428,3 +428,20 @@ def test_sigterm_and_sighup_finish_the_files_like_ctrl_c(tmp_path, clip_video, s
     assert 20 <= lines < 400
     assert _frames_in(out) == lines  # a playable mp4 holding every frame written
     assert png.is_file() and cv2.imread(str(png)) is not None
+
+
+def test_train_detector_recipe_options_reach_the_training_config():
+    from emts.cli import _recipe_overrides, build_parser
+    from emts.train.loop import TrainConfig
+
+    args = build_parser().parse_args(
+        ["train", "detector", "--out", "x", "--invert-l", "0.5", "--l-gain", "0.6", "1.6"]
+        + ["--still-speed", "0.25", "--randomized-sources", "tier1", "negative"]
+    )
+    config = TrainConfig(**_recipe_overrides(args))
+    assert config.invert_l == 0.5 and config.l_gain == (0.6, 1.6)
+    assert config.still_speed == 0.25 and config.randomized_sources == ("tier1", "negative")
+    defaults = TrainConfig(
+        **_recipe_overrides(build_parser().parse_args(["train", "detector", "--out", "x"]))
+    )
+    assert defaults == TrainConfig()

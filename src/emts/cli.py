@@ -494,11 +494,20 @@ def _add_train_detector_recipe(p) -> None:
         help="persons slower than this (px/frame, camera motion removed) are ignore regions; "
         "0 keeps every person a positive",
     )
+    p.add_argument(
+        "--randomized-sources",
+        nargs="+",
+        choices=["tier1", "negative", "tier2"],
+        help="the sources --invert-l and --l-gain apply to (default: all three; tier2 are "
+        "real thermal stills, where warm = person holds)",
+    )
 
 
 def _recipe_overrides(args: argparse.Namespace) -> dict:
-    names = ("loader_workers", "invert_l", "l_gain", "still_speed")
+    names = ("loader_workers", "invert_l", "l_gain", "still_speed", "randomized_sources")
     out = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+    if "randomized_sources" in out:
+        out["randomized_sources"] = tuple(out["randomized_sources"])
     if "l_gain" in out:
         low, high = out["l_gain"]
         if not 0 < low <= high:
