@@ -376,3 +376,47 @@ def test_a_detection_on_the_frame_the_target_vanishes_does_not_turn_the_walk():
     assert state.measured_by == "detection"
     assert tracker.x[0] < 230.0  # the estimate moved towards the detection ...
     assert tracker.x[2] == pytest.approx(walk)  # ... the walk did not turn
+
+
+def _turned(ground, walker_x):
+    """The walker of :func:`_frame` with another look (bright body, dark head): turned round."""
+    image = ground.copy()
+    x = int(round(walker_x))
+    image[188:212, x - 5 : x + 5] = 220.0
+    image[188:194, x - 3 : x + 3] = 20.0
+    return np.clip(image, 0, 255).astype(np.uint8)
+
+
+def _walk_and_turn(config=None):
+    from emts.tracker import AppearanceView, LockCommand
+
+    ground = _ground()
+    tracker = TargetTracker(config)
+    tracker.update(
+        np.eye(2, 3),
+        [],
+        lock=LockCommand(np.array([200.0, 200.0]), SIZE, None, "tap:box"),
+        view=AppearanceView.of(_frame(ground, 200)),
+    )
+    states = []
+    for t in range(1, 21):  # detected every frame; the look changes at frame 6
+        x = 200 + 3 * t
+        image = _frame(ground, x) if t < 6 else _turned(ground, x)
+        states.append(
+            tracker.update(np.eye(2, 3), [_candidate(x, 200)], view=AppearanceView.of(image))
+        )
+    return [s.measured_by for s in states]
+
+
+def test_when_only_the_detector_follows_a_changed_look_the_template_is_taken_afresh():
+    measured = _walk_and_turn()
+    assert measured[:5] == ["both"] * 5
+    assert measured[5:9] == ["detection"] * 4  # the old template no longer matches ...
+    assert measured[-8:] == ["both"] * 8  # ... relearned where the detector sees them
+
+
+def test_relearning_the_look_can_be_switched_off():
+    from emts.config import TrackerConfig
+
+    measured = _walk_and_turn(TrackerConfig(relearn_after=0))
+    assert measured[-8:] == ["detection"] * 8

@@ -90,6 +90,7 @@ class TrackerConfig:
     appearance_prior: float = 0.3
     template_refresh: float = 0.1  # blend of the current patch into the template ...
     refresh_similarity: float = 0.4  # ... only where the match is at least this strong
+    relearn_after: int = 4  # locked frames measured by detections alone -> template re-taken
     occlusion_ratio: float = 0.6  # a peak below this fraction of the running one: occluded
     typical_peak_keep: float = 0.3  # running NCC peak of accepted matches (fast: sudden drops)
     contrast_drop: float = 0.7  # matched region's std below this fraction of the running one

@@ -353,6 +353,7 @@ class TargetTracker:
         self.typical_contrast: float | None = None  # running contrast of the matched region
         self.reference_contrast: float | None = None  # the same, slow: the target's own
         self._occluded = False  # the last match dropped suddenly: wait for a strong one
+        self._detected_only = 0  # consecutive locked frames measured by a detection alone
         self._previous: tuple[np.ndarray, np.ndarray] | None = None  # (working, G) at t-1
         # Stall check: (stabilized position, velocity, template, a detection took part) after
         # each of the last stall_frames + 1 measured locked frames.
@@ -623,6 +624,15 @@ class TargetTracker:
             "both" if chosen is not None and appearance_ok else
             "detection" if chosen is not None else "appearance"
         )  # fmt: skip
+        # The look changed (the person turned, left the shade) and only the detector follows
+        # them: after relearn_after such frames the template is taken afresh where they are.
+        self._detected_only = self._detected_only + 1 if measured_by == "detection" else 0
+        relearn = c.relearn_after
+        if relearn and self._detected_only >= relearn and view is not None and verdict is not False:
+            self._capture(view)
+            self.typical_peak = self.typical_contrast = self.reference_contrast = None
+            self._occluded = False
+            self._detected_only = 0
         return chosen, peak, measured_by
 
     def _stalled(self, measured_by: str) -> bool:
