@@ -470,8 +470,12 @@ def evaluate_quant(
         else:
             calibration = detector_calibration(sets)
             calibration_source = calibration.source
-            moving = quantize(
-                fp32_path, Path(scratch) / "moving.onnx", calibration, "moving-average"
+            moving = quantize(  # the shipped recipe (`emts quantize`'s defaults) but the estimator
+                fp32_path,
+                Path(scratch) / "moving.onnx",
+                calibration,
+                "moving-average",
+                float_input_conv=True,
             )
             models = {"float": fp32_path, "int8 min-max": int8_path, "int8 moving-average": moving}
             scored = models | lite_scored

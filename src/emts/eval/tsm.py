@@ -213,7 +213,8 @@ def evaluate_tsm(
             calibration = with_caches(model_path, streams[key], caches)
             calibration_text[name] = calibration.source
             target = folder / (name.replace(" ", "_").replace(",", "").replace(".", "") + ".onnx")
-            models[name] = quantize(model_path, target, calibration, method)
+            # as `emts quantize` makes int8 models: the input convolution stays float
+            models[name] = quantize(model_path, target, calibration, method, float_input_conv=True)
             del calibration
         stateless = {"stateless float (shipped detector.onnx)": shipped_model("detector", "fp32")}
         for path in control:
