@@ -27,7 +27,8 @@ class StubNetwork:
             x, y = ((centre[0] + 0.5) // 8).astype(int)
             self.heatmap[0, 0, y, x] = heat
 
-    def raw(self, channels):
+    def raw(self, channels, residual_reference=None):
+        self.residual_reference = residual_reference
         size = np.zeros((1, 2, 24, 32), np.float32)
         size[0, 1] = np.log(20 * 0.375 / 8)  # 20 working px tall
         embedding = np.ones((1, 8, 24, 32), np.float32)
@@ -105,3 +106,9 @@ def test_blobs_a_closing_apart_are_one_blob():
         residual, np.ones_like(residual, bool), 4.0, [h[0] for h in heads]
     )
     assert len(boxes) == 1 and boxes[0][2] == 14
+
+
+def test_the_blend_reads_the_heatmap_it_was_fitted_on_without_residual_normalization():
+    network = StubNetwork([PERSON])
+    _detect(network)
+    assert network.residual_reference == FusionConfig().residual_reference == 0.0

@@ -135,11 +135,14 @@ class Detector:
         self.residual_reference = residual_reference
         self.path = path
 
-    def raw(self, channels: np.ndarray) -> list[np.ndarray]:
+    def raw(
+        self, channels: np.ndarray, residual_reference: float | None = None
+    ) -> list[np.ndarray]:
         """Head outputs for a (3, 192, 256) or (B, 3, 192, 256) float32 stack (residual level
-        normalized first, see ``residual_reference``)."""
+        normalized first to ``residual_reference``, by default the detector's own)."""
         x = channels[None] if channels.ndim == 3 else channels
-        x = normalize_residual_level(x, self.residual_reference)
+        reference = self.residual_reference if residual_reference is None else residual_reference
+        x = normalize_residual_level(x, reference)
         return self.session.run(None, {self.input_name: np.ascontiguousarray(x, np.float32)})
 
     def __call__(self, channels: np.ndarray) -> list[Detection]:

@@ -270,7 +270,7 @@ def fit_fusion(
                 continue
             if frame.previous is None:
                 continue
-            heads = [h[0] for h in detector.raw(frame.channels)]
+            heads = [h[0] for h in detector.raw(frame.channels, FusionConfig.residual_reference)]
             residual, valid = compensated_residual(
                 frame.working, frame.previous, frame.motion, frame.valid
             )
@@ -438,7 +438,9 @@ def run_dataset(
             for k, boxes in classical(frame).items():
                 run.detections.setdefault(classical_name(k), []).append(boxes)
         if fusion is not None:
-            heads = [h[0] for h in detectors["shipped"].raw(frame.channels)]
+            heads = [
+                h[0] for h in detectors["shipped"].raw(frame.channels, fusion.residual_reference)
+            ]
             boxes, _ = fused_boxes(frame, heads, fusion)
             run.detections.setdefault(FUSED_NAME, []).append(boxes)
         frame.previous = None  # only the classical baseline and the fused mode need it
