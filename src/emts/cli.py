@@ -495,6 +495,12 @@ def _add_train_detector_recipe(p) -> None:
         "0 keeps every person a positive",
     )
     p.add_argument(
+        "--residual-reference",
+        type=float,
+        help="normalize each training frame's residual level to this, as the runtime detector "
+        "does (0.0095 there); default 0: Stage B's channels as they are (the shipped recipe)",
+    )
+    p.add_argument(
         "--randomized-sources",
         nargs="+",
         choices=["tier1", "negative", "tier2"],
@@ -504,7 +510,14 @@ def _add_train_detector_recipe(p) -> None:
 
 
 def _recipe_overrides(args: argparse.Namespace) -> dict:
-    names = ("loader_workers", "invert_l", "l_gain", "still_speed", "randomized_sources")
+    names = (
+        "loader_workers",
+        "invert_l",
+        "l_gain",
+        "still_speed",
+        "randomized_sources",
+        "residual_reference",
+    )
     out = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
     if "randomized_sources" in out:
         out["randomized_sources"] = tuple(out["randomized_sources"])
@@ -515,6 +528,8 @@ def _recipe_overrides(args: argparse.Namespace) -> dict:
         out["l_gain"] = (low, high)
     if not 0 <= out.get("invert_l", 0) <= 1:
         raise BadInputError("--invert-l: expected a probability in [0, 1]")
+    if out.get("residual_reference", 0) < 0:
+        raise BadInputError("--residual-reference must not be negative")
     if out.get("still_speed", 0) < 0 or out.get("loader_workers", 0) < 0:
         raise BadInputError("--still-speed and --loader-workers must not be negative")
     return out

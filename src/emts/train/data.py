@@ -16,7 +16,7 @@ import cv2
 import numpy as np
 import torch
 
-from emts.channels import RESIDUAL_REFERENCE, normalize_residual_level
+from emts.channels import normalize_residual_level
 from emts.geometry import WORKING_GEOMETRY, Frame
 from emts.pipeline import MotionFrontEnd
 from emts.synth.plates import hituav_split, read_hituav
@@ -188,7 +188,7 @@ class MixtureStream(torch.utils.data.IterableDataset):
         invert: float = 0.0,
         gain: tuple[float, float] = (1.0, 1.0),
         randomized: tuple[str, ...] = ("tier1", "negative", "tier2"),
-        residual_reference: float = RESIDUAL_REFERENCE,
+        residual_reference: float = 0.0,
     ) -> None:
         self.invert, self.gain, self.randomized = invert, gain, randomized
         self.residual_reference = residual_reference
@@ -214,6 +214,6 @@ class MixtureStream(torch.utils.data.IterableDataset):
                         sample.channels = randomize_appearance(
                             sample.channels, rng, self.invert, self.gain
                         )
-            for sample in samples:  # what the runtime Detector feeds the network
+            for sample in samples:  # as the runtime Detector feeds the network, if asked to
                 sample.channels = normalize_residual_level(sample.channels, self.residual_reference)
             yield collate(samples)
