@@ -120,23 +120,34 @@ RESIDUAL_PERCENTILE = 90
 RESIDUAL_GAIN_FLOOR = 0.1  # never scale a frame down by more than 10x
 
 
-def _content_rows(residual: np.ndarray) -> np.ndarray:
-    """Rows of an R sample that hold image: the letterbox rows of a 16:9 input are exactly 0
-    (masked by Stage B), image rows never are once there is any residual."""
-    return residual.any(axis=1)
+def _image_samples(channels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """L and R of a (3, H, W) stack on every other row and column of the image: padding
+    columns left out, and the letterbox rows of a 16:9 input, whose R is exactly 0 (masked by
+    Stage B; image rows never are once there is any residual)."""
+    light = channels[0, ::2, _PAD_LEFT:_PAD_RIGHT:2]
+    residual = channels[1, ::2, _PAD_LEFT:_PAD_RIGHT:2]
+    rows = residual.any(axis=1)
+    return light[rows], residual[rows]
+
+
+def _level(residual: np.ndarray) -> float:
+    if residual.size == 0:
+        return 0.0
+    flat = residual.ravel()
+    k = int(round(RESIDUAL_PERCENTILE / 100 * (flat.size - 1)))
+    return float(np.partition(flat, k)[k])
+
+
+def _gain(level: float, reference: float, floor: float) -> float:
+    # (a frame normalized once stays as it is: its level is the reference up to rounding)
+    return 1.0 if level <= reference * (1 + 1e-5) else max(floor, reference / level)
 
 
 def residual_level(channels: np.ndarray) -> float:
     """The 90th percentile of R over the image (every other row and column; padding columns
     and all-zero letterbox rows left out) of one (3, H, W) ``[L, R, D]`` stack; 0 when R is 0
     (a stream's first frame)."""
-    sample = channels[1, ::2, _PAD_LEFT:_PAD_RIGHT:2]
-    sample = sample[_content_rows(sample)]
-    if sample.size == 0:
-        return 0.0
-    flat = sample.ravel()
-    k = int(round(RESIDUAL_PERCENTILE / 100 * (flat.size - 1)))
-    return float(np.partition(flat, k)[k])
+    return _level(_image_samples(channels)[1])
 
 
 def residual_gain(
@@ -147,11 +158,7 @@ def residual_gain(
     """The gain :func:`normalize_residual_level` applies to a (3, H, W) stack: 1 when its
     :func:`residual_level` is at most ``reference`` (or ``reference`` <= 0: off), else
     ``reference / level``, at least ``floor``."""
-    if reference <= 0:
-        return 1.0
-    level = residual_level(channels)
-    # (a frame normalized once stays as it is: its level is the reference up to rounding)
-    return 1.0 if level <= reference * (1 + 1e-5) else max(floor, reference / level)
+    return 1.0 if reference <= 0 else _gain(residual_level(channels), reference, floor)
 
 
 def normalize_residual_level(
@@ -167,20 +174,21 @@ def normalize_residual_level(
     (N, 3, H, W) batch (each frame its own gain). Returns ``channels`` itself when no frame
     needs scaling, else a new float32 array.
     """
+    if reference <= 0:
+        return channels
     if channels.ndim == 4:
         frames = [normalize_residual_level(c, reference, floor) for c in channels]
         if all(f is c for f, c in zip(frames, channels, strict=True)):
             return channels
         return np.stack(frames)
-    gain = residual_gain(channels, reference, floor)
+    light, residual = _image_samples(channels)
+    gain = _gain(_level(residual), reference, floor)
     if gain >= 1.0:
         return channels
     out = np.empty(channels.shape, np.float32)
-    sample = channels[0, ::2, _PAD_LEFT:_PAD_RIGHT:2]
-    mean = np.float32(sample[_content_rows(channels[1, ::2, _PAD_LEFT:_PAD_RIGHT:2])].mean())
     g = np.float32(gain)
     np.multiply(channels[0], g, out=out[0])
-    out[0] += (1 - g) * mean
+    out[0] += (1 - g) * np.float32(light.mean())
     np.multiply(channels[1:], g, out=out[1:])
     return out
 

@@ -145,6 +145,8 @@ class Detector:
         x = normalize_residual_level(x, reference)
         return self.session.run(None, {self.input_name: np.ascontiguousarray(x, np.float32)})
 
-    def __call__(self, channels: np.ndarray) -> list[Detection]:
-        heat, size, offset, embedding = self.raw(channels)
+    def __call__(
+        self, channels: np.ndarray, residual_reference: float | None = None
+    ) -> list[Detection]:
+        heat, size, offset, embedding = self.raw(channels, residual_reference)
         return decode(heat[0], size[0], offset[0], embedding[0], self.threshold)

@@ -303,9 +303,15 @@ def _letterboxed(frame: EvalFrame) -> bool:
     return letterbox.content != letterbox.size
 
 
-def network_boxes(detector: Detector, frame: EvalFrame, channels: np.ndarray) -> Boxes:
-    """Detections of ``detector`` on ``channels``, mapped to WORKING px."""
-    detections = detector(channels)
+def network_boxes(
+    detector: Detector,
+    frame: EvalFrame,
+    channels: np.ndarray,
+    residual_reference: float | None = None,
+) -> Boxes:
+    """Detections of ``detector`` on ``channels`` (residual level normalized to
+    ``residual_reference``, by default the detector's own), mapped to WORKING px."""
+    detections = detector(channels, residual_reference)
     boxes = np.array([d.box for d in detections], float).reshape(-1, 4)
     if len(boxes):
         boxes = frame.geometry.boxes(boxes, Frame.NETWORK, Frame.WORKING)
@@ -428,11 +434,7 @@ def run_dataset(
                 boxes = network_boxes(detector, frame, transform(frame.channels, frame))
                 run.detections.setdefault(key, []).append(boxes)
             # the same model fed Stage B's channels without residual-level normalization
-            reference, detector.residual_reference = detector.residual_reference, 0.0
-            try:
-                boxes = network_boxes(detector, frame, frame.channels)
-            finally:
-                detector.residual_reference = reference
+            boxes = network_boxes(detector, frame, frame.channels, residual_reference=0.0)
             run.detections.setdefault(f"{model} ({RAW_LEVEL})", []).append(boxes)
         if classical is not None:
             for k, boxes in classical(frame).items():
