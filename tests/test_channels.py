@@ -173,3 +173,34 @@ def test_a_batch_gets_a_gain_per_frame():
 def test_normalizing_twice_changes_nothing():
     once = normalize_residual_level(_stack(RESIDUAL_REFERENCE * 3))
     assert normalize_residual_level(once) is once
+
+
+# --- another network size (a detector trained at 384x288) -----------------------------------
+
+
+def test_stage_b_at_384x288_has_that_shape_and_quiet_padding(aerial_scene):
+    from emts.geometry import network_letterbox
+
+    m = similarity(0.0, 1.0, 12.0, 5.0)
+    first, second = _pair(aerial_scene, m)
+    stage_b = MotionChannels(ChannelConfig(ego_compensation=False), network_size=(384, 288))
+    stage_b.update(first, EgoMotion())
+    stack = stage_b.update(second, EgoMotion(np.asarray(m, np.float64)))
+    assert stack.shape == (3, 288, 384) and stack.dtype == np.float32
+    assert not stack[1:, :, :12].any() and not stack[1:, :, 372:].any()
+    assert stack[1, :, 12:372].mean() > 0.01  # uncompensated camera motion lights up R
+    expected = network_letterbox((384, 288)).apply(second).astype(np.float32) / np.float32(255)
+    np.testing.assert_allclose(stack[0], expected, atol=1e-7)
+
+
+def test_an_exact_warp_at_384x288_leaves_no_residual_inside(aerial_scene):
+    m = similarity(0.02, 1.01, 6.0, -4.0)
+    first, second = _pair(aerial_scene, m)
+    stage_b = MotionChannels(network_size=(384, 288))
+    stage_b.update(first, EgoMotion())
+    stack = stage_b.update(second, EgoMotion(np.asarray(m, np.float64)))
+    assert np.percentile(stack[1, 24:-24, 36:-36], 99) < 0.02
+    np.testing.assert_allclose(
+        motion_in_network(np.array([[1.0, 0.0, 16.0], [0.0, 1.0, -8.0]]), (384, 288)),
+        [[1, 0, 9.0], [0, 1, -4.5]],
+    )

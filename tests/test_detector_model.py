@@ -104,3 +104,59 @@ def test_onnx_export_matches_torch(tmp_path):
         ref = model(torch.from_numpy(x[None]))
     np.testing.assert_allclose(heat, torch.sigmoid(ref[0]).numpy(), atol=1e-5)
     np.testing.assert_allclose(embedding, ref[3].numpy(), atol=1e-4)
+
+
+def test_a_model_trained_at_384x288_runs_the_pipeline_at_that_size(tmp_path):
+    pytest.importorskip("onnx")
+    from emts.detector import Detector
+    from emts.geometry import Frame, FrameGeometry
+    from emts.pipeline import Pipeline
+    from emts.train.export import export_onnx, load_trained
+
+    model = MicroDetector().eval()
+    saved = {"model": model.state_dict(), "config": {}, "network_size": (384, 288)}
+    torch.save(saved, tmp_path / "model.pt")
+    loaded = load_trained(tmp_path / "model.pt")
+    assert loaded.network_size == (384, 288)
+    detector = Detector(export_onnx(loaded, tmp_path / "d.onnx"), threshold=0.0)
+    assert detector.network_size == (384, 288)
+    heat = detector.raw(np.zeros((3, 288, 384), np.float32))[0]
+    assert heat.shape == (1, 1, 36, 48)  # the stride-8 grid of the larger input
+    pipeline = Pipeline(detector, verifier=None, auto_lock=False)
+    rng = np.random.default_rng(0)
+    for _ in range(2):
+        result = pipeline.step(rng.integers(0, 255, (360, 640, 3), np.uint8))
+    assert result.channels.shape == (3, 288, 384)
+    boxes = np.array([b for b, _ in result.detections]).reshape(-1, 4)
+    network = np.array([d.box for d in detector(result.channels)]).reshape(-1, 4)
+    expected = FrameGeometry((640, 360), (384, 288)).boxes(network, Frame.NETWORK, Frame.INPUT)
+    assert len(boxes)
+    np.testing.assert_allclose(boxes, expected[: len(boxes)], atol=0.01)
+
+
+def test_models_saved_before_the_option_load_at_the_papers_size(tmp_path):
+    from emts.train.export import load_trained
+
+    torch.save({"model": MicroDetector().state_dict(), "config": {}}, tmp_path / "old.pt")
+    assert load_trained(tmp_path / "old.pt").network_size == (256, 192)
+
+
+def test_a_random_crop_keeps_the_grid_and_ignores_people_cut_at_its_edge():
+    from emts.train.data import Sample, random_crop
+
+    channels = np.zeros((2, 3, 288, 384), np.float32)
+    boxes = [np.array([[100.0, 100, 10, 24], [300.0, 100, 10, 24]])] * 2
+    sample = Sample(channels, boxes, [np.array([1, 2])] * 2, [np.ones(2)] * 2, "tier1")
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        crop = random_crop(sample, (256, 192), rng)
+        assert crop.channels.shape == (2, 3, 192, 256)
+        targets = crop.targets
+        assert targets[0].heatmap.shape == (1, 24, 32)
+        shift = boxes[0][0, :2] - crop.boxes[0][0, :2]
+        assert (shift % 8 == 0).all()  # a whole number of stride-8 cells
+        for box, seen in zip(crop.boxes[0], crop.visible[0], strict=True):
+            centre = box[:2] + box[2:] / 2
+            inside = (centre >= 0).all() and centre[0] < 256 and centre[1] < 192
+            assert seen == (1.0 if inside else 0.0)
+        assert int(targets[0].mask.sum()) == int(crop.visible[0].sum())

@@ -104,3 +104,29 @@ def test_lift_makes_a_homogeneous_matrix():
 def test_tiny_frames_are_rejected(size):
     with pytest.raises(BadInputError):
         FrameGeometry(size)
+
+
+@pytest.mark.parametrize(
+    ("size", "content", "pad"),
+    [((384, 288), (360, 288), (12, 0)), ((512, 384), (480, 384), (16, 0))],
+)
+def test_larger_network_sizes_scale_working_to_their_height(size, content, pad):
+    from emts.geometry import network_letterbox
+
+    letterbox = network_letterbox(size)
+    assert letterbox.content == content and letterbox.pad == pad
+    geometry = FrameGeometry((1280, 720), size)
+    box = geometry.boxes([[100, 200, 30, 80]], Frame.INPUT, Frame.NETWORK)[0]
+    paper = FrameGeometry((1280, 720)).boxes([[100, 200, 30, 80]], Frame.INPUT, Frame.NETWORK)[0]
+    np.testing.assert_allclose(box[2:], paper[2:] * size[1] / 192)  # people grow with the size
+    np.testing.assert_allclose(
+        geometry.boxes([box], Frame.NETWORK, Frame.INPUT)[0], [100, 200, 30, 80], atol=1e-9
+    )
+
+
+@pytest.mark.parametrize("size", [(380, 288), (200, 192), (256, 190)])
+def test_unusable_network_sizes_are_refused(size):
+    from emts.geometry import network_letterbox
+
+    with pytest.raises(BadInputError, match="network size"):
+        network_letterbox(size)

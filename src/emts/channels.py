@@ -1,6 +1,7 @@
 """Stage B: ego-motion-normalized input channels (§3.3, eq. 2).
 
-At the 256x192 network resolution the previous frame is warped by ``M_t`` (bilinear, border
+At the network resolution (the paper's 256x192 unless the detector brings another, see
+:func:`emts.geometry.network_letterbox`) the previous frame is warped by ``M_t`` (bilinear, border
 replicate) into the current frame's coordinates, and three float32 channels are formed:
 
 * ``L = I_t`` -- luminance, in [0, 1];
@@ -8,12 +9,14 @@ replicate) into the current frame's coordinates, and three float32 channels are 
 * ``D = I_t - warped`` -- signed residual, in [-1, 1].
 
 Under exact registration of a static scene R and D vanish except on independently moving
-things. In the 8 padding columns on each side (see :mod:`emts.geometry`) R and D are 0.
-The stack has shape (3, 192, 256), channel order ``[L, R, D]``.
+things. In the padding columns on each side (8 at 256x192, see :mod:`emts.geometry`) R and D
+are 0. The stack has shape (3, H, W) -- (3, 192, 256) at the paper's size -- channel order
+``[L, R, D]``.
 """
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 
 import cv2
@@ -22,16 +25,10 @@ import numpy as np
 from emts.config import NETWORK_SIZE, WORKING_SIZE, ChannelConfig
 from emts.ego_motion import EgoMotion
 from emts.errors import BadInputError
-from emts.geometry import WORKING_TO_NETWORK, Frame, lift
+from emts.geometry import Frame, lift, network_letterbox
 
 CHANNEL_NAMES = ("L", "R", "D")
 CHANNEL_RANGES = {"L": (0.0, 1.0), "R": (0.0, 1.0), "D": (-1.0, 1.0)}
-
-_TO_NETWORK = WORKING_TO_NETWORK.matrix
-# Columns of the network frame that are letterbox padding, not image (8 on each side).
-_PAD_LEFT = WORKING_TO_NETWORK.pad[0]
-_PAD_RIGHT = WORKING_TO_NETWORK.pad[0] + WORKING_TO_NETWORK.content[0]
-_FROM_NETWORK = np.linalg.inv(_TO_NETWORK)
 
 
 def _area_weights(block_in: int, block_out: int) -> np.ndarray:
@@ -78,32 +75,58 @@ class _AreaShrink:
         return np.matmul(grouped_columns, self._columns).reshape(self.content[1], self.content[0])
 
 
-_SHRINK = _AreaShrink(WORKING_TO_NETWORK.source, WORKING_TO_NETWORK.content)
-assert WORKING_TO_NETWORK.pad[1] == 0, "network_image pads columns only"
+class _Layout:
+    """WORKING -> NETWORK for one network size: the letterbox, its area shrink and the first
+    and one-past-last image columns (the rest is padding)."""
+
+    def __init__(self, size: tuple[int, int]) -> None:
+        letterbox = network_letterbox(size)
+        assert letterbox.pad[1] == 0, "network_image pads columns only"
+        self.size = letterbox.size
+        self.shrink = _AreaShrink(letterbox.source, letterbox.content)
+        self.pad_left = letterbox.pad[0]
+        self.pad_right = letterbox.pad[0] + letterbox.content[0]
+        self.to_network = letterbox.matrix
+        self.from_network = np.linalg.inv(letterbox.matrix)
 
 
-def network_image(frame: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """640x512 uint8 working frame -> 256x192 float32 in [0, 1] (letterboxed, see geometry).
+@functools.lru_cache(maxsize=8)
+def _layout(size: tuple[int, int] = NETWORK_SIZE) -> _Layout:
+    return _Layout((int(size[0]), int(size[1])))
 
-    Equals ``WORKING_TO_NETWORK.apply(frame) / 255`` (area resize rounded to uint8, padding
-    columns replicated), without the uint8 and padded intermediates. ``out``: a (192, 256)
-    float32 array to write into.
+
+def _layout_of(array: np.ndarray) -> _Layout:
+    """The layout of a network-sized array (..., H, W)."""
+    return _layout((array.shape[-1], array.shape[-2]))
+
+
+def network_image(
+    frame: np.ndarray, out: np.ndarray | None = None, size: tuple[int, int] = NETWORK_SIZE
+) -> np.ndarray:
+    """640x512 uint8 working frame -> (h, w) = ``size`` float32 in [0, 1] (letterboxed, see
+    geometry; the paper's 256x192 by default).
+
+    Equals ``network_letterbox(size).apply(frame) / 255`` (area resize rounded to uint8,
+    padding columns replicated), without the uint8 and padded intermediates. ``out``: an
+    (h, w) float32 array to write into (its shape then gives the size).
     """
     if out is None:
-        out = np.empty((NETWORK_SIZE[1], NETWORK_SIZE[0]), np.float32)
-    content = out[:, _PAD_LEFT:_PAD_RIGHT]
-    np.rint(_SHRINK(frame), out=content)
+        out = np.empty((size[1], size[0]), np.float32)
+    layout = _layout_of(out)
+    content = out[:, layout.pad_left : layout.pad_right]
+    np.rint(layout.shrink(frame), out=content)
     content *= np.float32(1.0 / 255.0)
-    out[:, :_PAD_LEFT] = content[:, :1]
-    out[:, _PAD_RIGHT:] = content[:, -1:]
+    out[:, : layout.pad_left] = content[:, :1]
+    out[:, layout.pad_right :] = content[:, -1:]
     return out
 
 
 def residual_from_difference(difference: np.ndarray, blur: int = 5) -> np.ndarray:
     """R from D: ``G_blur * |D|`` with zero padding columns (eq. 2), float32."""
     residual = cv2.GaussianBlur(np.abs(difference.astype(np.float32, copy=False)), (blur, blur), 0)
-    residual[:, :_PAD_LEFT] = 0.0
-    residual[:, _PAD_RIGHT:] = 0.0
+    layout = _layout_of(residual)
+    residual[:, : layout.pad_left] = 0.0
+    residual[:, layout.pad_right :] = 0.0
     return residual
 
 
@@ -124,8 +147,9 @@ def _image_samples(channels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """L and R of a (3, H, W) stack on every other row and column of the image: padding
     columns left out, and the letterbox rows of a 16:9 input, whose R is exactly 0 (masked by
     Stage B; image rows never are once there is any residual)."""
-    light = channels[0, ::2, _PAD_LEFT:_PAD_RIGHT:2]
-    residual = channels[1, ::2, _PAD_LEFT:_PAD_RIGHT:2]
+    layout = _layout_of(channels)
+    light = channels[0, ::2, layout.pad_left : layout.pad_right : 2]
+    residual = channels[1, ::2, layout.pad_left : layout.pad_right : 2]
     rows = residual.any(axis=1)
     return light[rows], residual[rows]
 
@@ -194,23 +218,27 @@ def normalize_residual_level(
 
 
 def content_mask(geometry) -> np.ndarray:
-    """bool (192, 256) mask of the network pixels that hold image for an input geometry
-    (:class:`emts.geometry.FrameGeometry`): a 16:9 input leaves replicated rows above and
-    below its content, which move with the camera and light up R and D unless masked."""
+    """bool (H, W) mask of the network pixels that hold image for an input geometry
+    (:class:`emts.geometry.FrameGeometry`, at its network size): a 16:9 input leaves
+    replicated rows above and below its content, which move with the camera and light up R
+    and D unless masked."""
     to_network = geometry.matrix(Frame.WORKING, Frame.NETWORK)
     inside = cv2.warpAffine(
         geometry.input_to_working.content_mask(),
         to_network[:2],
-        NETWORK_SIZE,
+        geometry.network_size,
         flags=cv2.INTER_NEAREST,
     )
     # the 5x5 blur of R reaches 2 px beyond the content
     return cv2.erode(inside, np.ones((5, 5), np.uint8)) > 0
 
 
-def motion_in_network(motion_working: np.ndarray) -> np.ndarray:
-    """Express a WORKING-frame 2x3 motion in NETWORK coordinates."""
-    return (_TO_NETWORK @ lift(motion_working) @ _FROM_NETWORK)[:2]
+def motion_in_network(
+    motion_working: np.ndarray, size: tuple[int, int] = NETWORK_SIZE
+) -> np.ndarray:
+    """Express a WORKING-frame 2x3 motion in the coordinates of a NETWORK frame of ``size``."""
+    layout = _layout(size)
+    return (layout.to_network @ lift(motion_working) @ layout.from_network)[:2]
 
 
 class MotionChannels:
@@ -219,6 +247,7 @@ class MotionChannels:
     Args:
         config: Stage B parameters; ``ChannelConfig(ego_compensation=False)`` uses the identity
             warp whatever the motion (the paper's "w/o ego compensation" ablation).
+        network_size: (w, h) of the stack, the detector's input (the paper's 256x192).
 
     Example:
         >>> import numpy as np
@@ -228,8 +257,12 @@ class MotionChannels:
         (3, 192, 256)
     """
 
-    def __init__(self, config: ChannelConfig | None = None) -> None:
+    def __init__(
+        self, config: ChannelConfig | None = None, network_size: tuple[int, int] = NETWORK_SIZE
+    ) -> None:
         self.config = config or ChannelConfig()
+        self.network_size = (int(network_size[0]), int(network_size[1]))
+        self._layout = _layout(self.network_size)
         self._previous: np.ndarray | None = None
 
     def reset(self) -> None:
@@ -239,13 +272,14 @@ class MotionChannels:
     def update(
         self, frame: np.ndarray, motion: EgoMotion, content: np.ndarray | None = None
     ) -> np.ndarray:
-        """Return the (3, 192, 256) float32 ``[L, R, D]`` stack for ``frame``.
+        """Return the (3, H, W) float32 ``[L, R, D]`` stack for ``frame`` (H, W of
+        ``network_size``).
 
         Args:
             frame: 640x512 uint8 gray working frame.
             motion: Stage A's estimate of the motion from the previous frame to ``frame``.
-            content: optional bool (192, 256) mask of the letterbox content
-                (:func:`content_mask`); R and D are zeroed outside it. None: only the 8
+            content: optional bool (H, W) mask of the letterbox content
+                (:func:`content_mask`); R and D are zeroed outside it. None: only the
                 padding columns on each side are zeroed.
         """
         if frame.dtype != np.uint8 or frame.shape != (WORKING_SIZE[1], WORKING_SIZE[0]):
@@ -253,9 +287,10 @@ class MotionChannels:
                 f"Stage B expects a {WORKING_SIZE[0]}x{WORKING_SIZE[1]} uint8 gray frame, "
                 f"got shape {frame.shape} dtype {frame.dtype}"
             )
-        current = network_image(frame)  # kept as the next frame's previous: not the stack's
+        size = self.network_size
+        current = network_image(frame, size=size)  # the next frame's previous: not the stack's
         previous, self._previous = self._previous, current
-        stack = np.empty((3, NETWORK_SIZE[1], NETWORK_SIZE[0]), np.float32)
+        stack = np.empty((3, size[1], size[0]), np.float32)
         stack[0] = current
         if previous is None:
             stack[1:] = 0.0
@@ -263,8 +298,8 @@ class MotionChannels:
         if self.config.ego_compensation:
             warped = cv2.warpAffine(
                 previous,
-                motion_in_network(motion.matrix),
-                NETWORK_SIZE,
+                motion_in_network(motion.matrix, size),
+                size,
                 flags=cv2.INTER_LINEAR,
                 borderMode=cv2.BORDER_REPLICATE,
             )
@@ -273,8 +308,8 @@ class MotionChannels:
         np.subtract(current, warped, out=stack[2])  # eq. 2: D = I_t - warped
         # The padding columns hold no image: no motion there (else the replicated edge
         # column, shifted by the warp, paints a stripe the detector could learn as a cue).
-        stack[2, :, :_PAD_LEFT] = 0.0
-        stack[2, :, _PAD_RIGHT:] = 0.0
+        stack[2, :, : self._layout.pad_left] = 0.0
+        stack[2, :, self._layout.pad_right :] = 0.0
         stack[1] = residual_from_difference(stack[2], self.config.residual_blur)  # eq. 2: R
         if content is not None:
             stack[1:, ~content] = 0.0

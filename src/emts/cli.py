@@ -507,6 +507,28 @@ def _add_train_detector_recipe(p) -> None:
         help="the sources --invert-l and --l-gain apply to (default: all three; tier2 are "
         "real thermal stills, where warm = person holds)",
     )
+    p.add_argument(
+        "--network-size",
+        type=_size,
+        metavar="WxH",
+        help="the detector's input size, trained and run at (default 256x192, the paper's; "
+        "e.g. 384x288: people 1.5x taller in network px); multiples of 8, at least 5:4 wide",
+    )
+    p.add_argument(
+        "--crop",
+        type=_size,
+        metavar="WxH",
+        help="train on random windows of this size of the --network-size channels (e.g. "
+        "256x192: the per-step cost of the paper's size); default: whole frames",
+    )
+
+
+def _size(text: str) -> tuple[int, int]:
+    try:
+        width, height = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected WxH, e.g. 384x288") from None
+    return width, height
 
 
 def _recipe_overrides(args: argparse.Namespace) -> dict:
@@ -517,8 +539,20 @@ def _recipe_overrides(args: argparse.Namespace) -> dict:
         "still_speed",
         "randomized_sources",
         "residual_reference",
+        "network_size",
+        "crop",
     )
     out = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+    if "network_size" in out:
+        from emts.geometry import network_letterbox
+
+        network_letterbox(out["network_size"])  # a clear error for an unusable size
+    crop = out.get("crop")
+    size = out.get("network_size", (256, 192))
+    if crop is not None and not (
+        crop[0] % 8 == 0 and crop[1] % 8 == 0 and 0 < crop[0] <= size[0] and 0 < crop[1] <= size[1]
+    ):
+        raise BadInputError(f"--crop {crop[0]}x{crop[1]}: multiples of 8, within --network-size")
     if "randomized_sources" in out:
         out["randomized_sources"] = tuple(out["randomized_sources"])
     if "l_gain" in out:
@@ -556,7 +590,7 @@ def _cmd_detect(args: argparse.Namespace) -> int:
     model = model_for("detector", args.model, args.precision, args.threads, args.backend)
     detector = Detector(model, threads=args.threads, threshold=args.threshold)
     fused = FusedDetector(detector) if args.detector_mode == "fused" else None
-    front = MotionFrontEnd()
+    front = MotionFrontEnd(network_size=detector.network_size)
     frames_in = open_source(args.source, fps=args.fps, placeholders=True)
     with frames_in, JsonlWriter(args.jsonl) as records:
         bar = tqdm(frames_in, total=frames_in.length, desc="detect", unit="frame", disable=None)
@@ -590,14 +624,14 @@ def _cmd_eval_detect(args: argparse.Namespace) -> int:
     from emts.detector import Detector
     from emts.eval.detect import (
         ClassicalDetector,
+        NetworkDetect,
         evaluate_bench,
-        network_detector,
         summarize,
         write_report,
     )
 
     _open_clip_set(args.bench)
-    detects = {"EMTS-Det": network_detector(Detector(args.model)), "classical": ClassicalDetector()}
+    detects = {"EMTS-Det": NetworkDetect(Detector(args.model)), "classical": ClassicalDetector()}
     curves = {
         name: summarize(evaluate_bench(fn, args.bench, args.clips)) for name, fn in detects.items()
     }
@@ -619,8 +653,8 @@ def _cmd_eval_hituav(args: argparse.Namespace) -> int:
     from emts.detector import Detector
     from emts.eval.detect import (
         ClassicalDetector,
+        NetworkDetect,
         evaluate_hituav,
-        network_detector,
         summarize,
         write_report,
     )
@@ -631,7 +665,7 @@ def _cmd_eval_hituav(args: argparse.Namespace) -> int:
         ("vehicles", "persons and vehicles move"),
     ):
         detects = {
-            "EMTS-Det": network_detector(Detector(args.model)),
+            "EMTS-Det": NetworkDetect(Detector(args.model)),
             "classical": ClassicalDetector(),
         }
         results = evaluate_hituav(detects, args.hituav, args.split, variant)

@@ -157,7 +157,10 @@ def cmd_quantize(args: argparse.Namespace) -> int:
             f"--tsm-caches: {source} has no cache inputs (only a streaming TSM detector has)"
         )
     if args.kind == "detector":
-        calibration = detector_calibration(_sets(args), args.clips, args.frames, args.seed)
+        from emts.detector import Detector
+
+        size = Detector(source, threads=1).network_size
+        calibration = detector_calibration(_sets(args), args.clips, args.frames, args.seed, size)
     else:
         calibration = verifier_calibration(_sets(args), args.clips, args.seed)
     if streaming:

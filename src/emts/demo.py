@@ -144,11 +144,11 @@ def run_demo(out_dir: Path, frames: int = 150, seed: int = 0) -> dict:
 def _figure(frames, path: Path, at: int = 40) -> None:
     from emts.pipeline import MotionFrontEnd
 
-    front = MotionFrontEnd()
+    detector = Detector()
+    front = MotionFrontEnd(network_size=detector.network_size)
     at = min(at, len(frames) - 1)  # a short demo (--frames below 41) shows its last frame
     for frame in frames[: at + 1]:
         result = front.step(frame)
-    detector = Detector()
     heat = detector.raw(result.channels)[0][0, 0]
     cv2.imwrite(
         str(path), channels_figure(result.channels, heat, detector(result.channels), f"frame {at}")

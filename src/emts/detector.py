@@ -18,6 +18,7 @@ import cv2
 import numpy as np
 
 from emts.channels import RESIDUAL_REFERENCE, normalize_residual_level
+from emts.config import NETWORK_SIZE
 from emts.errors import BadInputError
 
 STRIDE = 8
@@ -103,6 +104,16 @@ def _check_detector_graph(session, path: Path) -> None:
         )
 
 
+def _network_size(session) -> tuple[int, int]:
+    """(w, h) of the model's fixed input: the NETWORK frame it was trained at (the paper's
+    256x192 for a model whose input size is left open)."""
+    shape = list(session.get_inputs()[0].shape)
+    height, width = shape[2], shape[3]
+    if isinstance(width, int) and isinstance(height, int):
+        return (width, height)
+    return NETWORK_SIZE
+
+
 class Detector:
     """onnxruntime session of the detector plus the decoder.
 
@@ -131,6 +142,7 @@ class Detector:
         self.session = load_session(path, "detector", threads)
         _check_detector_graph(self.session, path)
         self.input_name = self.session.get_inputs()[0].name
+        self.network_size = _network_size(self.session)
         self.threshold = threshold
         self.residual_reference = residual_reference
         self.path = path
@@ -138,7 +150,8 @@ class Detector:
     def raw(
         self, channels: np.ndarray, residual_reference: float | None = None
     ) -> list[np.ndarray]:
-        """Head outputs for a (3, 192, 256) or (B, 3, 192, 256) float32 stack (residual level
+        """Head outputs for a (3, H, W) or (B, 3, H, W) float32 stack at :attr:`network_size`
+        (the model's input, e.g. the paper's (3, 192, 256); residual level
         normalized first to ``residual_reference``, by default the detector's own)."""
         x = channels[None] if channels.ndim == 3 else channels
         reference = self.residual_reference if residual_reference is None else residual_reference

@@ -29,7 +29,7 @@ import numpy as np
 
 from emts.config import WORKING_SIZE
 from emts.detector import MAX_DETECTIONS, STRIDE, Detection, Detector
-from emts.geometry import WORKING_TO_NETWORK, Frame, FrameGeometry
+from emts.geometry import Frame, FrameGeometry, network_letterbox
 
 FEATURES = (
     "logit contrast",
@@ -91,7 +91,8 @@ def blob_features(
     """Blobs of ``residual`` above ``k`` x its median and their :data:`FEATURES`.
 
     Args:
-        heads: the network's (C, 24, 32) heatmap, log-size, offset, embedding of this frame.
+        heads: the network's (C, H/8, W/8) heatmap, log-size, offset, embedding of this
+            frame (e.g. (C, 24, 32) at 256x192).
 
     Returns:
         boxes (n, 4) WORKING px (top-left edge), features (n, 8), centre cells (n, 2) [x, y].
@@ -126,12 +127,13 @@ def blob_features(
     rows, cols = heat.shape
     # the blob centre (WORKING edge coordinates) to its stride-8 cell of the network grid
     centre = boxes[:, :2] + boxes[:, 2:] / 2 - 0.5
-    centre_net = centre @ WORKING_TO_NETWORK.matrix[:2, :2].T + WORKING_TO_NETWORK.matrix[:2, 2]
+    to_network = network_letterbox((cols * STRIDE, rows * STRIDE)).matrix
+    centre_net = centre @ to_network[:2, :2].T + to_network[:2, 2]
     cells = np.floor((centre_net + 0.5) / STRIDE).astype(int)
     cells = np.clip(cells, 0, [cols - 1, rows - 1])
     x, y = cells[:, 0], cells[:, 1]
     heat_3x3 = cv2.dilate(heat, np.ones((3, 3), np.uint8))
-    scale = WORKING_TO_NETWORK.matrix[1, 1]  # network px per working px
+    scale = to_network[1, 1]  # network px per working px
     network_height = STRIDE * np.exp(np.clip(log_size[1, y, x], -4.0, 5.0)) / scale
     area = np.maximum(boxes[:, 2] * boxes[:, 3], 1.0)
     height = np.maximum(boxes[:, 3], 1.0)

@@ -5,8 +5,10 @@ EMTS works in four image frames (``Frame``):
 * ``INPUT``   -- the caller's own pixels (any size). Everything the CLI and API output is here.
 * ``WORKING`` -- 640x512, the input letterboxed with its aspect ratio kept (§3.1).
 * ``STAGE_A`` -- 320x256, half of WORKING, where Stage A tracks corners (§3.2).
-* ``NETWORK`` -- 256x192, WORKING scaled by 0.375 into 240x192 and padded by 8 columns
-  on each side (exactly one stride-8 cell), where Stage B and the detector run (§3.3).
+* ``NETWORK`` -- the detector's input, where Stage B and the detector run (§3.3). The paper's
+  256x192 is WORKING scaled by 0.375 into 240x192 and padded by 8 columns on each side
+  (exactly one stride-8 cell); a detector trained at another size (e.g. 384x288: 360x288 plus
+  12 columns a side) brings its own NETWORK frame (:func:`network_letterbox`).
 
 All points use OpenCV's convention: the centre of pixel ``(i, j)`` is at ``x = i, y = j``
 (what ``cv2.warpAffine`` and ``cv2.calcOpticalFlowPyrLK`` use). Boxes are ``[x, y, w, h]``
@@ -21,6 +23,7 @@ Every frame-to-frame map is a 3x3 homogeneous matrix ``T`` (scale and offset onl
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass
 
 import cv2
@@ -123,9 +126,22 @@ class Letterbox:
         return mask
 
 
+@functools.lru_cache(maxsize=8)
+def network_letterbox(size: tuple[int, int] = NETWORK_SIZE) -> Letterbox:
+    """WORKING -> NETWORK for a detector input of ``size`` (w, h): the 640x512 working frame
+    scaled to the input's height, padded left and right. Sizes must keep the detector's
+    stride-8 grid whole and the working frame a whole number of area-resize blocks."""
+    width, height = int(size[0]), int(size[1])
+    if width % 8 or height % 8 or width * WORKING_SIZE[1] < height * WORKING_SIZE[0]:
+        raise BadInputError(
+            f"network size {width}x{height}: expected multiples of 8, at least 5:4 wide"
+        )
+    return Letterbox.fit(WORKING_SIZE, (width, height))
+
+
 # Fixed maps between the internal frames (they do not depend on the input size).
 WORKING_TO_STAGE_A = Letterbox.fit(WORKING_SIZE, STAGE_A_SIZE)
-WORKING_TO_NETWORK = Letterbox.fit(WORKING_SIZE, NETWORK_SIZE)
+WORKING_TO_NETWORK = network_letterbox(NETWORK_SIZE)  # the paper's 256x192
 
 
 class FrameGeometry:
@@ -133,6 +149,7 @@ class FrameGeometry:
 
     Args:
         input_size: ``(width, height)`` of the caller's frames.
+        network_size: ``(width, height)`` of the NETWORK frame (the detector's input).
 
     Example:
         >>> g = FrameGeometry((1280, 720))
@@ -140,17 +157,21 @@ class FrameGeometry:
         [[319.75, 255.75]]
     """
 
-    def __init__(self, input_size: tuple[int, int]) -> None:
+    def __init__(
+        self, input_size: tuple[int, int], network_size: tuple[int, int] = NETWORK_SIZE
+    ) -> None:
         width, height = int(input_size[0]), int(input_size[1])
         if width < 16 or height < 16:
             raise BadInputError(f"frame is {width}x{height}; EMTS needs at least 16x16 pixels")
         self.input_size = (width, height)
         self.input_to_working = Letterbox.fit(self.input_size, WORKING_SIZE)
+        self.network_size = (int(network_size[0]), int(network_size[1]))
+        self.working_to_network = network_letterbox(self.network_size)
         to_working = {
             Frame.INPUT: self.input_to_working.matrix,
             Frame.WORKING: np.eye(3),
             Frame.STAGE_A: np.linalg.inv(WORKING_TO_STAGE_A.matrix),
-            Frame.NETWORK: np.linalg.inv(WORKING_TO_NETWORK.matrix),
+            Frame.NETWORK: np.linalg.inv(self.working_to_network.matrix),
         }
         self._to_working = to_working
         self._from_working = {frame: np.linalg.inv(m) for frame, m in to_working.items()}
@@ -195,3 +216,9 @@ class FrameGeometry:
 # The geometry of frames that already are 640x512 (the curriculum's, the benchmarks'), where
 # INPUT and WORKING coincide.
 WORKING_GEOMETRY = FrameGeometry(WORKING_SIZE)
+
+
+@functools.lru_cache(maxsize=8)
+def working_geometry(network_size: tuple[int, int] = NETWORK_SIZE) -> FrameGeometry:
+    """:data:`WORKING_GEOMETRY` for a detector input of ``network_size``."""
+    return FrameGeometry(WORKING_SIZE, tuple(network_size))

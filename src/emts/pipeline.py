@@ -17,6 +17,7 @@ import numpy as np
 from emts.acquisition import LockAcquisition, Tap
 from emts.channels import MotionChannels, content_mask
 from emts.config import (
+    NETWORK_SIZE,
     STAGE_A_SIZE,
     AcquisitionConfig,
     ChannelConfig,
@@ -48,7 +49,7 @@ class FrontEndResult:
         geometry: coordinate conversions for this frame's input size.
         working: the 640x512 uint8 gray working frame.
         motion: Stage A's estimate (WORKING coordinates).
-        channels: Stage B's (3, 192, 256) float32 ``[L, R, D]``.
+        channels: Stage B's (3, H, W) float32 ``[L, R, D]`` at the network size.
         size_changed: the input size differs from the previous frame's (history restarted).
         ms: milliseconds spent per stage: ``"A"`` (incl. gray/letterbox conversion), ``"B"``.
     """
@@ -70,7 +71,8 @@ class MotionFrontEnd:
     """Stages A and B over a stream of frames of any supported size and dtype.
 
     A change of frame size mid-stream restarts the motion history (logged), since motions
-    between frames of different geometry mean nothing.
+    between frames of different geometry mean nothing. ``network_size`` is Stage B's output
+    size, the detector's input (:attr:`emts.detector.Detector.network_size`).
 
     Example:
         >>> import numpy as np
@@ -84,10 +86,12 @@ class MotionFrontEnd:
         self,
         ego_config: EgoMotionConfig | None = None,
         channel_config: ChannelConfig | None = None,
+        network_size: tuple[int, int] = NETWORK_SIZE,
     ) -> None:
-        self.preprocess = Preprocessor()
+        self.network_size = tuple(network_size)
+        self.preprocess = Preprocessor(self.network_size)
         self.ego_motion = EgoMotionEstimator(ego_config)
-        self.channels = MotionChannels(channel_config)
+        self.channels = MotionChannels(channel_config, self.network_size)
         self._corner_mask: np.ndarray | None = None
         self._corner_mask_for: FrameGeometry | None = None
         self._content: np.ndarray | None = None  # NETWORK px holding image (letterboxed input)
@@ -142,12 +146,17 @@ def _stage_a_mask(geometry: FrameGeometry) -> np.ndarray | None:
 
 
 class DetectorStage(Protocol):
-    """Stage C: ``[L, R, D]`` (3, 192, 256) -> detections in NETWORK px."""
+    """Stage C: ``[L, R, D]`` (3, H, W) -> detections in NETWORK px."""
 
     def __call__(self, channels: np.ndarray) -> list[Detection]: ...
 
 
 DETECTOR_MODES = ("plain", "fused")
+
+
+def network_size_of(detector) -> tuple[int, int]:
+    """The NETWORK frame size Stage B must feed ``detector`` (the paper's 256x192 for None)."""
+    return tuple(getattr(detector, "network_size", NETWORK_SIZE))
 
 
 def detector_stage(detector, mode: str = "plain"):
@@ -205,7 +214,7 @@ class FrameResult:
         ego_motion: Stage A's estimate; ``motion_input`` is ``M_t`` in input pixels.
         motion_input: 2x3 ``M_t`` in input pixels (frame t-1 -> t).
         ms: milliseconds per stage ``A``-``E``.
-        channels: the (3, 192, 256) ``[L, R, D]`` stack (for drawing).
+        channels: the (3, H, W) ``[L, R, D]`` stack at the network size (for drawing).
         event: ``"lock"`` (with ``lock_source``), ``"relock"`` or ``"lost"`` on the frame where
             that happened, else None.
         lock_source: how the current lock was made (``"tap:detection"``, ``"tap:blob"``,
@@ -259,7 +268,7 @@ class Pipeline:
         acquisition_config: AcquisitionConfig | None = None,
     ) -> None:
         cv2.setNumThreads(threads)
-        self.front = MotionFrontEnd()
+        self.front = MotionFrontEnd(network_size=network_size_of(detector))
         self.detector = detector
         self.verifier = verifier
         self.acquisition = LockAcquisition(auto_lock, verifier is not None, acquisition_config)

@@ -62,6 +62,15 @@ def shipped_model(kind: str, precision: str, backend: str = DEFAULT_BACKEND) -> 
     return Path(str(resources.files("emts") / "models" / name))
 
 
+def _input_shape(session, kind: str) -> tuple[int, ...]:
+    """The model's input shape, its open axes filled from the paper's (e.g. batch 1)."""
+    shape = getattr(session.get_inputs()[0], "shape", None) or _DUMMY_SHAPES[kind]
+    return tuple(
+        d if isinstance(d, int) else fallback
+        for d, fallback in zip(shape, _DUMMY_SHAPES[kind], strict=True)
+    )
+
+
 def _median_ms(session, feed: dict, runs: int) -> list[float]:
     out = []
     for _ in range(runs):
@@ -81,7 +90,7 @@ def _measured_choice(kind: str, fp32: Path, int8: Path, threads: int) -> str:
     times: dict[str, list[float]] = {p: [] for p in sessions}
     for round_ in range(AUTO_WARMUP + AUTO_RUNS):
         for precision, session in sessions.items():
-            feed = {session.get_inputs()[0].name: np.zeros(_DUMMY_SHAPES[kind], np.float32)}
+            feed = {session.get_inputs()[0].name: np.zeros(_input_shape(session, kind), np.float32)}
             ms = _median_ms(session, feed, 1)
             if round_ >= AUTO_WARMUP:
                 times[precision] += ms

@@ -10,6 +10,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from emts.config import NETWORK_SIZE
 from emts.errors import BadInputError
 from emts.geometry import FrameGeometry
 
@@ -61,10 +62,12 @@ class Preprocessor:
 
     Keeps two pieces of state: the input geometry (rebuilt when the frame size changes) and
     the smoothed gray range of uint16 input. Each call returns
-    ``(working, geometry, size_changed)``.
+    ``(working, geometry, size_changed)``; ``network_size`` is the NETWORK frame of the
+    geometries it builds (the detector's input size).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, network_size: tuple[int, int] = NETWORK_SIZE) -> None:
+        self.network_size = network_size
         self.geometry: FrameGeometry | None = None
         self._thermal_range: tuple[float, float] | None = None
 
@@ -87,7 +90,7 @@ class Preprocessor:
         size = (gray.shape[1], gray.shape[0])
         changed = self.geometry is not None and self.geometry.input_size != size
         if self.geometry is None or changed:
-            self.geometry = FrameGeometry(size)
+            self.geometry = FrameGeometry(size, self.network_size)
         return self.geometry.to_working(np.ascontiguousarray(gray)), self.geometry, changed
 
     def _stretch_uint16(self, gray: np.ndarray) -> np.ndarray:

@@ -22,9 +22,10 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
+from emts.config import NETWORK_SIZE
 from emts.detector import Detector
 from emts.eval.metrics import ImageResult, by_height, coco_ap
-from emts.geometry import WORKING_GEOMETRY, Frame
+from emts.geometry import WORKING_GEOMETRY, Frame, working_geometry
 from emts.pipeline import MotionFrontEnd
 from emts.synth.plates import read_hituav
 from emts.synth.store import ClipSet
@@ -35,17 +36,38 @@ BENCH_FRAMES = range(4, 18)  # frames 5-18 (1-based), §6.2
 MIN_VISIBLE = 0.3  # less visible persons are ignore regions
 EVAL_THRESHOLD = 0.01  # keep low-score detections for the PR curve
 
-DetectFn = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]  # channels -> boxes, scores
+# channels -> boxes (the paper's 256x192 NETWORK px), scores. A DetectFn with a
+# ``network_size`` attribute is fed Stage B's channels at that size instead of 256x192.
+DetectFn = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
-def network_detector(detector: Detector) -> DetectFn:
-    def run(channels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        detections = detector(channels)
+def _size_of(detect: DetectFn) -> tuple[int, int]:
+    return tuple(getattr(detect, "network_size", NETWORK_SIZE))
+
+
+class NetworkDetect:
+    """The detector as a :data:`DetectFn` (threshold lowered to :data:`EVAL_THRESHOLD`): fed
+    channels at its own network size, its boxes are returned in the paper's 256x192 NETWORK
+    px, so that truths, height bins and other detectors share one frame."""
+
+    def __init__(self, detector: Detector) -> None:
+        detector.threshold = EVAL_THRESHOLD
+        self.detector = detector
+        self.network_size = detector.network_size
+
+    def __call__(self, channels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        detections = self.detector(channels)
         boxes = np.array([d.box for d in detections]).reshape(-1, 4)
+        if len(boxes) and self.network_size != NETWORK_SIZE:
+            working = working_geometry(self.network_size).boxes(boxes, Frame.NETWORK, Frame.WORKING)
+            boxes = GEOMETRY.boxes(working, Frame.WORKING, Frame.NETWORK)
         return boxes, np.array([d.score for d in detections])
 
-    detector.threshold = EVAL_THRESHOLD
-    return run
+
+def channels_at(frames: list[np.ndarray], size: tuple[int, int]) -> np.ndarray:
+    """Stages A and B at network ``size`` over a clip's working frames."""
+    front = MotionFrontEnd(network_size=size)
+    return np.stack([front.step(frame).channels for frame in frames])
 
 
 class ClassicalDetector:
@@ -83,17 +105,20 @@ def evaluate_bench(
     clip_set = ClipSet(folder)
     indices = clip_set.indices[:clips] if clips else clip_set.indices
     results = []
+    size = _size_of(detect)
     for index in tqdm(indices, desc="eval bench", unit="clip", disable=None):
         clip = clip_set.load(index)
+        channels = clip.channels if size == NETWORK_SIZE else channels_at(clip.frames, size)
         for t in BENCH_FRAMES:
             gt, ignore = _ground_truth(clip.labels["frames"][t]["persons"])
-            boxes, scores = detect(clip.channels[t])
+            boxes, scores = detect(channels[t])
             results.append(ImageResult(gt, ignore, boxes, scores))
     return results
 
 
-def hituav_clips(root: str | Path, split: str, variant: str, seed: int = 0):
-    """Yield (file name, channels of the last frame, person boxes in NETWORK px)."""
+def hituav_clips(root: str | Path, split: str, variant: str, seed: int = 0, sizes=(NETWORK_SIZE,)):
+    """Yield (file name, {network size: channels of the last frame}, person boxes in the
+    paper's NETWORK px)."""
     root = Path(root)
     for number, (name, entry) in enumerate(read_hituav(root, split)):
         still = cv2.imread(str(root / split / name), cv2.IMREAD_GRAYSCALE)
@@ -102,8 +127,7 @@ def hituav_clips(root: str | Path, split: str, variant: str, seed: int = 0):
         clip = pseudo_clip(
             still, entry["persons"], rng, frames=4, vehicle_boxes=vehicles, zoom=False
         )
-        front = MotionFrontEnd()
-        channels = [front.step(frame).channels for frame in clip.frames][-1]
+        channels = {size: channels_at(clip.frames, size)[-1] for size in sizes}
         gt = clip.person_boxes[-1]
         gt = GEOMETRY.boxes(gt, Frame.INPUT, Frame.NETWORK) if len(gt) else gt.reshape(-1, 4)
         yield name, channels, gt
@@ -113,11 +137,14 @@ def evaluate_hituav(
     detects: dict[str, DetectFn], root, split: str, variant: str
 ) -> dict[str, list[ImageResult]]:
     results: dict[str, list[ImageResult]] = {name: [] for name in detects}
+    sizes = list(dict.fromkeys(_size_of(d) for d in detects.values()))
     for _, channels, gt in tqdm(
-        list(hituav_clips(root, split, variant)), desc=f"eval hituav {variant}", disable=None
+        list(hituav_clips(root, split, variant, sizes=sizes)),
+        desc=f"eval hituav {variant}",
+        disable=None,
     ):
         for name, detect in detects.items():
-            boxes, scores = detect(channels)
+            boxes, scores = detect(channels[_size_of(detect)])
             results[name].append(ImageResult(gt, np.zeros(len(gt), bool), boxes, scores))
     return results
 

@@ -27,9 +27,10 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from emts.config import NETWORK_SIZE
 from emts.detector import Detector, load_session
 from emts.errors import BadInputError
-from emts.eval.detect import EVAL_THRESHOLD, evaluate_bench, network_detector
+from emts.eval.detect import EVAL_THRESHOLD, NetworkDetect, evaluate_bench
 from emts.eval.metrics import ImageResult, coco_ap
 from emts.litert import litert_available
 from emts.precision import shipped_model
@@ -48,6 +49,10 @@ class _Fanout:
     def __init__(self, detects: dict) -> None:
         self.detects = detects
         self.outputs: dict[str, list] = {name: [] for name in detects}
+        sizes = {getattr(d, "network_size", None) for d in detects.values()}
+        if len(sizes) > 1:
+            raise BadInputError("eval quant: the models must share one network size")
+        self.network_size = sizes.pop() or NETWORK_SIZE
 
     def __call__(self, channels: np.ndarray):
         for name, detect in self.detects.items():
@@ -56,7 +61,7 @@ class _Fanout:
 
 
 def bench_accuracy(models: dict[str, Path], bench: str, clips: int | None) -> dict[str, dict]:
-    fanout = _Fanout({name: network_detector(Detector(path)) for name, path in models.items()})
+    fanout = _Fanout({name: NetworkDetect(Detector(path)) for name, path in models.items()})
     first = evaluate_bench(fanout, bench, clips)
     out = {}
     for name, outputs in fanout.outputs.items():
@@ -76,12 +81,14 @@ def hituav_accuracy(
 
     detectors = {name: Detector(path, threshold=EVAL_THRESHOLD) for name, path in models.items()}
     results: dict[str, list[ImageResult]] = {name: [] for name in models}
+    sizes = [d.network_size for d in detectors.values()]
     frames = itertools.chain.from_iterable(
-        hituav_frames(root, "val", variant, seed, images) for seed in range(seeds)
+        hituav_frames(root, "val", variant, seed, images, sizes) for seed in range(seeds)
     )
     for frame in tqdm(frames, desc=f"eval quant: hituav {variant}", unit="frame", disable=None):
         for name, detector in detectors.items():
-            boxes, scores = network_boxes(detector, frame, frame.channels)
+            channels = frame.channels_at(detector.network_size)
+            boxes, scores = network_boxes(detector, frame, channels)
             results[name].append(
                 ImageResult(frame.gt, np.zeros(len(frame.gt), bool), boxes, scores)
             )

@@ -31,8 +31,8 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from emts.channels import content_mask
-from emts.config import WORKING_SIZE
+from emts.channels import MotionChannels, content_mask
+from emts.config import NETWORK_SIZE, WORKING_SIZE
 from emts.detector import Detector
 from emts.errors import BadInputError
 from emts.eval.metrics import ImageResult, _iou, coco_ap, match
@@ -54,7 +54,6 @@ PERSON_SPEED = (0.5, 1.5)  # px/frame at 640x512
 VEHICLE_SPEED = (0.5, 3.0)
 CAMERA_DRIFT = 4.0  # px/frame at 640x512
 HITUAV_VARIANTS = {"persons": "only persons move", "vehicles": "persons and vehicles move"}
-_WORKING = FrameGeometry(WORKING_SIZE)
 SHEET_TILES = 16
 
 Boxes = tuple[np.ndarray, np.ndarray]  # (n, 4) WORKING px, (n,) scores
@@ -69,17 +68,37 @@ class EvalFrame:
     """One scored frame: Stage B's channels, the working frames and the truth (WORKING px)."""
 
     name: str
-    channels: np.ndarray  # (3, 192, 256) float32
+    channels: np.ndarray  # (3, H, W) float32 at the geometry's network size
     working: np.ndarray  # uint8 640x512, frame t
     previous: np.ndarray | None  # uint8 640x512, frame t-1 (None on a stream's first frame)
     motion: np.ndarray  # 2x3 Stage A estimate, WORKING, t-1 -> t
     valid: np.ndarray  # uint8 640x512 mask of the letterbox content
     geometry: FrameGeometry
     gt: np.ndarray  # (m, 4) person boxes, WORKING px
+    # Stage B at further network sizes (detectors trained at another size), same Stage A
+    more_channels: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
+
+    def channels_at(self, size: tuple[int, int]) -> np.ndarray:
+        """Stage B's channels at network ``size``."""
+        return self.channels if size == self.geometry.network_size else self.more_channels[size]
+
+    def geometry_at(self, size: tuple[int, int]) -> FrameGeometry:
+        """The frame's geometry with a NETWORK frame of ``size``."""
+        if size == self.geometry.network_size:
+            return self.geometry
+        return FrameGeometry(self.geometry.input_size, size)
 
     @classmethod
-    def of(cls, name: str, result, previous: np.ndarray | None, gt: np.ndarray) -> EvalFrame:
-        """The frame of a :class:`emts.pipeline.FrontEndResult` (Stages A and B's output)."""
+    def of(
+        cls,
+        name: str,
+        result,
+        previous: np.ndarray | None,
+        gt: np.ndarray,
+        more: MoreSizes | None = None,
+    ) -> EvalFrame:
+        """The frame of a :class:`emts.pipeline.FrontEndResult` (Stages A and B's output);
+        ``more`` adds Stage B at further network sizes."""
         return cls(
             name=name,
             channels=result.channels,
@@ -89,11 +108,38 @@ class EvalFrame:
             valid=result.geometry.input_to_working.content_mask(),
             geometry=result.geometry,
             gt=gt,
+            more_channels=more(result) if more is not None else {},
         )
 
 
-def person12_frames(root: str | Path, frames: int = PERSON12_FRAMES) -> Iterator[EvalFrame]:
-    """Frames 1..``frames`` of uav123-person12 through Stages A-B, with their labels."""
+class MoreSizes:
+    """Stage B at further network sizes, on one stream's Stage A results (so that detectors
+    trained at different sizes are compared on the same camera-motion estimates)."""
+
+    def __init__(self, sizes) -> None:
+        self.stages = {tuple(size): MotionChannels(network_size=size) for size in sizes}
+
+    def __call__(self, result) -> dict[tuple[int, int], np.ndarray]:
+        out = {}
+        for size, stage in self.stages.items():
+            geometry = FrameGeometry(result.geometry.input_size, size)
+            letterbox = geometry.input_to_working
+            content = None if letterbox.content == letterbox.size else content_mask(geometry)
+            out[size] = stage.update(result.working, result.motion, content)
+        return out
+
+
+def _sizes(network_sizes) -> tuple[tuple[int, int], list[tuple[int, int]]]:
+    """(the first size, the others) of a list of network sizes (default: the paper's)."""
+    sizes = list(dict.fromkeys(tuple(s) for s in network_sizes or [NETWORK_SIZE]))
+    return sizes[0], sizes[1:]
+
+
+def person12_frames(
+    root: str | Path, frames: int = PERSON12_FRAMES, network_sizes=None
+) -> Iterator[EvalFrame]:
+    """Frames 1..``frames`` of uav123-person12 through Stages A-B, with their labels
+    (Stage B at every size of ``network_sizes``; default: the paper's)."""
     root = Path(root)
     labels_path = root / "groundtruth_rect.txt"
     if not labels_path.is_file():
@@ -106,7 +152,9 @@ def person12_frames(root: str | Path, frames: int = PERSON12_FRAMES) -> Iterator
         raise BadInputError(f"{labels_path}: unreadable labels ({error})") from None
     if labels.shape[1] != 4 or len(labels) < frames:
         raise BadInputError(f"{labels_path}: expected {frames} lines of x,y,w,h")
-    front = MotionFrontEnd()
+    first, others = _sizes(network_sizes)
+    front = MotionFrontEnd(network_size=first)
+    more = MoreSizes(others) if others else None
     previous = None
     for i in range(frames):
         path = root / "frames" / f"{i + 1:06d}.jpg"
@@ -115,7 +163,7 @@ def person12_frames(root: str | Path, frames: int = PERSON12_FRAMES) -> Iterator
             raise BadInputError(f"{path}: missing or unreadable")
         result = front.step(image)
         gt = result.geometry.boxes(labels[i : i + 1], Frame.INPUT, Frame.WORKING)
-        yield EvalFrame.of(f"{i + 1:06d}", result, previous, gt)
+        yield EvalFrame.of(f"{i + 1:06d}", result, previous, gt, more)
         previous = result.working
 
 
@@ -127,9 +175,15 @@ def eval_camera() -> CameraMotionConfig:
 
 
 def hituav_frames(
-    root: str | Path, split: str, variant: str, seed: int = 0, images: int | None = None
+    root: str | Path,
+    split: str,
+    variant: str,
+    seed: int = 0,
+    images: int | None = None,
+    network_sizes=None,
 ) -> Iterator[EvalFrame]:
-    """HIT-UAV stills of ``split`` as 4-frame pseudo-clips; the last frame of each."""
+    """HIT-UAV stills of ``split`` as 4-frame pseudo-clips; the last frame of each (Stage B at
+    every size of ``network_sizes``; default: the paper's)."""
     if variant not in HITUAV_VARIANTS:
         raise BadInputError(f"unknown HIT-UAV variant {variant!r}")
     root = Path(root)
@@ -153,11 +207,16 @@ def hituav_frames(
             camera=camera,
             drift=CAMERA_DRIFT,
         )
-        front = MotionFrontEnd()
+        first, others = _sizes(network_sizes)
+        front = MotionFrontEnd(network_size=first)
+        more = MoreSizes(others) if others else None
         results = [front.step(frame) for frame in clip.frames]
+        if more is not None:
+            for result in results[:-1]:
+                more(result)
         last = results[-1]
         gt = last.geometry.boxes(clip.person_boxes[-1], Frame.INPUT, Frame.WORKING)
-        yield EvalFrame.of(name, last, results[-2].working, gt.reshape(-1, 4))
+        yield EvalFrame.of(name, last, results[-2].working, gt.reshape(-1, 4), more)
 
 
 # --------------------------------------------------------------------------------------------
@@ -231,7 +290,7 @@ ABLATIONS: dict[str, ChannelFn] = {
 def padding_masked(channels: np.ndarray, frame: EvalFrame) -> np.ndarray:
     """R and D zeroed outside the letterbox content (Stage B zeroes only the 8 side columns of
     the network frame; the replicated top/bottom rows of a 16:9 input move with the camera)."""
-    inside = content_mask(frame.geometry)
+    inside = content_mask(frame.geometry_at((channels.shape[-1], channels.shape[-2])))
     out = channels.copy()
     out[1:, ~inside] = 0.0
     return out
@@ -314,7 +373,8 @@ def network_boxes(
     detections = detector(channels, residual_reference)
     boxes = np.array([d.box for d in detections], float).reshape(-1, 4)
     if len(boxes):
-        boxes = frame.geometry.boxes(boxes, Frame.NETWORK, Frame.WORKING)
+        geometry = frame.geometry_at(detector.network_size)
+        boxes = geometry.boxes(boxes, Frame.NETWORK, Frame.WORKING)
     return boxes, np.array([d.score for d in detections], float)
 
 
@@ -429,20 +489,21 @@ def run_dataset(
             ablations = dict(ABLATIONS)
             if _letterboxed(frame):
                 ablations["padding masked"] = padding_masked
+            channels = frame.channels_at(detector.network_size)
             for ablation, transform in ablations.items():
                 key = model if ablation == "full" else f"{model} ({ablation})"
-                boxes = network_boxes(detector, frame, transform(frame.channels, frame))
+                boxes = network_boxes(detector, frame, transform(channels, frame))
                 run.detections.setdefault(key, []).append(boxes)
             # the same model fed Stage B's channels without residual-level normalization
-            boxes = network_boxes(detector, frame, frame.channels, residual_reference=0.0)
+            boxes = network_boxes(detector, frame, channels, residual_reference=0.0)
             run.detections.setdefault(f"{model} ({RAW_LEVEL})", []).append(boxes)
         if classical is not None:
             for k, boxes in classical(frame).items():
                 run.detections.setdefault(classical_name(k), []).append(boxes)
         if fusion is not None:
-            heads = [
-                h[0] for h in detectors["shipped"].raw(frame.channels, fusion.residual_reference)
-            ]
+            shipped = detectors["shipped"]
+            channels = frame.channels_at(shipped.network_size)
+            heads = [h[0] for h in shipped.raw(channels, fusion.residual_reference)]
             boxes, _ = fused_boxes(frame, heads, fusion)
             run.detections.setdefault(FUSED_NAME, []).append(boxes)
         frame.previous = None  # only the classical baseline and the fused mode need it
@@ -589,8 +650,9 @@ def evaluate_real(
     sections: dict[str, dict] = {}
     sheets: dict[str, list] = {}
 
+    sizes = [detectors["shipped"].network_size, *(d.network_size for d in detectors.values())]
     run = run_dataset(
-        person12_frames(person12),
+        person12_frames(person12, network_sizes=sizes),
         detectors,
         "eval real: person12",
         total=PERSON12_FRAMES,
@@ -608,7 +670,8 @@ def evaluate_real(
     pooled = f"{total} stills" + (f" x seeds {seed}-{seed + seeds - 1}" if seeds > 1 else "")
     for variant, title in HITUAV_VARIANTS.items():
         frames = itertools.chain.from_iterable(
-            hituav_frames(root, split, variant, s, hituav_images) for s in range(seed, seed + seeds)
+            hituav_frames(root, split, variant, s, hituav_images, sizes)
+            for s in range(seed, seed + seeds)
         )
         run = run_dataset(
             frames,

@@ -9,15 +9,16 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from emts.config import NETWORK_SIZE
 from emts.detector import Detection, Detector
-from emts.geometry import WORKING_GEOMETRY, Frame
-from emts.pipeline import MotionFrontEnd, Pipeline
+from emts.geometry import WORKING_GEOMETRY, Frame, FrameGeometry, working_geometry
+from emts.pipeline import MotionFrontEnd, Pipeline, network_size_of
 from emts.synth.clips import ClipSpec, render_clip
 from emts.synth.store import ClipSet
 from emts.tracker import AppearanceView, Candidate, TargetTracker
 from emts.verifier import Verifier, describe, roi_pair
 
-GEOMETRY = WORKING_GEOMETRY
+GEOMETRY = WORKING_GEOMETRY  # the paper's NETWORK frame: height bins and the link radius
 LOCK_FRAME = 4  # "frame 5" (§6.9), 0-based
 BLACKOUTS = ((5, 7), (8, 10), (11, 13))  # staggered forced occlusions (inclusive, 0-based)
 CHECK_AFTER = 2  # success is judged two frames after the blackout ends
@@ -27,10 +28,10 @@ THRESHOLDS = (0.3, 0.5, 0.7)
 LINK_RADIUS = 16.0  # network px
 
 
-def _candidates(detections: list[Detection]) -> list[Candidate]:
+def _candidates(detections: list[Detection], geometry: FrameGeometry) -> list[Candidate]:
     out = []
     for d in detections:
-        box = GEOMETRY.boxes([d.box], Frame.NETWORK, Frame.WORKING)[0]
+        box = geometry.boxes([d.box], Frame.NETWORK, Frame.WORKING)[0]
         out.append(Candidate(box[:2] + box[2:] / 2, box[2:], d.score, d.embedding))
     return out
 
@@ -38,6 +39,17 @@ def _candidates(detections: list[Detection]) -> list[Candidate]:
 def _centre(box) -> np.ndarray:
     box = np.asarray(box, float)
     return box[:2] + box[2:] / 2
+
+
+def _stages_ab(clip, size: tuple[int, int]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(channels at network ``size``, Stage A's motions) of a stored clip: its cached
+    channels at the paper's size, else Stage B run again at ``size``."""
+    front = MotionFrontEnd(network_size=size)
+    results = [front.step(frame) for frame in clip.frames]
+    motions = [r.motion.matrix for r in results]
+    if tuple(size) == NETWORK_SIZE:
+        return clip.channels, motions
+    return np.stack([r.channels for r in results]), motions
 
 
 def reacquisition(
@@ -54,6 +66,7 @@ def reacquisition(
     paper's tracker.
     """
     clip_set = ClipSet(bench)
+    geometry = working_geometry(network_size_of(detector))
     indices = clip_set.indices[:clips] if clips else clip_set.indices
     outcome = {
         "trials": 0,
@@ -70,16 +83,15 @@ def reacquisition(
         if not persons:
             continue
         target = max(persons, key=lambda p: p["box"][3])
-        detections = [detector(clip.channels[t]) for t in range(len(clip.frames))]
-        lock_candidates = _candidates(detections[LOCK_FRAME])
+        channels, motions = _stages_ab(clip, network_size_of(detector))
+        detections = [detector(c) for c in channels]
+        lock_candidates = _candidates(detections[LOCK_FRAME], geometry)
         if not lock_candidates:
             continue
         tap = _centre(target["box"])
         start = min(lock_candidates, key=lambda k: np.hypot(*(k.centre - tap)))
         if np.hypot(*(start.centre - tap)) > SUCCESS_RADIUS:
             continue  # the detector never saw the target: no lock, no trial
-        front = MotionFrontEnd()
-        motions = [front.step(frame).motion.matrix for frame in clip.frames]
         for first, last in BLACKOUTS:
             check = last + CHECK_AFTER
             truth = {p["id"]: p for p in labels[check]["persons"]}
@@ -90,7 +102,7 @@ def reacquisition(
             state, reassociated = None, False
             for t in range(LOCK_FRAME + 1, check + 1):
                 hidden = first <= t <= last
-                seen = [] if hidden else _candidates(detections[t])
+                seen = [] if hidden else _candidates(detections[t], geometry)
                 view = None if hidden or not appearance else AppearanceView.of(clip.frames[t])
                 state = tracker.update(motions[t], seen, view=view)
                 reassociated |= t > last and state.measured_by is not None
@@ -132,12 +144,17 @@ def _height_bin(height: float) -> str:
 
 
 def _link(
-    detections: list[list[Detection]], motions: list[np.ndarray], start: int, seed: Detection
+    detections: list[list[Detection]],
+    motions: list[np.ndarray],
+    start: int,
+    seed: Detection,
+    geometry: FrameGeometry = GEOMETRY,
 ) -> list[np.ndarray]:
-    """Boxes (NETWORK px) of the track through ``seed`` at frame ``start``, frames 2-17:
-    nearest detection within the link radius in each direction, else the box carried by the
-    camera motion."""
+    """Boxes (NETWORK px of ``geometry``) of the track through ``seed`` at frame ``start``,
+    frames 2-17: nearest detection within the link radius (the paper's network px, scaled)
+    in each direction, else the box carried by the camera motion."""
     n = len(detections)
+    radius = LINK_RADIUS * geometry.network_size[1] / NETWORK_SIZE[1]
     boxes: dict[int, np.ndarray] = {start: seed.box}
     for direction in (1, -1):
         t, box = start, seed.box
@@ -148,9 +165,9 @@ def _link(
                 if direction == 1
                 else np.linalg.inv(np.vstack([motions[t + 1], [0, 0, 1]]))[:2]
             )
-            m = GEOMETRY.motion(m, Frame.WORKING, Frame.NETWORK)
+            m = geometry.motion(m, Frame.WORKING, Frame.NETWORK)
             centre = m[:, :2] @ _centre(box) + m[:, 2]
-            near = [d for d in detections[t] if np.hypot(*(_centre(d.box) - centre)) < LINK_RADIUS]
+            near = [d for d in detections[t] if np.hypot(*(_centre(d.box) - centre)) < radius]
             if near:
                 box = min(near, key=lambda d: np.hypot(*(_centre(d.box) - centre))).box
             else:
@@ -168,6 +185,7 @@ def false_positives(
     2-17, carried by the camera motion where a detection is missing) is judged human.
     """
     clip_set = ClipSet(fpbench)
+    geometry = working_geometry(network_size_of(detector))
     indices = clip_set.indices[:clips] if clips else clip_set.indices
     thresholds = np.round(np.arange(0.1, 0.95, 0.05), 2)
     raw = np.zeros(len(thresholds))
@@ -176,19 +194,18 @@ def false_positives(
     detector.threshold = float(thresholds.min())
     for index in tqdm(indices, desc="eval fp", disable=None):
         clip = clip_set.load(index)
-        detections = [detector(clip.channels[t]) for t in range(len(clip.frames))]
-        front = MotionFrontEnd()
-        motions = [front.step(frame).motion.matrix for frame in clip.frames]
+        channels, motions = _stages_ab(clip, network_size_of(detector))
+        detections = [detector(c) for c in channels]
         for t in FP_FRAMES:
             frames += 1
             for d in detections[t]:
                 counted = thresholds <= d.score
                 raw += counted
                 if verifier is not None and counted.any():
-                    boxes = _link(detections, motions, t, d)
+                    boxes = _link(detections, motions, t, d, geometry)
                     window = np.stack(
                         [
-                            describe(*roi_pair(clip.channels[k], b))
+                            describe(*roi_pair(channels[k], b))
                             for k, b in zip(range(2, 18), boxes, strict=True)
                         ],
                         axis=1,

@@ -32,7 +32,6 @@ from emts.synth.actors import random_actor
 from emts.synth.clips import composite_actors
 from emts.synth.common import log_uniform
 from emts.train.data import Sample, StoredClips, Tier2Stills
-from emts.train.targets import build_targets
 
 IGNORE_GROWTH = 1.5  # ignore regions are the flagged boxes grown by this factor
 TRACKED_ID = 900  # identities of pseudo-labelled persons within a sample (pasted: 0, 1, ...)
@@ -184,7 +183,7 @@ class OwnFootage:
         pose = np.eye(3)
         quality = int(rng.integers(70, 96))
         front = MotionFrontEnd()
-        channels, targets = [], []
+        channels, boxes_net, identities_net, visible_net = [], [], [], []
         for k in range(frames + 1):
             t = start + k
             if k > 0:
@@ -214,10 +213,11 @@ class OwnFootage:
                     -np.ones(len(ignore)),
                 ]
             ).astype(np.int64)
-            network = segment.geometry.boxes(boxes, Frame.INPUT, Frame.NETWORK)
             channels.append(result.channels)
-            targets.append(build_targets(network, identities=identities, visible=visible))
-        return Sample(np.stack(channels), targets, "footage")
+            boxes_net.append(segment.geometry.boxes(boxes, Frame.INPUT, Frame.NETWORK))
+            identities_net.append(identities)
+            visible_net.append(visible)
+        return Sample(np.stack(channels), boxes_net, identities_net, visible_net, "footage")
 
 
 def read_footage(

@@ -16,28 +16,75 @@ import cv2
 import numpy as np
 import torch
 
-from emts.channels import normalize_residual_level
-from emts.geometry import WORKING_GEOMETRY, Frame
+from emts.channels import normalize_residual_level, residual_from_difference
+from emts.config import NETWORK_SIZE
+from emts.geometry import Frame, working_geometry
 from emts.pipeline import MotionFrontEnd
 from emts.synth.plates import hituav_split, read_hituav
 from emts.synth.store import ClipSet
 from emts.synth.tier2 import pseudo_clip
-from emts.train.targets import FrameTargets, build_targets
+from emts.train.targets import STRIDE, FrameTargets, build_targets
 
-_GEOMETRY = WORKING_GEOMETRY
 TIER2_VEHICLE_MOTION = 0.5  # share of Tier-2 clips whose parked vehicles drive off (negatives)
 
 
-def _to_network(boxes) -> np.ndarray:
+def _to_network(boxes, network_size: tuple[int, int]) -> np.ndarray:
     boxes = np.asarray(boxes, float).reshape(-1, 4)
-    return _GEOMETRY.boxes(boxes, Frame.INPUT, Frame.NETWORK) if len(boxes) else boxes
+    if not len(boxes):
+        return boxes
+    return working_geometry(network_size).boxes(boxes, Frame.INPUT, Frame.NETWORK)
 
 
 @dataclass
 class Sample:
-    channels: np.ndarray  # (T, 3, 192, 256) float32
-    targets: list[FrameTargets]
+    """T consecutive frames of one clip: channels and, per frame, the persons' boxes (NETWORK
+    px), identities and visibility (0: an ignore region)."""
+
+    channels: np.ndarray  # (T, 3, H, W) float32 at the network size
+    boxes: list[np.ndarray]  # per frame (n, 4)
+    identities: list[np.ndarray]  # per frame (n,)
+    visible: list[np.ndarray]  # per frame (n,)
     source: str  # "tier1", "negative", "tier2"
+
+    @property
+    def targets(self) -> list[FrameTargets]:
+        """CenterNet targets per frame, on the grid of the channels' size."""
+        grid = (self.channels.shape[-1] // STRIDE, self.channels.shape[-2] // STRIDE)
+        return [
+            build_targets(b, identities=i, visible=v, grid=grid)
+            for b, i, v in zip(self.boxes, self.identities, self.visible, strict=True)
+        ]
+
+
+def random_crop(sample: Sample, size: tuple[int, int], rng: np.random.Generator) -> Sample:
+    """A ``size`` (w, h) window of the sample, the same for all its frames, at a whole number
+    of stride-8 cells from the corner (so the targets' grid stays aligned). Persons whose
+    centre falls outside the window but whose box reaches into it become ignore regions
+    (clipped to the window): they are neither positives nor background there."""
+    _, _, height, width = sample.channels.shape
+    crop_w, crop_h = size
+    if (crop_w, crop_h) == (width, height):
+        return sample
+    x0 = STRIDE * int(rng.integers((width - crop_w) // STRIDE + 1))
+    y0 = STRIDE * int(rng.integers((height - crop_h) // STRIDE + 1))
+    boxes, visible = [], []
+    for frame_boxes, frame_visible in zip(sample.boxes, sample.visible, strict=True):
+        b = np.asarray(frame_boxes, float).reshape(-1, 4) - [x0, y0, 0, 0]
+        v = np.asarray(frame_visible, float).copy()
+        centre = b[:, :2] + b[:, 2:] / 2
+        outside = (centre[:, 0] < 0) | (centre[:, 0] >= crop_w)
+        outside |= (centre[:, 1] < 0) | (centre[:, 1] >= crop_h)
+        x1 = np.clip(b[:, 0], 0, crop_w)
+        y1 = np.clip(b[:, 1], 0, crop_h)
+        x2 = np.clip(b[:, 0] + b[:, 2], 0, crop_w)
+        y2 = np.clip(b[:, 1] + b[:, 3], 0, crop_h)
+        reaches = outside & (x2 > x1) & (y2 > y1)
+        b[reaches] = np.stack([x1, y1, x2 - x1, y2 - y1], axis=1)[reaches]
+        v[outside] = 0.0
+        boxes.append(b)
+        visible.append(v)
+    channels = sample.channels[:, :, y0 : y0 + crop_h, x0 : x0 + crop_w]
+    return Sample(np.ascontiguousarray(channels), boxes, sample.identities, visible, sample.source)
 
 
 def randomize_appearance(
@@ -82,35 +129,55 @@ def _ground_speeds(labels: dict, t: int) -> dict[int, float]:
 
 
 class StoredClips:
-    """A clip set held in memory (channels as float16) for fast sampling.
+    """A clip set held in memory for fast sampling: L as uint8 (exact: Stage B's L is an
+    8-bit image / 255) and D as float16; R is rebuilt from D per sample.
 
     ``still_speed``: persons whose box centre moves less than this (frame px/frame, camera
     motion removed) are ignore regions rather than positives (a standing person shows no
     motion; teaching the detector to fire on it teaches appearance alone). 0 keeps them all.
+    ``network_size``: the channels' size; other than the paper's 256x192 (the set's cached
+    D) the clip's frames are run through Stages A and B again at that size on load.
     """
 
     def __init__(
-        self, folder: str | Path, source: str, progress=None, still_speed: float = 0.0
+        self,
+        folder: str | Path,
+        source: str,
+        progress=None,
+        still_speed: float = 0.0,
+        network_size: tuple[int, int] = NETWORK_SIZE,
     ) -> None:
         clip_set = ClipSet(folder)
         self.source = source
         self.still_speed = still_speed
-        self.channels: list[np.ndarray] = []
+        self.network_size = tuple(network_size)
+        self.light: list[np.ndarray] = []
+        self.difference: list[np.ndarray] = []
         self.labels: list[dict] = []
         items = range(len(clip_set))
         for position in progress(items, desc=f"load {Path(folder).name}") if progress else items:
             clip = clip_set[position]
-            self.channels.append(clip.channels.astype(np.float16))
+            channels = clip.channels
+            if self.network_size != NETWORK_SIZE:
+                front = MotionFrontEnd(network_size=self.network_size)
+                channels = np.stack([front.step(f).channels for f in clip.frames])
+            self.light.append(np.rint(channels[:, 0] * 255).astype(np.uint8))
+            self.difference.append(channels[:, 2].astype(np.float16))
             self.labels.append(clip.labels)
 
     def __len__(self) -> int:
-        return len(self.channels)
+        return len(self.light)
 
     def sample(self, rng: np.random.Generator, frames: int, clip_number: int) -> Sample:
         index = int(rng.integers(len(self)))
-        channels, labels = self.channels[index], self.labels[index]
-        start = int(rng.integers(1, len(channels) - frames + 1))
-        targets = []
+        light, labels = self.light[index], self.labels[index]
+        start = int(rng.integers(1, len(light) - frames + 1))
+        channels = np.empty((frames, 3, *light.shape[1:]), np.float32)
+        channels[:, 0] = light[start : start + frames] * np.float32(1 / 255)
+        channels[:, 2] = self.difference[index][start : start + frames]
+        for i in range(frames):
+            channels[i, 1] = residual_from_difference(channels[i, 2])
+        boxes, identities, visibility = [], [], []
         for t in range(start, start + frames):
             persons = labels["frames"][t]["persons"]
             visible = [p["visible"] for p in persons]
@@ -120,14 +187,10 @@ class StoredClips:
                     0.0 if speeds.get(p["id"], np.inf) < self.still_speed else v
                     for p, v in zip(persons, visible, strict=True)
                 ]
-            targets.append(
-                build_targets(
-                    _to_network([p["box"] for p in persons]),
-                    identities=[clip_number * 1000 + p["id"] for p in persons],
-                    visible=visible,
-                )
-            )
-        return Sample(channels[start : start + frames].astype(np.float32), targets, self.source)
+            boxes.append(_to_network([p["box"] for p in persons], self.network_size))
+            identities.append(np.array([clip_number * 1000 + p["id"] for p in persons], int))
+            visibility.append(np.asarray(visible, float))
+        return Sample(channels, boxes, identities, visibility, self.source)
 
 
 class Tier2Stills:
@@ -137,8 +200,9 @@ class Tier2Stills:
     flights) never reach training, and the HIT-UAV val split is never read here.
     """
 
-    def __init__(self, root: str | Path) -> None:
+    def __init__(self, root: str | Path, network_size: tuple[int, int] = NETWORK_SIZE) -> None:
         self.root = Path(root)
+        self.network_size = tuple(network_size)
         self.entries = [e for e in read_hituav(self.root, "train") if hituav_split(e[0]) == "train"]
         self._cache: dict[str, np.ndarray] = {}
 
@@ -156,17 +220,15 @@ class Tier2Stills:
         clip = pseudo_clip(
             self._image(name), entry["persons"], rng, frames + 1, vehicle_boxes=vehicles
         )
-        front = MotionFrontEnd()
+        front = MotionFrontEnd(network_size=self.network_size)
         channels = np.stack([front.step(f).channels for f in clip.frames])[1:]
-        targets = [
-            build_targets(_to_network(b), identities=clip_number * 1000 + np.arange(len(b)))
-            for b in clip.person_boxes[1:]
-        ]
-        return Sample(channels, targets, "tier2")
+        boxes = [_to_network(b, self.network_size) for b in clip.person_boxes[1:]]
+        identities = [clip_number * 1000 + np.arange(len(b)) for b in boxes]
+        return Sample(channels, boxes, identities, [np.ones(len(b)) for b in boxes], "tier2")
 
 
 def collate(samples: list[Sample]) -> dict[str, torch.Tensor]:
-    """Stack samples into a batch of frames (B*T, ...)."""
+    """Stack samples into a batch of frames (B*T, ...) with their CenterNet targets."""
     x = np.concatenate([s.channels for s in samples])
     targets = [t for s in samples for t in s.targets]
     batch = {"x": torch.from_numpy(np.ascontiguousarray(x))}
@@ -189,8 +251,10 @@ class MixtureStream(torch.utils.data.IterableDataset):
         gain: tuple[float, float] = (1.0, 1.0),
         randomized: tuple[str, ...] = ("tier1", "negative", "tier2"),
         residual_reference: float = 0.0,
+        crop: tuple[int, int] | None = None,
     ) -> None:
         self.invert, self.gain, self.randomized = invert, gain, randomized
+        self.crop = crop
         self.residual_reference = residual_reference
         self.sources = {k: v for k, v in sources.items() if weights.get(k, 0) > 0}
         total = sum(weights[k] for k in self.sources)
@@ -216,4 +280,6 @@ class MixtureStream(torch.utils.data.IterableDataset):
                         )
             for sample in samples:  # as the runtime Detector feeds the network, if asked to
                 sample.channels = normalize_residual_level(sample.channels, self.residual_reference)
+            if self.crop is not None:
+                samples = [random_crop(sample, self.crop, rng) for sample in samples]
             yield collate(samples)

@@ -7,6 +7,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from emts.config import NETWORK_SIZE
 from emts.train.model import DetectorConfig, MicroDetector
 
 OUTPUT_NAMES = ["heatmap", "log_size", "offset", "embedding"]
@@ -75,15 +76,20 @@ def load_trained(path: str | Path) -> MicroDetector:
         )
     )
     model.load_state_dict(saved["model"])
+    # the NETWORK frame it was trained at (models saved before that option: the paper's)
+    model.network_size = tuple(saved.get("network_size", NETWORK_SIZE))
     return model.eval()
 
 
 def export_onnx(model: MicroDetector, out: str | Path, opset: int = 17) -> Path:
-    """Write ``model`` as ONNX with a dynamic batch axis; returns the path."""
+    """Write ``model`` as ONNX with a dynamic batch axis and its network size fixed
+    (``model.network_size``, set by :func:`load_trained`; the paper's 256x192 by default: the
+    runtime reads it back from the input shape); returns the path."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     channels = model.config.in_channels
-    dummy = torch.zeros(1, channels, 192, 256)
+    width, height = getattr(model, "network_size", NETWORK_SIZE)
+    dummy = torch.zeros(1, channels, height, width)
     wrapper = _Deployable(model).eval()
     torch.onnx.export(
         wrapper,

@@ -45,6 +45,7 @@ from onnxruntime.quantization import (
 )
 
 from emts.channels import normalize_residual_level
+from emts.config import NETWORK_SIZE
 from emts.errors import BadInputError
 
 CALIBRATIONS = ("minmax", "moving-average")
@@ -154,14 +155,21 @@ def detector_calibration(
     clips: int = DEFAULT_CLIPS,
     frames: int = DEFAULT_FRAMES,
     seed: int = 0,
+    network_size: tuple[int, int] = NETWORK_SIZE,
 ) -> Calibration:
     """``clips`` x ``frames`` consecutive frames' ``[L, R, D]`` channels from ``sets``
-    (name -> folder, e.g. ``{"tier1": "data/tier1", "negatives": "data/negatives"}``).
-    Frame 0 of a clip has no motion channels and is never used."""
+    (name -> folder, e.g. ``{"tier1": "data/tier1", "negatives": "data/negatives"}``) at
+    the detector's ``network_size`` (the sets cache the paper's 256x192; other sizes run
+    Stages A and B again). Frame 0 of a clip has no motion channels and is never used."""
+    from emts.eval.detect import channels_at
+
     rng = np.random.default_rng([seed, 1])
     stream = []
     for _, clip_set, index in _choose_clips(sets, clips, seed):
-        channels = clip_set.load(index).channels
+        clip = clip_set.load(index)
+        channels = clip.channels
+        if tuple(network_size) != NETWORK_SIZE:
+            channels = channels_at(clip.frames, network_size)
         if len(channels) < frames + 1:
             raise BadInputError(
                 f"{clip_set.folder}: clips have {len(channels)} frames (< {frames + 1})"

@@ -1,4 +1,4 @@
-"""CenterNet targets on the 32x24 stride-8 grid (§3.4.2).
+"""CenterNet targets on the stride-8 grid (§3.4.2; 32x24 cells at 256x192).
 
 Boxes come in NETWORK pixels (256x192, see :mod:`emts.geometry`). Each box's centre is
 splatted onto the heatmap with a size-adaptive Gaussian (CenterNet's radius rule at
@@ -59,10 +59,14 @@ def _splat(heatmap: np.ndarray, cx: int, cy: int, radius: int) -> None:
 
 
 def build_targets(
-    boxes: np.ndarray, identities: np.ndarray | None = None, visible: np.ndarray | None = None
+    boxes: np.ndarray,
+    identities: np.ndarray | None = None,
+    visible: np.ndarray | None = None,
+    grid: tuple[int, int] = GRID,
 ) -> FrameTargets:
-    """Targets of one frame from (n, 4) ``[x, y, w, h]`` person boxes in NETWORK px."""
-    w_cells, h_cells = GRID
+    """Targets of one frame from (n, 4) ``[x, y, w, h]`` person boxes in NETWORK px, on a
+    ``grid`` of (w, h) stride-8 cells (the input's size / 8)."""
+    w_cells, h_cells = grid
     heatmap = np.zeros((h_cells, w_cells), np.float32)
     weight = np.ones((h_cells, w_cells), np.float32)
     t = FrameTargets(
