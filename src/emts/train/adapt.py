@@ -105,7 +105,7 @@ def prepare_segment(
     from emts.eval.real import CompensatedDifference, EvalFrame
     from emts.preprocess import to_gray
 
-    front = MotionFrontEnd()
+    front = MotionFrontEnd(network_size=detector.network_size)
     classical = CompensatedDifference(ks=(config.ignore_k,), max_detections=1000)
     grays, motions, ignore = [], [], []
     geometry = None
@@ -182,7 +182,7 @@ class OwnFootage:
         walkers = self._walkers(rng, segment, clip_number)
         pose = np.eye(3)
         quality = int(rng.integers(70, 96))
-        front = MotionFrontEnd()
+        front = MotionFrontEnd(network_size=segment.geometry.network_size)
         channels, boxes_net, identities_net, visible_net = [], [], [], []
         for k in range(frames + 1):
             t = start + k
@@ -321,13 +321,16 @@ def adapt_detector(
         for kind, folder in (("tier1", "tier1"), ("negative", "negatives")):
             path = Path(curriculum) / folder
             if (path / "manifest.json").is_file():
-                sources[kind] = StoredClips(path, kind, progress=tqdm)
+                sources[kind] = StoredClips(
+                    path, kind, progress=tqdm, network_size=detector.network_size
+                )
                 replay.append(str(path))
     if hituav is not None and Path(hituav).is_dir():
-        sources["tier2"] = Tier2Stills(hituav)
+        sources["tier2"] = Tier2Stills(hituav, network_size=detector.network_size)
         replay.append(str(hituav))
     mixture = {k: v for k, v in config.mixture.items() if k in sources}
     model = detector_from_onnx(base).to(memory_format=torch.channels_last)
+    model.network_size = detector.network_size  # exported at the size it was trained at
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=config.lr, weight_decay=config.weight_decay
     )

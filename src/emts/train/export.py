@@ -112,7 +112,8 @@ def detector_from_onnx(path: str | Path, config: DetectorConfig | None = None) -
     convolution gets its weights back and its BatchNorm becomes the identity carrying the
     folded bias (weight 1, running mean 0, running variance 1 - eps). Fine-tune such a model
     with its BatchNorms in eval mode (see :func:`freeze_batch_norm`): the statistics are gone.
-    Raises ``BadInputError`` when the graph does not fit the architecture.
+    Raises ``BadInputError`` when the graph does not fit the architecture. The model's
+    ``network_size`` is the graph's input size.
     """
     import onnx
     from onnx import numpy_helper
@@ -159,6 +160,9 @@ def detector_from_onnx(path: str | Path, config: DetectorConfig | None = None) -
             bn.bias.copy_(b)
             bn.running_mean.zero_()
             bn.running_var.fill_(1.0 - bn.eps)
+    dims = graph.input[0].type.tensor_type.shape.dim
+    height, width = dims[2].dim_value, dims[3].dim_value  # 0 for an open axis
+    model.network_size = (width, height) if width and height else NETWORK_SIZE
     return model
 
 

@@ -125,7 +125,11 @@ def convert(
     ``int8`` calibrated on ``calibration`` (required then)."""
     litert_torch = require_converter()
     module = torch_module(kind, source)
-    example = (torch.zeros(INPUT_SHAPES[kind]),)
+    shape = INPUT_SHAPES[kind]
+    if kind == "detector":  # at the network size the ONNX was exported at
+        width, height = module.model.network_size
+        shape = (1, 3, height, width)
+    example = (torch.zeros(shape),)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     if precision == "fp32":

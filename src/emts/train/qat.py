@@ -26,6 +26,7 @@ from torch.ao.quantization import FakeQuantize, MovingAverageMinMaxObserver
 from torch.nn.utils import parametrize
 from tqdm import tqdm
 
+from emts.config import NETWORK_SIZE
 from emts.errors import BadInputError
 from emts.train.data import StoredClips, Tier2Stills
 from emts.train.export import detector_from_onnx, export_onnx, load_trained
@@ -88,10 +89,14 @@ def starting_model(source: str | Path) -> MicroDetector:
     if not source.is_file():
         raise BadInputError(f"--qat-from {source}: no such run or model")
     if source.suffix == ".onnx":
-        return detector_from_onnx(source)
-    with tempfile.TemporaryDirectory() as scratch:
-        onnx_path = export_onnx(load_trained(source), Path(scratch) / "model.onnx")
-        return detector_from_onnx(onnx_path)
+        model = detector_from_onnx(source)
+    else:
+        with tempfile.TemporaryDirectory() as scratch:
+            onnx_path = export_onnx(load_trained(source), Path(scratch) / "model.onnx")
+            model = detector_from_onnx(onnx_path)
+    if tuple(getattr(model, "network_size", NETWORK_SIZE)) != NETWORK_SIZE:
+        raise BadInputError(f"--qat-from {source}: QAT trains the paper's 256x192 detector only")
+    return model
 
 
 def qat_detector(

@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from emts.config import NETWORK_SIZE
 from emts.errors import BadInputError
 from emts.train.data import StoredClips
 from emts.train.export import detector_from_onnx, export_onnx, export_streaming_onnx
@@ -39,7 +40,10 @@ def tsm_model(source: str | Path, mode: str) -> MicroDetector:
         raise BadInputError(f"--tsm-from {source}: no such ONNX detector")
     from emts.train.model import DetectorConfig
 
-    return detector_from_onnx(source, DetectorConfig(tsm=mode))
+    model = detector_from_onnx(source, DetectorConfig(tsm=mode))
+    if model.network_size != NETWORK_SIZE:
+        raise BadInputError(f"--tsm-from {source}: the TSM variant is the paper's 256x192 only")
+    return model
 
 
 def finetune_tsm(
