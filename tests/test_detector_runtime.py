@@ -62,3 +62,40 @@ def test_the_detector_normalizes_the_residual_level_of_loud_frames_only():
     quiet[1:] *= 0.5 * RESIDUAL_REFERENCE / residual_level(channels)
     for a, b in zip(normalized.raw(quiet), raw.raw(quiet), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_the_shipped_detector_runs_at_any_size_and_unchanged_at_its_own(tmp_path):
+    from emts.detector import Detector
+
+    shipped = Detector(threshold=0.0)
+    assert shipped.network_size == (256, 192)  # the size it was trained at, from its metadata
+    x = np.random.default_rng(0).random((3, 192, 256), dtype=np.float32)
+    large = Detector(threshold=0.0, network_size=(512, 384))
+    assert large.network_size == (512, 384)
+    heads = large.raw(np.zeros((3, 384, 512), np.float32))
+    assert heads[0].shape == (1, 1, 48, 64)
+    for a, b in zip(shipped.raw(x), Detector(network_size=(256, 192)).raw(x), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_fixed_size_model_refuses_another_size_in_one_line(tmp_path):
+    pytest.importorskip("onnx")
+    from emts.detector import Detector, default_model_path
+    from emts.errors import BadInputError
+    from emts.train.export import reshape_onnx
+
+    fixed = reshape_onnx(default_model_path(), tmp_path / "fixed.onnx", (256, 192), False)
+    assert Detector(fixed).network_size == (256, 192)
+    with pytest.raises(BadInputError, match="takes 256x192 input only.*--any-size"):
+        Detector(fixed, network_size=(512, 384))
+    with pytest.raises(BadInputError, match="network size"):
+        Detector(network_size=(500, 384))
+
+
+def test_eval_real_model_specs_take_a_network_size(tmp_path):
+    from emts.eval.real import parse_models
+
+    path = tmp_path / "m.onnx"
+    path.write_bytes(b"x")
+    models = parse_models([f"big={path}@512x384", str(path)])
+    assert models["big"] == (str(path), (512, 384)) and models["m"] == str(path)

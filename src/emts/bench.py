@@ -36,6 +36,7 @@ def build_runner(
     threads: int,
     detector_mode: str = "plain",
     backend: str | None = None,
+    network_size: tuple[int, int] | None = None,
 ):
     """(the pipeline :func:`run_bench` times, the model files it runs): Stages A-E with the
     detector ``model`` or the shipped one of ``precision`` and ``backend``; Stages A and B
@@ -53,10 +54,11 @@ def build_runner(
         verifier_file = model_for("verifier", None, precision, 1, backend)
         verifier, models["verifier"] = Verifier(verifier_file, threads=1), verifier_file.name
     detector_file = model_for("detector", model, precision, threads, backend)
-    detector = Detector(detector_file, threads=threads)
+    detector = Detector(detector_file, threads=threads, network_size=network_size)
     models["detector"] = detector.path.name
     models["backend"] = backend_of(detector.path)
     models["detector mode"] = detector_mode
+    models["network size"] = "x".join(map(str, detector.network_size))
     stage = detector_stage(detector, detector_mode)
     return Pipeline(stage, verifier, auto_lock=True, threads=threads), models
 
@@ -70,6 +72,7 @@ def run_bench(
     precision: str | None = None,
     detector_mode: str = "plain",
     backend: str | None = None,
+    network_size: tuple[int, int] | None = None,
 ) -> dict:
     """Time the runtime stages over ``frames`` frames after ``warmup`` frames.
 
@@ -78,11 +81,12 @@ def run_bench(
     (Stage E is timed only if a verifier model is shipped); without one, Stages A and B.
     Decoding and drawing are not timed. ``precision`` (fp32 | int8 | auto) picks the shipped
     detector and verifier files (:mod:`emts.precision`) of ``backend`` (onnxruntime |
-    litert); None: the shipped fp32 ONNX models.
+    litert); None: the shipped fp32 ONNX models. ``network_size``: Stages B and C at that
+    size (None: the detector's own).
     """
     set_threads(threads)
     clip = gusty_clip(frames + warmup, seed=seed)
-    runner, models = build_runner(model, precision, threads, detector_mode, backend)
+    runner, models = build_runner(model, precision, threads, detector_mode, backend, network_size)
     per_stage: dict[str, list[float]] = {}
     totals: list[float] = []
     for index, frame in enumerate(tqdm(clip.frames, desc="bench", unit="frame", disable=None)):

@@ -82,7 +82,6 @@ class _Layout:
     def __init__(self, size: tuple[int, int]) -> None:
         letterbox = network_letterbox(size)
         assert letterbox.pad[1] == 0, "network_image pads columns only"
-        self.size = letterbox.size
         self.shrink = _AreaShrink(letterbox.source, letterbox.content)
         self.pad_left = letterbox.pad[0]
         self.pad_right = letterbox.pad[0] + letterbox.content[0]

@@ -304,6 +304,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             precision=args.precision,
             detector_mode=args.detector_mode,
             backend=args.backend,
+            network_size=args.network_size,
         )
         table = format_table(report)
     print(table)
@@ -571,11 +572,17 @@ def _recipe_overrides(args: argparse.Namespace) -> dict:
 
 def _cmd_export(args: argparse.Namespace) -> int:
     _require_train_extra()
-    from emts.train.export import export_onnx, load_trained
+    from emts.train.export import export_onnx, load_trained, reshape_onnx
 
     if not Path(args.model).is_file():
         raise BadInputError(f"{args.model}: no such model")
-    print(export_onnx(load_trained(args.model), args.out))
+    if Path(args.model).suffix == ".onnx":  # reshape an exported detector, weights untouched
+        from emts.detector import Detector
+
+        size = Detector(args.model, threads=1).network_size
+        print(reshape_onnx(args.model, args.out, size, args.any_size))
+        return 0
+    print(export_onnx(load_trained(args.model), args.out, any_size=args.any_size))
     return 0
 
 
@@ -588,7 +595,9 @@ def _cmd_detect(args: argparse.Namespace) -> int:
 
     _check_outputs(args.source, {"--jsonl": args.jsonl})
     model = model_for("detector", args.model, args.precision, args.threads, args.backend)
-    detector = Detector(model, threads=args.threads, threshold=args.threshold)
+    detector = Detector(
+        model, threads=args.threads, threshold=args.threshold, network_size=args.network_size
+    )
     fused = FusedDetector(detector) if args.detector_mode == "fused" else None
     front = MotionFrontEnd(network_size=detector.network_size)
     frames_in = open_source(args.source, fps=args.fps, placeholders=True)
@@ -721,8 +730,9 @@ def _add_eval_real(eval_sub) -> None:
     p.add_argument(
         "--model",
         action="append",
-        metavar="[NAME=]PATH",
-        help="a candidate ONNX detector beside the shipped one (repeatable)",
+        metavar="[NAME=]PATH[@WxH]",
+        help="a candidate ONNX detector beside the shipped one (repeatable); @WxH runs it at "
+        "that network size (e.g. src/emts/models/detector.onnx@512x384)",
     )
     p.add_argument("--person12", default="../shared/data/uav123-person12", help="person12 folder")
     p.add_argument("--hituav", default="../shared/data/hit-uav", help="HIT-UAV folder")
@@ -774,7 +784,8 @@ def _cmd_eval_track(args: argparse.Namespace) -> int:
     verifier = None
     if not args.no_verifier and (args.verifier or default_verifier().is_file()):
         verifier = Verifier(args.verifier)
-    stage = detector_stage(Detector(args.model, threads=2), args.detector_mode)
+    detector = Detector(args.model, threads=2, network_size=args.network_size)
+    stage = detector_stage(detector, args.detector_mode)
     pipeline = Pipeline(stage, verifier, auto_lock=False)
     config = TrackEvalConfig(
         lock_frame=lock_frame,
@@ -870,6 +881,19 @@ def _add_detector_mode(p: argparse.ArgumentParser) -> None:
         help="Stage C: plain (the network) or fused (compensated-difference blobs at 640x512 "
         "scored by the network; emts.fusion) (default: %(default)s)",
     )
+    _add_network_size(p)
+
+
+def _add_network_size(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--network-size",
+        type=_size,
+        metavar="WxH",
+        help="run Stages B and C at this size (default: the model's own; 256x192 for the "
+        "shipped one, which runs at any size): larger finds smaller people -- on real thermal "
+        "stills 512x384 scores AP 0.70 against 0.44 -- at more false positives on textured "
+        "RGB ground and about 3x the Stage B+C time; multiples of 8, at least 5:4 wide",
+    )
 
 
 def _gimbal_follow(args: argparse.Namespace):
@@ -939,6 +963,7 @@ def _cmd_track(args: argparse.Namespace) -> int:
                 model_for("detector", args.model, args.precision, args.threads, args.backend),
                 threads=args.threads,
                 threshold=args.threshold,
+                network_size=args.network_size,
             ),
             args.detector_mode,
         ),
@@ -1031,7 +1056,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if not args.no_verifier and (args.verifier or default_verifier().is_file()):
         verifier = Verifier(args.verifier)
     pipeline = Pipeline(
-        Detector(args.model, threads=args.threads, threshold=args.threshold),
+        Detector(
+            args.model,
+            threads=args.threads,
+            threshold=args.threshold,
+            network_size=args.network_size,
+        ),
         verifier,
         auto_lock=not args.no_auto_lock,
         threads=args.threads,
@@ -1075,6 +1105,7 @@ def _add_serve(sub) -> None:
         "--no-auto-lock", action="store_true", help="lock only on the operator's click or box"
     )
     _add_stream_options(p)
+    _add_network_size(p)
     p.set_defaults(run=_cmd_serve)
 
 
@@ -1203,8 +1234,14 @@ def _add_training(sub) -> None:
     p.set_defaults(run=_cmd_train_verifier)
 
     p = sub.add_parser("export", help="export a trained detector to ONNX (needs emts[train])")
-    p.add_argument("model", help="model.pt of a training run")
+    p.add_argument("model", help="model.pt of a training run (or a detector .onnx to reshape)")
     p.add_argument("--out", default="detector.onnx", help="ONNX file (default: %(default)s)")
+    p.add_argument(
+        "--any-size",
+        action="store_true",
+        help="leave the input's height and width open, so that --network-size can run it at "
+        "other sizes (default: fixed at the size it was trained at, which the runtime uses)",
+    )
     p.set_defaults(run=_cmd_export)
 
     p = sub.add_parser(

@@ -104,14 +104,52 @@ def _check_detector_graph(session, path: Path) -> None:
         )
 
 
-def _network_size(session) -> tuple[int, int]:
-    """(w, h) of the model's fixed input: the NETWORK frame it was trained at (the paper's
-    256x192 for a model whose input size is left open)."""
+SIZE_METADATA = "emts_network_size"  # ONNX metadata: the "WxH" a model was trained at
+
+
+def _fixed_size(session) -> tuple[int, int] | None:
+    """(w, h) of the model's input when the graph fixes it, else None (an open size)."""
     shape = list(session.get_inputs()[0].shape)
     height, width = shape[2], shape[3]
     if isinstance(width, int) and isinstance(height, int):
         return (width, height)
-    return NETWORK_SIZE
+    return None
+
+
+def _trained_size(session) -> tuple[int, int] | None:
+    """The size recorded by ``emts export`` in the model's metadata, if any."""
+    try:
+        text = session.get_modelmeta().custom_metadata_map.get(SIZE_METADATA)
+    except AttributeError:  # LiteRT sessions carry no ONNX metadata (their size is fixed)
+        return None
+    if not text:
+        return None
+    width, height = (int(v) for v in text.split("x"))
+    return (width, height)
+
+
+def network_size_for(session, path: Path, requested=None) -> tuple[int, int]:
+    """The NETWORK frame size to run a detector session at: ``requested`` (checked against a
+    fixed input), else the size the graph fixes, else the size it was trained at (metadata),
+    else the paper's 256x192."""
+    from emts.geometry import network_letterbox
+
+    fixed = _fixed_size(session)
+    if requested is None:
+        return fixed or _trained_size(session) or NETWORK_SIZE
+    requested = (int(requested[0]), int(requested[1]))
+    if fixed is not None and requested != fixed:
+        how = (
+            "LiteRT models have a fixed size: use the .onnx"
+            if path.suffix == ".tflite"
+            else "re-export it with an open size (emts export --any-size)"
+        )
+        raise BadInputError(
+            f"{path.name} takes {fixed[0]}x{fixed[1]} input only; to run it at "
+            f"{requested[0]}x{requested[1]} {how}"
+        )
+    network_letterbox(requested)  # one line for a size the geometry cannot use
+    return requested
 
 
 class Detector:
@@ -125,6 +163,10 @@ class Detector:
             are scaled down to it before the network
             (:func:`emts.channels.normalize_residual_level`); 0 feeds Stage B's channels as
             they are.
+        network_size: (w, h) of the NETWORK frame to run at (Stage B is built for it): a
+            model with an open input size (the shipped one) runs at any size, e.g. 512x384
+            for small people in thermal video; None: the model's own (fixed, or the size it
+            was trained at, else the paper's 256x192).
 
     Example:
         >>> detector = Detector()                               # doctest: +SKIP
@@ -137,12 +179,13 @@ class Detector:
         threads: int = 2,
         threshold: float = DEFAULT_THRESHOLD,
         residual_reference: float = RESIDUAL_REFERENCE,
+        network_size: tuple[int, int] | None = None,
     ) -> None:
         path = Path(model) if model is not None else default_model_path()
         self.session = load_session(path, "detector", threads)
         _check_detector_graph(self.session, path)
         self.input_name = self.session.get_inputs()[0].name
-        self.network_size = _network_size(self.session)
+        self.network_size = network_size_for(self.session, path, network_size)
         self.threshold = threshold
         self.residual_reference = residual_reference
         self.path = path

@@ -644,7 +644,8 @@ def evaluate_real(
     out.mkdir(parents=True, exist_ok=True)
     detectors = {}
     for name, path in models.items():
-        detector = Detector(path, threshold=EVAL_THRESHOLD)
+        path, size = path if isinstance(path, tuple) else (path, None)
+        detector = Detector(path, threshold=EVAL_THRESHOLD, network_size=size)
         detectors[name] = detector
     classical = CompensatedDifference(ks)
     sections: dict[str, dict] = {}
@@ -815,12 +816,21 @@ def write_real_report(
 
 
 def parse_models(specs: list[str] | None) -> dict[str, str | None]:
-    """``["NAME=PATH" | "PATH", ...]`` -> {name: path}; the shipped model comes first."""
-    models: dict[str, str | None] = {"shipped": None}
+    """``["NAME=PATH[@WxH]" | "PATH[@WxH]", ...]`` -> {name: path or (path, size)}; the
+    shipped model comes first. ``@WxH`` runs the model at that network size (a model with an
+    open input size, e.g. ``src/emts/models/detector.onnx@512x384``)."""
+    models: dict = {"shipped": None}
     for spec in specs or []:
         name, _, path = spec.rpartition("=") if "=" in spec else ("", "", spec)
         name = name or Path(path).stem
-        if not Path(path).is_file():
+        path, _, size_text = path.partition("@")
+        if size_text:
+            try:
+                width, height = (int(v) for v in size_text.lower().split("x"))
+            except ValueError:
+                raise BadInputError(f"--model {spec}: expected @WxH, e.g. @512x384") from None
+            path = (path, (width, height))
+        if not Path(path[0] if isinstance(path, tuple) else path).is_file():
             raise BadInputError(f"--model {spec}: {path} not found")
         if name in models:
             raise BadInputError(f"--model {spec}: the name {name!r} is taken")

@@ -81,28 +81,68 @@ def load_trained(path: str | Path) -> MicroDetector:
     return model.eval()
 
 
-def export_onnx(model: MicroDetector, out: str | Path, opset: int = 17) -> Path:
-    """Write ``model`` as ONNX with a dynamic batch axis and its network size fixed
-    (``model.network_size``, set by :func:`load_trained`; the paper's 256x192 by default: the
-    runtime reads it back from the input shape); returns the path."""
+def export_onnx(
+    model: MicroDetector, out: str | Path, opset: int = 17, any_size: bool = False
+) -> Path:
+    """Write ``model`` as ONNX with a dynamic batch axis; returns the path.
+
+    The input is fixed at ``model.network_size`` (set by :func:`load_trained`; the paper's
+    256x192 by default), or with ``any_size`` its height and width are left open so that the
+    runtime can run it at another size (``--network-size``). Either way the size it was
+    trained at is recorded in the metadata (``emts_network_size``); the runtime runs a model
+    at that size unless told otherwise.
+    """
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     channels = model.config.in_channels
     width, height = getattr(model, "network_size", NETWORK_SIZE)
     dummy = torch.zeros(1, channels, height, width)
     wrapper = _Deployable(model).eval()
+    axes = {0: "batch", 2: "height", 3: "width"} if any_size else {0: "batch"}
+    out_axes = {0: "batch", 2: "rows", 3: "columns"} if any_size else {0: "batch"}
     torch.onnx.export(
         wrapper,
         dummy,
         str(out),
         input_names=["channels"],
         output_names=OUTPUT_NAMES,
-        dynamic_axes={"channels": {0: "batch"}, **{n: {0: "batch"} for n in OUTPUT_NAMES}},
+        dynamic_axes={"channels": axes, **{n: out_axes for n in OUTPUT_NAMES}},
         opset_version=opset,
         dynamo=False,
     )
     model.eval()  # the exporter restores the wrapper's mode onto the model: keep it in eval
-    return out
+    return reshape_onnx(out, out, (width, height), any_size)
+
+
+def reshape_onnx(
+    source: str | Path, out: str | Path, trained_size: tuple[int, int], any_size: bool = True
+) -> Path:
+    """Copy a detector ONNX with its input height and width left open (``any_size``) or
+    fixed at ``trained_size``, recording ``trained_size`` in its metadata. The weights and
+    operators are untouched: at the trained size the outputs are the same bit for bit."""
+    import onnx
+
+    from emts.detector import SIZE_METADATA
+
+    graph_model = onnx.load(str(source))
+    width, height = trained_size
+    for value, open_names in [
+        *((v, ("height", "width")) for v in graph_model.graph.input),
+        *((v, ("rows", "columns")) for v in graph_model.graph.output),
+    ]:
+        dims = value.type.tensor_type.shape.dim
+        if any_size:
+            dims[2].dim_param, dims[3].dim_param = open_names
+        else:
+            stride = 1 if value in graph_model.graph.input else 8
+            dims[2].dim_value, dims[3].dim_value = height // stride, width // stride
+    del graph_model.graph.value_info[:]  # shapes inferred at the fixed size would contradict
+    kept = [p for p in graph_model.metadata_props if p.key != SIZE_METADATA]
+    del graph_model.metadata_props[:]
+    graph_model.metadata_props.extend(kept)
+    graph_model.metadata_props.add(key=SIZE_METADATA, value=f"{width}x{height}")
+    onnx.save(graph_model, str(out))
+    return Path(out)
 
 
 def detector_from_onnx(path: str | Path, config: DetectorConfig | None = None) -> MicroDetector:
@@ -120,7 +160,8 @@ def detector_from_onnx(path: str | Path, config: DetectorConfig | None = None) -
 
     from emts.errors import BadInputError
 
-    graph = onnx.load(str(path)).graph
+    loaded = onnx.load(str(path))
+    graph = loaded.graph
     weights = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
     convs = [n for n in graph.node if n.op_type == "Conv"]
     model = MicroDetector(config or DetectorConfig()).eval()
@@ -162,7 +203,12 @@ def detector_from_onnx(path: str | Path, config: DetectorConfig | None = None) -
             bn.running_var.fill_(1.0 - bn.eps)
     dims = graph.input[0].type.tensor_type.shape.dim
     height, width = dims[2].dim_value, dims[3].dim_value  # 0 for an open axis
-    model.network_size = (width, height) if width and height else NETWORK_SIZE
+    if not (width and height):  # an open size: the one it was trained at, else the paper's
+        from emts.detector import SIZE_METADATA
+
+        recorded = {p.key: p.value for p in loaded.metadata_props}.get(SIZE_METADATA)
+        width, height = (int(v) for v in recorded.split("x")) if recorded else NETWORK_SIZE
+    model.network_size = (width, height)
     return model
 
 
