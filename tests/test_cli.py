@@ -447,3 +447,14 @@ def test_train_detector_recipe_options_reach_the_training_config():
         **_recipe_overrides(build_parser().parse_args(["train", "detector", "--out", "x"]))
     )
     assert defaults == TrainConfig()
+
+
+def test_detect_runs_at_another_network_size_and_refuses_a_bad_one(tmp_path, capsys, aerial_scene):
+    scene = cv2.resize(aerial_scene, None, fx=2, fy=2)
+    folder = _write_shifted_frames(tmp_path / "frames", scene)
+    jsonl = tmp_path / "d.jsonl"
+    argv = ["detect", str(folder), "--jsonl", str(jsonl), "--threshold", "0.0"]
+    assert main([*argv, "--network-size", "512x384"]) == 0
+    records = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    assert len(records) == 4 and records[-1]["detections"]
+    _expect_one_line_error(capsys, [*argv, "--network-size", "500x384"], "network size 500x384")
