@@ -112,3 +112,32 @@ def test_the_blend_reads_the_heatmap_it_was_fitted_on_without_residual_normaliza
     network = StubNetwork([PERSON])
     _detect(network)
     assert network.residual_reference == FusionConfig().residual_reference == 0.0
+
+
+def test_the_blend_follows_the_network_size_it_was_fitted_at(caplog):
+    from emts.fusion import FITTED, FusedDetector, fusion_config
+
+    class Sized:
+        threshold = 0.3
+
+        def __init__(self, size):
+            self.network_size = size
+
+    assert FusedDetector(Sized((256, 192))).config == FITTED[(256, 192)]
+    assert FusedDetector(Sized((512, 384))).config == FITTED[(512, 384)]
+    assert FITTED[(512, 384)].weights != FITTED[(256, 192)].weights
+    with caplog.at_level("WARNING", logger="emts"):
+        assert fusion_config((384, 288)) == FITTED[(256, 192)]
+    assert "no blend fitted at network size 384x288" in caplog.text
+
+
+def test_the_pipeline_builds_stage_b_at_the_fused_networks_size():
+    from emts.detector import Detector
+
+    stage = detector_stage(Detector(network_size=(512, 384)), "fused")
+    assert stage.network_size == (512, 384)
+    pipeline = Pipeline(stage, verifier=None, auto_lock=False)
+    frame = np.random.default_rng(0).integers(0, 255, (512, 640), np.uint8)
+    assert pipeline.step(frame).channels.shape == (3, 384, 512)
+    with pytest.raises(BadInputError, match="detector runs at 512x384"):
+        stage.detector(np.zeros((3, 192, 256), np.float32))

@@ -697,8 +697,13 @@ def _cmd_eval_real(args: argparse.Namespace) -> int:
 
     if args.hituav_images is not None and args.hituav_images < 1:
         raise BadInputError("--hituav-images must be at least 1")
+    models = parse_models(args.model)
+    if args.network_size is not None:
+        from emts.detector import default_model_path
+
+        models["shipped"] = (str(default_model_path()), args.network_size)
     sections = evaluate_real(
-        parse_models(args.model),
+        models,
         args.out,
         args.person12,
         args.hituav,
@@ -743,6 +748,13 @@ def _add_eval_real(eval_sub) -> None:
         type=int,
         default=1,
         help="pool the HIT-UAV pseudo-clips of this many seeds from --seed (default: %(default)s)",
+    )
+    p.add_argument(
+        "--network-size",
+        type=_size,
+        metavar="WxH",
+        help="run the shipped detector (and the fused mode with the blend fitted at that size) "
+        "at this network size (default: its own, 256x192)",
     )
     p.set_defaults(run=_cmd_eval_real)
 

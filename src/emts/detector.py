@@ -197,6 +197,11 @@ class Detector:
         (the model's input, e.g. the paper's (3, 192, 256); residual level
         normalized first to ``residual_reference``, by default the detector's own)."""
         x = channels[None] if channels.ndim == 3 else channels
+        if (x.shape[-1], x.shape[-2]) != self.network_size:
+            raise BadInputError(
+                f"detector runs at {self.network_size[0]}x{self.network_size[1]}, got channels "
+                f"of {x.shape[-1]}x{x.shape[-2]} (build Stage B for Detector.network_size)"
+            )
         reference = self.residual_reference if residual_reference is None else residual_reference
         x = normalize_residual_level(x, reference)
         return self.session.run(None, {self.input_name: np.ascontiguousarray(x, np.float32)})

@@ -16,18 +16,20 @@ a logistic blend of blob and network evidence *score* them:
    the network's at the centre cell.
 
 ``k`` and the weights were fitted on HIT-UAV *train* pseudo-clips (every 5th still, both
-variants, seed 0: :func:`emts.eval.real.fit_fusion`), never on val or uav123-person12.
+variants, seed 0: :func:`emts.eval.real.fit_fusion`), never on val or uav123-person12, once
+per network size the network runs at (:data:`FITTED`; 256x192 and 512x384).
 Torch-free: numpy + OpenCV + the network's head outputs.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
 
-from emts.config import WORKING_SIZE
+from emts.config import NETWORK_SIZE, WORKING_SIZE
 from emts.detector import MAX_DETECTIONS, STRIDE, Detection, Detector
 from emts.geometry import Frame, FrameGeometry, network_letterbox
 
@@ -57,6 +59,27 @@ class FusionConfig:
     # blend reads it so (residual-level normalization off), else it accepts more blobs on
     # loud RGB frames than it was fitted to (person12: 0.26 -> 0.78 FP/frame).
     residual_reference: float = 0.0
+
+
+# The blend fitted with the network run at another size (``fit_fusion(..., network_size=)``):
+# its heatmap and size head read differently there.
+FITTED = {
+    (256, 192): FusionConfig(),
+    (512, 384): FusionConfig(
+        weights=(-0.535, 1.113, 1.621, -0.384, 0.249, 0.727, 1.203, -4.209), bias=3.302
+    ),
+}
+
+
+def fusion_config(network_size: tuple[int, int]) -> FusionConfig:
+    """The blend fitted for the network run at ``network_size`` (the 256x192 one, with a
+    warning, for a size no blend was fitted at)."""
+    size = tuple(network_size)
+    if size not in FITTED:
+        logging.getLogger("emts").warning(
+            "fused mode: no blend fitted at network size %dx%d; using the 256x192 one", *size
+        )
+    return FITTED.get(size, FITTED[(256, 192)])
 
 
 def compensated_residual(
@@ -161,7 +184,8 @@ class FusedDetector:
 
     Args:
         detector: the network (its session runs on every frame; its threshold is tau_s).
-        config: blob threshold and blend weights.
+        config: blob threshold and blend weights (default: those fitted at the detector's
+            network size, :func:`fusion_config`).
 
     Example:
         >>> fused = FusedDetector(Detector())                        # doctest: +SKIP
@@ -170,12 +194,17 @@ class FusedDetector:
 
     def __init__(self, detector: Detector, config: FusionConfig | None = None) -> None:
         self.detector = detector
-        self.config = config or FusionConfig()
+        self.config = config or fusion_config(getattr(detector, "network_size", NETWORK_SIZE))
         self.threshold = detector.threshold
         self._weights = np.asarray(self.config.weights, float)
         self._previous: np.ndarray | None = None
         self._geometry: FrameGeometry | None = None
         self._content: np.ndarray | None = None
+
+    @property
+    def network_size(self) -> tuple[int, int]:
+        """The network's input size: Stage B must be built for it."""
+        return tuple(getattr(self.detector, "network_size", NETWORK_SIZE))
 
     def reset(self) -> None:
         self._previous = None

@@ -36,7 +36,7 @@ from emts.config import NETWORK_SIZE, WORKING_SIZE
 from emts.detector import Detector
 from emts.errors import BadInputError
 from emts.eval.metrics import ImageResult, _iou, coco_ap, match
-from emts.fusion import FusionConfig, blob_features, compensated_residual
+from emts.fusion import FusionConfig, blob_features, compensated_residual, fusion_config
 from emts.geometry import Frame, FrameGeometry
 from emts.pipeline import MotionFrontEnd
 from emts.synth.camera import REFERENCE_WIDTH, CameraMotionConfig
@@ -316,15 +316,22 @@ def fused_boxes(
 
 
 def fit_fusion(
-    hituav: str | Path, split: str = "train", k: float = 4.0, seed: int = 0, every: int = FIT_EVERY
+    hituav: str | Path,
+    split: str = "train",
+    k: float = 4.0,
+    seed: int = 0,
+    every: int = FIT_EVERY,
+    network_size: tuple[int, int] | None = None,
 ) -> FusionConfig:
     """Fit the fused mode's logistic blend on HIT-UAV ``split`` pseudo-clips (both variants,
     every ``every``-th still): a blob is positive when it overlaps a person at IoU >= 0.25.
-    Newton steps on standardized features with an L2 of ``FIT_L2``."""
-    detector = Detector(threshold=EVAL_THRESHOLD)
+    Newton steps on standardized features with an L2 of ``FIT_L2``. ``network_size``: the
+    shipped network run at that size (default: its own)."""
+    detector = Detector(threshold=EVAL_THRESHOLD, network_size=network_size)
+    sizes = [detector.network_size]
     xs, ys = [], []
     for variant in HITUAV_VARIANTS:
-        for i, frame in enumerate(hituav_frames(hituav, split, variant, seed)):
+        for i, frame in enumerate(hituav_frames(hituav, split, variant, seed, None, sizes)):
             if i % every:
                 continue
             if frame.previous is None:
@@ -658,7 +665,7 @@ def evaluate_real(
         "eval real: person12",
         total=PERSON12_FRAMES,
         classical=classical,
-        fusion=FusionConfig(),
+        fusion=fusion_config(detectors["shipped"].network_size),
     )
     section = {name: person_metrics(run.results(name)) for name in run.detections}
     sections["uav123-person12 frames 1-201 (RGB, 640x360)"] = section
@@ -680,7 +687,7 @@ def evaluate_real(
             f"eval real: hituav {variant}",
             total=total * seeds,
             classical=classical,
-            fusion=FusionConfig(),
+            fusion=fusion_config(detectors["shipped"].network_size),
         )
         section = {name: multi_person_metrics(run.results(name)) for name in run.detections}
         sections[f"HIT-UAV {split} ({pooled}), {title}"] = section
