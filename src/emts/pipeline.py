@@ -115,7 +115,7 @@ class MotionFrontEnd:
         if size_changed or self._corner_mask_for is not geometry:
             self._corner_mask = _stage_a_mask(geometry)
             self._corner_mask_for = geometry
-            self._content = _network_content(geometry)
+            self._content = network_content(geometry)
         motion = self.ego_motion.update(working, self._corner_mask)
         after_a = time.perf_counter()
         channels = self.channels.update(working, motion, self._content)
@@ -126,7 +126,7 @@ class MotionFrontEnd:
         return result
 
 
-def _network_content(geometry: FrameGeometry) -> np.ndarray | None:
+def network_content(geometry: FrameGeometry) -> np.ndarray | None:
     """Stage B's content mask for letterboxed input (None when the input fills the frame): the
     replicated rows above and below a 16:9 image move with the camera and would light up R
     and D (measured on uav123-person12: the shipped detector's FP/frame 1.27 -> 0.73)."""
@@ -134,6 +134,13 @@ def _network_content(geometry: FrameGeometry) -> np.ndarray | None:
     if letterbox.content == letterbox.size:
         return None
     return content_mask(geometry)
+
+
+def channels_at(frames, network_size: tuple[int, int] = NETWORK_SIZE) -> np.ndarray:
+    """(n, 3, H, W) Stage B channels of a clip's frames run through Stages A and B at
+    ``network_size`` (e.g. a stored clip set's frames for a detector of another size)."""
+    front = MotionFrontEnd(network_size=network_size)
+    return np.stack([front.step(frame).channels for frame in frames])
 
 
 def _stage_a_mask(geometry: FrameGeometry) -> np.ndarray | None:

@@ -26,7 +26,7 @@ from emts.config import NETWORK_SIZE
 from emts.detector import Detector
 from emts.eval.metrics import ImageResult, by_height, coco_ap
 from emts.geometry import WORKING_GEOMETRY, Frame, working_geometry
-from emts.pipeline import MotionFrontEnd
+from emts.pipeline import channels_at, network_size_of
 from emts.synth.plates import read_hituav
 from emts.synth.store import ClipSet
 from emts.synth.tier2 import pseudo_clip
@@ -39,10 +39,6 @@ EVAL_THRESHOLD = 0.01  # keep low-score detections for the PR curve
 # channels -> boxes (the paper's 256x192 NETWORK px), scores. A DetectFn with a
 # ``network_size`` attribute is fed Stage B's channels at that size instead of 256x192.
 DetectFn = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
-
-
-def _size_of(detect: DetectFn) -> tuple[int, int]:
-    return tuple(getattr(detect, "network_size", NETWORK_SIZE))
 
 
 class NetworkDetect:
@@ -62,12 +58,6 @@ class NetworkDetect:
             working = working_geometry(self.network_size).boxes(boxes, Frame.NETWORK, Frame.WORKING)
             boxes = GEOMETRY.boxes(working, Frame.WORKING, Frame.NETWORK)
         return boxes, np.array([d.score for d in detections])
-
-
-def channels_at(frames: list[np.ndarray], size: tuple[int, int]) -> np.ndarray:
-    """Stages A and B at network ``size`` over a clip's working frames."""
-    front = MotionFrontEnd(network_size=size)
-    return np.stack([front.step(frame).channels for frame in frames])
 
 
 class ClassicalDetector:
@@ -105,7 +95,7 @@ def evaluate_bench(
     clip_set = ClipSet(folder)
     indices = clip_set.indices[:clips] if clips else clip_set.indices
     results = []
-    size = _size_of(detect)
+    size = network_size_of(detect)
     for index in tqdm(indices, desc="eval bench", unit="clip", disable=None):
         clip = clip_set.load(index)
         channels = clip.channels if size == NETWORK_SIZE else channels_at(clip.frames, size)
@@ -137,14 +127,14 @@ def evaluate_hituav(
     detects: dict[str, DetectFn], root, split: str, variant: str
 ) -> dict[str, list[ImageResult]]:
     results: dict[str, list[ImageResult]] = {name: [] for name in detects}
-    sizes = list(dict.fromkeys(_size_of(d) for d in detects.values()))
+    sizes = list(dict.fromkeys(network_size_of(d) for d in detects.values()))
     for _, channels, gt in tqdm(
         list(hituav_clips(root, split, variant, sizes=sizes)),
         desc=f"eval hituav {variant}",
         disable=None,
     ):
         for name, detect in detects.items():
-            boxes, scores = detect(channels[_size_of(detect)])
+            boxes, scores = detect(channels[network_size_of(detect)])
             results[name].append(ImageResult(gt, np.zeros(len(gt), bool), boxes, scores))
     return results
 

@@ -21,6 +21,7 @@ Everything is matched in WORKING pixels (640x512); AP is pycocotools' (:func:`co
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from collections.abc import Callable, Iterator
@@ -38,7 +39,7 @@ from emts.errors import BadInputError
 from emts.eval.metrics import ImageResult, _iou, coco_ap, match
 from emts.fusion import FusionConfig, blob_features, compensated_residual, fusion_config
 from emts.geometry import Frame, FrameGeometry
-from emts.pipeline import MotionFrontEnd
+from emts.pipeline import MotionFrontEnd, network_content
 from emts.synth.camera import REFERENCE_WIDTH, CameraMotionConfig
 from emts.synth.plates import read_hituav
 from emts.synth.tier2 import pseudo_clip
@@ -86,7 +87,7 @@ class EvalFrame:
         """The frame's geometry with a NETWORK frame of ``size``."""
         if size == self.geometry.network_size:
             return self.geometry
-        return FrameGeometry(self.geometry.input_size, size)
+        return _geometry(self.geometry.input_size, size)
 
     @classmethod
     def of(
@@ -122,11 +123,14 @@ class MoreSizes:
     def __call__(self, result) -> dict[tuple[int, int], np.ndarray]:
         out = {}
         for size, stage in self.stages.items():
-            geometry = FrameGeometry(result.geometry.input_size, size)
-            letterbox = geometry.input_to_working
-            content = None if letterbox.content == letterbox.size else content_mask(geometry)
+            content = network_content(_geometry(result.geometry.input_size, size))
             out[size] = stage.update(result.working, result.motion, content)
         return out
+
+
+@functools.lru_cache(maxsize=16)
+def _geometry(input_size: tuple[int, int], network_size: tuple[int, int]) -> FrameGeometry:
+    return FrameGeometry(input_size, network_size)
 
 
 def _sizes(network_sizes) -> tuple[tuple[int, int], list[tuple[int, int]]]:
@@ -189,6 +193,7 @@ def hituav_frames(
     root = Path(root)
     entries = read_hituav(root, split)[:images]
     camera = eval_camera()
+    first, others = _sizes(network_sizes)
     for number, (name, entry) in enumerate(entries):
         still = cv2.imread(str(root / split / name), cv2.IMREAD_GRAYSCALE)
         if still is None:
@@ -207,7 +212,6 @@ def hituav_frames(
             camera=camera,
             drift=CAMERA_DRIFT,
         )
-        first, others = _sizes(network_sizes)
         front = MotionFrontEnd(network_size=first)
         more = MoreSizes(others) if others else None
         results = [front.step(frame) for frame in clip.frames]

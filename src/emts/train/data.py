@@ -19,7 +19,7 @@ import torch
 from emts.channels import normalize_residual_level, residual_from_difference
 from emts.config import NETWORK_SIZE
 from emts.geometry import Frame, working_geometry
-from emts.pipeline import MotionFrontEnd
+from emts.pipeline import channels_at
 from emts.synth.plates import hituav_split, read_hituav
 from emts.synth.store import ClipSet
 from emts.synth.tier2 import pseudo_clip
@@ -159,8 +159,7 @@ class StoredClips:
             clip = clip_set[position]
             channels = clip.channels
             if self.network_size != NETWORK_SIZE:
-                front = MotionFrontEnd(network_size=self.network_size)
-                channels = np.stack([front.step(f).channels for f in clip.frames])
+                channels = channels_at(clip.frames, self.network_size)
             self.light.append(np.rint(channels[:, 0] * 255).astype(np.uint8))
             self.difference.append(channels[:, 2].astype(np.float16))
             self.labels.append(clip.labels)
@@ -220,8 +219,7 @@ class Tier2Stills:
         clip = pseudo_clip(
             self._image(name), entry["persons"], rng, frames + 1, vehicle_boxes=vehicles
         )
-        front = MotionFrontEnd(network_size=self.network_size)
-        channels = np.stack([front.step(f).channels for f in clip.frames])[1:]
+        channels = channels_at(clip.frames, self.network_size)[1:]
         boxes = [_to_network(b, self.network_size) for b in clip.person_boxes[1:]]
         identities = [clip_number * 1000 + np.arange(len(b)) for b in boxes]
         return Sample(channels, boxes, identities, [np.ones(len(b)) for b in boxes], "tier2")

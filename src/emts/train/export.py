@@ -126,16 +126,16 @@ def reshape_onnx(
 
     graph_model = onnx.load(str(source))
     width, height = trained_size
-    for value, open_names in [
-        *((v, ("height", "width")) for v in graph_model.graph.input),
-        *((v, ("rows", "columns")) for v in graph_model.graph.output),
-    ]:
-        dims = value.type.tensor_type.shape.dim
-        if any_size:
-            dims[2].dim_param, dims[3].dim_param = open_names
-        else:
-            stride = 1 if value in graph_model.graph.input else 8
-            dims[2].dim_value, dims[3].dim_value = height // stride, width // stride
+    for values, open_names, stride in (
+        (graph_model.graph.input, ("height", "width"), 1),
+        (graph_model.graph.output, ("rows", "columns"), 8),  # the heads' stride-8 grid
+    ):
+        for value in values:
+            dims = value.type.tensor_type.shape.dim
+            if any_size:
+                dims[2].dim_param, dims[3].dim_param = open_names
+            else:
+                dims[2].dim_value, dims[3].dim_value = height // stride, width // stride
     del graph_model.graph.value_info[:]  # shapes inferred at the fixed size would contradict
     kept = [p for p in graph_model.metadata_props if p.key != SIZE_METADATA]
     del graph_model.metadata_props[:]

@@ -161,7 +161,7 @@ def detector_calibration(
     (name -> folder, e.g. ``{"tier1": "data/tier1", "negatives": "data/negatives"}``) at
     the detector's ``network_size`` (the sets cache the paper's 256x192; other sizes run
     Stages A and B again). Frame 0 of a clip has no motion channels and is never used."""
-    from emts.eval.detect import channels_at
+    from emts.pipeline import channels_at
 
     rng = np.random.default_rng([seed, 1])
     stream = []
