@@ -259,7 +259,8 @@ def cmd_export_litert(args: argparse.Namespace) -> int:
     else:
         calibration = verifier_calibration(_sets(args), args.clips, args.seed)
     int8 = args.precision == "int8"
-    convert(args.kind, source, out, args.precision, calibration if int8 else None)
+    float_input = int8 and args.kind == "detector" and args.input_conv == "float"
+    convert(args.kind, source, out, args.precision, calibration if int8 else None, float_input)
     # Fidelity against onnxruntime on the source, over a slice of the calibration stream
     # (every 25th sample: 40 detector frames by default).
     probe = calibration.samples[:: max(1, len(calibration.samples) // 40)]
@@ -268,9 +269,13 @@ def cmd_export_litert(args: argparse.Namespace) -> int:
         "sha256": sha256(out),
         "bytes": out.stat().st_size,
         "format": (
-            "LiteRT flatbuffer, full integer: weights int8 per-channel symmetric, activations "
-            "and model input/output int8 per-tensor asymmetric (min-max ranges; PT2E "
-            "through litert-torch)"
+            "LiteRT flatbuffer, int8 but the input convolution: float32 input and first "
+            "convolution; then weights int8 per-channel symmetric, activations and outputs "
+            "int8 per-tensor asymmetric (min-max ranges; PT2E through litert-torch)"
+            if float_input
+            else "LiteRT flatbuffer, full integer: weights int8 per-channel symmetric, "
+            "activations and model input/output int8 per-tensor asymmetric (min-max ranges; "
+            "PT2E through litert-torch)"
             if int8
             else "LiteRT flatbuffer, float32 (litert-torch)"
         ),
@@ -299,8 +304,9 @@ def add_export_litert(sub) -> None:
         help="convert the detector or verifier to LiteRT .tflite, fp32 or int8 (needs "
         "emts[train,litert-convert])",
         description="Rebuild the torch module from the ONNX model and convert it with "
-        "litert-torch; int8 is full-integer post-training quantization (int8 per-channel "
-        "symmetric weights, int8 per-tensor activations, min-max ranges) calibrated on the "
+        "litert-torch; int8 is post-training quantization (int8 per-channel symmetric "
+        "weights, int8 per-tensor activations, min-max ranges; the detector's input "
+        "convolution float unless --input-conv int8) calibrated on the "
         "same stream as emts quantize. Writes OUT and OUT.json, e.g. detector.tflite.json "
         "(provenance: command, sha256, converter versions, largest difference to onnxruntime "
         "on the source).",
@@ -316,6 +322,14 @@ def add_export_litert(sub) -> None:
     p.add_argument("--clips", type=int, default=100, help="calibration clips (default: 100)")
     p.add_argument("--frames", type=int, default=10, help="frames per clip (default: 10)")
     p.add_argument("--seed", type=int, default=0, help="clip choice seed (default: 0)")
+    p.add_argument(
+        "--input-conv",
+        choices=["float", "int8"],
+        default="float",
+        help="int8 detector: keep the convolution that reads the input float (as emts "
+        "quantize does; the model takes a float32 input) or quantize it too, full integer "
+        "(default: %(default)s)",
+    )
     p.set_defaults(run=cmd_export_litert)
 
 

@@ -303,10 +303,12 @@ def _litert_gap(report: dict) -> list[str]:
         for column in accuracy["float"]
         if column.endswith("AP@0.25")
     }
+    tflite = shipped_model("detector", "int8", "litert")
+    provenance = tflite.with_name(tflite.name + ".json")
+    recipe = json.loads(provenance.read_text()).get("format", "?") if provenance.is_file() else "?"
     return [
-        "int8 LiteRT = the shipped `detector.int8.tflite` (`emts export-litert`: litert-torch "
-        "PT2E full-integer PTQ, int8 per-channel symmetric weights, int8 per-tensor min-max "
-        "activations, the same calibration stream), run by LiteRT with XNNPACK. "
+        f"int8 LiteRT = the shipped `detector.int8.tflite` (`emts export-litert`: {recipe}; "
+        "the same calibration stream), run by LiteRT with XNNPACK. "
         f"float - int8 LiteRT, AP@0.25: {gaps}.",
         "",
     ]

@@ -9,14 +9,17 @@ holds the very weights of the shipped ``.onnx``:
 * verifier: :class:`emts.train.verifier.VerifierNet`, its state taken from the ONNX
   initializers (they carry the module's parameter names).
 
-int8 is full-integer post-training quantization through PyTorch's PT2E flow with
-litert-torch's quantizer: weights int8 per output channel, symmetric; activations int8 per
-tensor, asymmetric, their ranges the min and max over the *same calibration stream* as
+int8 is post-training quantization through PyTorch's PT2E flow with litert-torch's
+quantizer: weights int8 per output channel, symmetric; activations int8 per tensor,
+asymmetric, their ranges the min and max over the *same calibration stream* as
 ``emts quantize`` (:func:`emts.train.quantize.detector_calibration` /
 :func:`~emts.train.quantize.verifier_calibration`: 100 clips x 10 consecutive frames of
 Tier-1 and hard negatives, drawn 5:3); the sigmoid's output takes LiteRT's fixed 1/256
-scale. Inputs and outputs are int8 too (the runtime adapter, :class:`emts.litert.
-LiteRTSession`, quantizes and dequantizes at the edges). The runtime needs none of this:
+scale. Like ``emts quantize --input-conv float`` (the default), the detector's input
+convolution stays float: one int8 scale over the [L, R, D] input rounds small residuals
+away (``--input-conv int8`` makes it full integer). Outputs (and the verifier's input) are
+int8; the runtime adapter, :class:`emts.litert.LiteRTSession`, quantizes and dequantizes at
+the edges. The runtime needs none of this:
 ``ai-edge-litert`` alone runs the files.
 """
 
@@ -99,10 +102,21 @@ def torch_module(kind: str, source: str | Path) -> nn.Module:
     raise BadInputError(f"kind {kind!r}: detector or verifier")
 
 
-def _int8_quantizer():
+class _FloatInput(nn.Sequential):
+    """Marks the detector's stem (the convolution reading the input, and its ReLU) to stay
+    float in int8 conversion."""
+
+
+def _keep_input_float(module: nn.Module) -> nn.Module:
+    module.model.stem = _FloatInput(*module.model.stem)
+    return module
+
+
+def _int8_quantizer(float_types: tuple[type, ...] = ()):
     """litert-torch's PT2E quantizer: int8 weights per channel, symmetric; int8 activations
     per tensor, asymmetric, with min-max observers (litert-torch's default is a histogram
-    observer; min-max is what the shipped onnxruntime int8 uses)."""
+    observer; min-max is what the shipped onnxruntime int8 uses). Modules of
+    ``float_types`` are left unquantized."""
     from litert_torch.quantize import pt2e_quantizer
     from torchao.quantization.pt2e.observer import MinMaxObserver
 
@@ -111,7 +125,15 @@ def _int8_quantizer():
         config.input_activation, observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-12)
     )
     config = dataclasses.replace(config, input_activation=activation, output_activation=activation)
-    return pt2e_quantizer.PT2EQuantizer().set_global(config)
+    quantizer = pt2e_quantizer.PT2EQuantizer().set_global(config)
+    for kind in float_types:
+        # A module type whose config is None is excluded from the global config and gets no
+        # annotation (set_module_name(name, None) asserts, and its name filter misreads
+        # torch 2.13's module stack). torch.export records the type as a class or, in newer
+        # versions, as its qualified name: register both.
+        quantizer.module_type_config[kind] = None
+        quantizer.module_type_config[f"{kind.__module__}.{kind.__qualname__}"] = None
+    return quantizer
 
 
 def convert(
@@ -120,9 +142,12 @@ def convert(
     out: str | Path,
     precision: str = "fp32",
     calibration: Calibration | None = None,
+    float_input_conv: bool = False,
 ) -> Path:
     """Write the ``.tflite`` of the ``kind`` ONNX model ``source`` to ``out``: ``fp32``, or
-    ``int8`` calibrated on ``calibration`` (required then)."""
+    ``int8`` calibrated on ``calibration`` (required then). ``float_input_conv`` keeps the
+    detector's input convolution float (as ``emts quantize --input-conv float``): the model
+    then takes a float32 input and quantizes after that convolution."""
     litert_torch = require_converter()
     module = torch_module(kind, source)
     shape = INPUT_SHAPES[kind]
@@ -140,7 +165,10 @@ def convert(
         from litert_torch.quantize.quant_config import QuantConfig
         from torchao.quantization.pt2e import quantize_pt2e
 
-        quantizer = _int8_quantizer()
+        floats = ()
+        if float_input_conv and kind == "detector":
+            module, floats = _keep_input_float(module), (_FloatInput,)
+        quantizer = _int8_quantizer(floats)
         graph = torch.export.export(module, example).module()
         graph = quantize_pt2e.prepare_pt2e(graph, quantizer)
         with torch.no_grad():
