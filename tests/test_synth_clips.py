@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 
 from emts.pipeline import MotionFrontEnd
-from emts.synth.actors import SHADOW_STRENGTH_RANGE
-from emts.synth.clips import PERSON_HEIGHT_RANGE, ClipSpec, build_scene, log_uniform, render_clip
+from emts.synth.clips import PERSON_HEIGHT_RANGE, ClipSpec, log_uniform, render_clip
 from emts.synth.generate import generate_set
-from emts.synth.plates import HELDOUT_EVERY, ID_BLOCK, Plate, hituav_split
+from emts.synth.plates import HELDOUT_EVERY, ID_BLOCK, hituav_split
 from emts.synth.store import ClipSet
 
 
@@ -126,30 +125,3 @@ def test_export_writes_pngs_and_labels(small_sets, tmp_path):
     assert json.loads((out / "labels.json").read_text())["clip"] == 1
     sheet = contact_sheet(small_sets / "tier1", tmp_path / "sheet.png", clips=3)
     assert sheet.stat().st_size > 10_000
-
-
-class _ThermalDayPool:
-    """A plate pool of one daytime thermal still (what HitUavPlates hands out)."""
-
-    def __len__(self) -> int:
-        return 1
-
-    def load(self, index: int) -> Plate:
-        image = np.random.default_rng(index).uniform(60, 120, (512, 640)).astype(np.float32)
-        return Plate(image=image, source="hituav:0_60_40_0_00001.jpg", pitch_deg=60.0)
-
-
-def test_actors_cast_sun_shadows_on_visible_light_plates_only():
-    thermal, visible = [], []
-    for index in range(24):
-        spec = ClipSpec("tier1", "train", 3, index)
-        scene = build_scene(spec, _ThermalDayPool(), np.random.default_rng(index))
-        actors = scene.persons + scene.distractors
-        assert all(actor.sun is scene.sun for actor in actors)
-        (thermal if scene.plate.source.startswith("hituav") else visible).append(scene.sun)
-    assert thermal and visible
-    # Long-wave infrared shows no moving shadow; a sunlit visible-light ground shows a dark one.
-    assert all(sun.strength == 0.0 for sun in thermal)
-    strengths = [sun.strength for sun in visible if sun.strength > 0]
-    assert strengths and min(strengths) >= SHADOW_STRENGTH_RANGE[0]
-    assert max(strengths) <= SHADOW_STRENGTH_RANGE[1] and SHADOW_STRENGTH_RANGE[1] >= 0.7

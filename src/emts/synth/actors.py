@@ -125,9 +125,7 @@ CONTRAST_RANGE = (0.3, 4.0)  # |base contrast| of an actor, uniform (local plate
 PART_CONTRAST_SPREAD = 0.7  # std of a part's deviation from the base contrast
 SUN_ELEVATION_RANGE_RAD = (math.radians(15.0), math.radians(90.0))
 MIN_SUN_ELEVATION_RAD = math.radians(10.0)  # shadows are at most cot(10 deg) = 5.7 x height
-# Darkening of a sunlit ground in full shadow: a clear sky leaves 0.2-0.5 of direct sun in the
-# shade (uav123-person12's walker casts one at about 0.3); haze and bright surroundings lift it.
-SHADOW_STRENGTH_RANGE = (0.3, 0.8)
+SHADOW_STRENGTH_RANGE = (0.2, 0.6)
 OVERCAST_PROBABILITY = 0.25  # of a random sun casting no shadow at all
 
 # --- Quadruped, units of withers height W ----------------------------------------------------

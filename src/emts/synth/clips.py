@@ -384,14 +384,12 @@ def build_scene(spec: ClipSpec, pool: HitUavPlates | None, rng: np.random.Genera
         else None
     )
     sun = actor_lib.Sunlight.random(rng)
-    thermal = plate.source.startswith("hituav")
-    if plate.night or thermal:
-        # A moving shadow is invisible in long-wave infrared: the ground under it cools over
-        # minutes, not in the second a walker's shadow passes (still plates keep their own).
+    if plate.night:
         sun = actor_lib.Sunlight(sun.azimuth_rad, sun.elevation_rad, 0.0)
     for actor in persons + distractors:
         actor.sun = sun  # one sun per clip: all shadows agree
     # Thermal stills: bodies are usually warmer (brighter) than the ground.
+    thermal = plate.source.startswith("hituav")
     warm_persons = {a.identity for a in persons if thermal and rng.random() < 0.75}
     follow = persons[0] if persons and rng.random() < 0.5 else None
     clouds = (
