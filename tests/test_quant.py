@@ -277,3 +277,33 @@ def test_the_input_convolution_can_stay_float_so_the_input_is_never_quantized(
     dequantized = {n.output[0] for n in kept_model.graph.node if n.op_type == "DequantizeLinear"}
     convs = [n for n in kept_model.graph.node if n.op_type == "Conv"]
     assert sum(c.input[1] in dequantized for c in convs) == 20
+
+
+def test_the_shipped_int8_verifier_keeps_its_input_stage_float():
+    """One uint8 scale over the 40 raw descriptors rounds their small features away (12 % of
+    held-out accept/reject decisions flipped); standardization and the first convolution
+    stay float, the rest is integer."""
+    fp32 = onnx.load(str(shipped_model("verifier", "fp32")))
+    stage = input_convolutions(fp32)
+    assert [n.op_type for n in fp32.graph.node if n.name in stage] == ["Sub", "Div", "Conv"]
+    int8 = onnx.load(str(shipped_model("verifier", "int8")))
+    source = int8.graph.input[0].name
+    assert [n.op_type for n in int8.graph.node if source in n.input] == ["Sub"]
+    dequantized = {n.output[0] for n in int8.graph.node if n.op_type == "DequantizeLinear"}
+    convs = [n for n in int8.graph.node if n.op_type == "Conv"]
+    assert [c.input[1] in dequantized for c in convs] == [False, True]
+
+
+def test_the_int8_verifier_decides_as_the_float_one():
+    from emts.verifier import Verifier
+
+    # windows with the training data's per-descriptor scales (the graph's standardization)
+    model = onnx.load(str(shipped_model("verifier", "fp32")))
+    stats = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    mean, std = stats["mean"], stats["std"]
+    noise = np.random.default_rng(4).normal(0, 1, (256, 40, 16)).astype(np.float32)
+    windows = np.maximum(mean + std * noise, 0).astype(np.float32)
+    p32 = Verifier(shipped_model("verifier", "fp32")).classify(windows)
+    p8 = Verifier(shipped_model("verifier", "int8")).classify(windows)
+    assert np.abs(p8 - p32).max() < 0.1
+    assert np.mean((p8 >= 0.35) != (p32 >= 0.35)) <= 0.03

@@ -173,7 +173,11 @@ def cmd_quantize(args: argparse.Namespace) -> int:
         "bytes": out.stat().st_size,
         "format": "ONNX QDQ, weights int8 per-channel symmetric, activations uint8 per-tensor "
         "asymmetric (onnxruntime static quantization)"
-        + ("; the convolution that reads the input stays float" if float_input else ""),
+        + (
+            "; the input stage (up to the first convolution, included) stays float"
+            if float_input
+            else ""
+        ),
         "from": {"model": source.name, "sha256": sha256(source)},
         "calibration": {
             "method": args.calibration,
@@ -224,9 +228,11 @@ def add_quantize(sub) -> None:
         "--input-conv",
         choices=["float", "int8"],
         default="float",
-        help="the convolution that reads the input: float keeps the [L, R, D] input "
-        "unquantized (one uint8 scale over all three rounds small residuals away); int8 "
-        "quantizes it too (default: %(default)s)",
+        help="the input stage (every node up to the first convolution, included: the "
+        "detector's stem, the verifier's standardization and first convolution): float "
+        "keeps the input unquantized (one uint8 scale over [L, R, D] rounds small residuals "
+        "away, over the verifier's 40 descriptors its small features); int8 quantizes it "
+        "too (default: %(default)s)",
     )
     p.set_defaults(run=cmd_quantize)
 
@@ -259,7 +265,7 @@ def cmd_export_litert(args: argparse.Namespace) -> int:
     else:
         calibration = verifier_calibration(_sets(args), args.clips, args.seed)
     int8 = args.precision == "int8"
-    float_input = int8 and args.kind == "detector" and args.input_conv == "float"
+    float_input = int8 and args.input_conv == "float"
     convert(args.kind, source, out, args.precision, calibration if int8 else None, float_input)
     # Fidelity against onnxruntime on the source, over a slice of the calibration stream
     # (every 25th sample: 40 detector frames by default).
@@ -269,7 +275,7 @@ def cmd_export_litert(args: argparse.Namespace) -> int:
         "sha256": sha256(out),
         "bytes": out.stat().st_size,
         "format": (
-            "LiteRT flatbuffer, int8 but the input convolution: float32 input and first "
+            "LiteRT flatbuffer, int8 but the input stage: float32 input and first "
             "convolution; then weights int8 per-channel symmetric, activations and outputs "
             "int8 per-tensor asymmetric (min-max ranges; PT2E through litert-torch)"
             if float_input
@@ -305,8 +311,8 @@ def add_export_litert(sub) -> None:
         "emts[train,litert-convert])",
         description="Rebuild the torch module from the ONNX model and convert it with "
         "litert-torch; int8 is post-training quantization (int8 per-channel symmetric "
-        "weights, int8 per-tensor activations, min-max ranges; the detector's input "
-        "convolution float unless --input-conv int8) calibrated on the "
+        "weights, int8 per-tensor activations, min-max ranges; the input convolution "
+        "float unless --input-conv int8) calibrated on the "
         "same stream as emts quantize. Writes OUT and OUT.json, e.g. detector.tflite.json "
         "(provenance: command, sha256, converter versions, largest difference to onnxruntime "
         "on the source).",
@@ -326,8 +332,8 @@ def add_export_litert(sub) -> None:
         "--input-conv",
         choices=["float", "int8"],
         default="float",
-        help="int8 detector: keep the convolution that reads the input float (as emts "
-        "quantize does; the model takes a float32 input) or quantize it too, full integer "
+        help="int8: keep the convolution that reads the input float (as emts quantize "
+        "does; the model takes a float32 input) or quantize it too, full integer "
         "(default: %(default)s)",
     )
     p.set_defaults(run=cmd_export_litert)

@@ -9,11 +9,11 @@ part of onnxruntime's ``InferenceSession`` interface the detector and verifier u
 :class:`emts.verifier.Verifier` run either file unchanged: :func:`emts.detector.load_session`
 picks the runtime by the file's suffix.
 
-The int8 files hold int8 tensors with a per-tensor scale and zero point at their outputs (the
-int8 verifier at its input too; the int8 detector keeps its input convolution, and so its
-input, float): the adapter quantizes an int8 input and dequantizes the outputs, so callers
-see float32 as with onnxruntime. The files hold one fixed batch of 1; a batch of
-``B`` runs as ``B`` invocations.
+The int8 files hold int8 tensors with a per-tensor scale and zero point at their outputs
+(they keep the convolution that reads the input, and so the input, float unless converted
+with ``--input-conv int8``): the adapter quantizes an int8 input and dequantizes the
+outputs, so callers see float32 as with onnxruntime. The files hold one fixed batch of 1; a
+batch of ``B`` runs as ``B`` invocations.
 """
 
 from __future__ import annotations

@@ -11,16 +11,16 @@ holds the very weights of the shipped ``.onnx``:
 
 int8 is post-training quantization through PyTorch's PT2E flow with litert-torch's
 quantizer: weights int8 per output channel, symmetric; activations int8 per tensor,
-asymmetric, their ranges the min and max over the *same calibration stream* as
-``emts quantize`` (:func:`emts.train.quantize.detector_calibration` /
+asymmetric, their ranges the min and max over the *same calibration stream* as ``emts
+quantize`` (:func:`emts.train.quantize.detector_calibration` /
 :func:`~emts.train.quantize.verifier_calibration`: 100 clips x 10 consecutive frames of
 Tier-1 and hard negatives, drawn 5:3); the sigmoid's output takes LiteRT's fixed 1/256
-scale. Like ``emts quantize --input-conv float`` (the default), the detector's input
-convolution stays float: one int8 scale over the [L, R, D] input rounds small residuals
-away (``--input-conv int8`` makes it full integer). Outputs (and the verifier's input) are
-int8; the runtime adapter, :class:`emts.litert.LiteRTSession`, quantizes and dequantizes at
-the edges. The runtime needs none of this:
-``ai-edge-litert`` alone runs the files.
+scale. Like ``emts quantize --input-conv float`` (the default), the convolution that reads
+the input stays float: one int8 scale over the detector's [L, R, D] input rounds small
+residuals away, over the verifier's 40 descriptors their small features (``--input-conv
+int8`` makes them full integer). Outputs are int8; the runtime adapter,
+:class:`emts.litert.LiteRTSession`, quantizes and dequantizes at the edges. The runtime
+needs none of this: ``ai-edge-litert`` alone runs the files.
 """
 
 from __future__ import annotations
@@ -103,12 +103,15 @@ def torch_module(kind: str, source: str | Path) -> nn.Module:
 
 
 class _FloatInput(nn.Sequential):
-    """Marks the detector's stem (the convolution reading the input, and its ReLU) to stay
-    float in int8 conversion."""
+    """Marks the convolution that reads the input (the detector's stem with its ReLU, the
+    verifier's first convolution) to stay float in int8 conversion."""
 
 
-def _keep_input_float(module: nn.Module) -> nn.Module:
-    module.model.stem = _FloatInput(*module.model.stem)
+def _keep_input_float(kind: str, module: nn.Module) -> nn.Module:
+    if kind == "detector":
+        module.model.stem = _FloatInput(*module.model.stem)
+    else:
+        module.features[0] = _FloatInput(module.features[0])
     return module
 
 
@@ -146,8 +149,8 @@ def convert(
 ) -> Path:
     """Write the ``.tflite`` of the ``kind`` ONNX model ``source`` to ``out``: ``fp32``, or
     ``int8`` calibrated on ``calibration`` (required then). ``float_input_conv`` keeps the
-    detector's input convolution float (as ``emts quantize --input-conv float``): the model
-    then takes a float32 input and quantizes after that convolution."""
+    convolution that reads the input float (as ``emts quantize --input-conv float``): the
+    model then takes a float32 input and quantizes after that convolution."""
     litert_torch = require_converter()
     module = torch_module(kind, source)
     shape = INPUT_SHAPES[kind]
@@ -166,8 +169,8 @@ def convert(
         from torchao.quantization.pt2e import quantize_pt2e
 
         floats = ()
-        if float_input_conv and kind == "detector":
-            module, floats = _keep_input_float(module), (_FloatInput,)
+        if float_input_conv:
+            module, floats = _keep_input_float(kind, module), (_FloatInput,)
         quantizer = _int8_quantizer(floats)
         graph = torch.export.export(module, example).module()
         graph = quantize_pt2e.prepare_pt2e(graph, quantizer)

@@ -255,9 +255,11 @@ def float_preprocessing_nodes(graph: onnx.ModelProto) -> list[str]:
 
 
 def input_convolutions(graph: onnx.ModelProto) -> list[str]:
-    """The Conv nodes that read the graph's first input directly (the detector's stem)."""
-    source = graph.graph.input[0].name
-    return [n.name for n in graph.graph.node if n.op_type == "Conv" and source in n.input]
+    """The input stage: every node up to the first Conv, that Conv included -- the detector's
+    stem, the verifier's in-graph standardization and first convolution."""
+    nodes = list(graph.graph.node)
+    first = next((i for i, n in enumerate(nodes) if n.op_type == "Conv"), -1)
+    return [n.name for n in nodes[: first + 1]]
 
 
 def quantize(
@@ -290,7 +292,7 @@ def quantize(
     extra = {"WeightSymmetric": True, "ActivationSymmetric": False}
     float_nodes = float_preprocessing_nodes(graph)
     if float_input_conv:
-        float_nodes += input_convolutions(graph)
+        float_nodes += [n for n in input_convolutions(graph) if n not in float_nodes]
     if method == "moving-average":
         step = calibration.step if len(calibration.samples) % calibration.step == 0 else 1
         extra |= {
