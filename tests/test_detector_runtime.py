@@ -99,3 +99,47 @@ def test_eval_real_model_specs_take_a_network_size(tmp_path):
     path.write_bytes(b"x")
     models = parse_models([f"big={path}@512x384", str(path)])
     assert models["big"] == (str(path), (512, 384)) and models["m"] == str(path)
+
+
+def test_boxes_take_the_scale_recorded_for_the_size_the_network_runs_at(tmp_path):
+    pytest.importorskip("onnx")
+    from emts.detector import default_model_path
+    from emts.train.export import record_box_scale
+
+    # The shipped model records one for the larger sizes it runs at, none at its own.
+    assert Detector().box_scale == 1.0
+    assert 1.0 < Detector(network_size=(512, 384)).box_scale < 1.3
+    plain = record_box_scale(_copy(default_model_path(), tmp_path), {})
+    assert Detector(plain, network_size=(512, 384)).box_scale == 1.0
+    doubled = record_box_scale(_copy(default_model_path(), tmp_path, "doubled"), {"512x384": 2})
+    rng = np.random.default_rng(3)
+    x = np.zeros((3, 384, 512), np.float32)
+    x[0] = rng.random((384, 512))
+    x[1:, 150:200, 240:260] = 0.3  # a person-sized moving blob
+    a = Detector(plain, threshold=0.05, network_size=(512, 384))(x)
+    b = Detector(doubled, threshold=0.05, network_size=(512, 384))(x)
+    assert a and len(a) == len(b)
+    for p, q in zip(a, b, strict=True):
+        np.testing.assert_allclose(q.box[2:], 2 * p.box[2:], rtol=1e-5)
+        np.testing.assert_allclose(q.box[:2] + q.box[2:] / 2, p.box[:2] + p.box[2:] / 2, atol=1e-4)
+    assert Detector(doubled).box_scale == 1.0  # at 256x192 nothing was recorded
+
+
+def _copy(path, folder, name="plain"):
+    import shutil
+
+    return shutil.copy(path, folder / f"{name}.onnx")
+
+
+def test_fitting_a_box_scale_needs_an_open_size(tmp_path, capsys):
+    pytest.importorskip("onnx")
+    from emts.cli import main
+    from emts.detector import default_model_path
+
+    code = main(
+        ["export", str(default_model_path()), "--out", str(tmp_path / "x.onnx")]
+        + ["--fit-box-scale", "512x384"]
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "--any-size" in err[0]
+    assert not (tmp_path / "x.onnx").exists()

@@ -576,13 +576,23 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
     if not Path(args.model).is_file():
         raise BadInputError(f"{args.model}: no such model")
+    if args.fit_box_scale and not args.any_size:
+        raise BadInputError("--fit-box-scale runs the model at other sizes: add --any-size")
     if Path(args.model).suffix == ".onnx":  # reshape an exported detector, weights untouched
         from emts.detector import Detector
 
         size = Detector(args.model, threads=1).network_size
-        print(reshape_onnx(args.model, args.out, size, args.any_size))
-        return 0
-    print(export_onnx(load_trained(args.model), args.out, any_size=args.any_size))
+        out = reshape_onnx(args.model, args.out, size, args.any_size)
+    else:
+        out = export_onnx(load_trained(args.model), args.out, any_size=args.any_size)
+    if args.fit_box_scale:
+        from emts.eval.real import fit_box_scale
+        from emts.train.export import record_box_scale
+
+        scales = fit_box_scale(out, args.hituav, args.fit_box_scale)
+        record_box_scale(out, scales)
+        print(f"box scale (HIT-UAV train): {scales}")
+    print(out)
     return 0
 
 
@@ -1253,6 +1263,21 @@ def _add_training(sub) -> None:
         action="store_true",
         help="leave the input's height and width open, so that --network-size can run it at "
         "other sizes (default: fixed at the size it was trained at, which the runtime uses)",
+    )
+    p.add_argument(
+        "--fit-box-scale",
+        nargs="+",
+        type=_size,
+        metavar="WxH",
+        default=[],
+        help="with --any-size: fit, per network size, the factor that brings the boxes to the "
+        "persons' size on HIT-UAV train pseudo-clips and record it in the model (a network "
+        "run larger than it was trained at draws its boxes too small)",
+    )
+    p.add_argument(
+        "--hituav",
+        default="../shared/data/hit-uav",
+        help="HIT-UAV folder for --fit-box-scale (default: %(default)s)",
     )
     p.set_defaults(run=_cmd_export)
 

@@ -10,6 +10,7 @@ input.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -73,15 +74,17 @@ def decode(
     embedding: np.ndarray,
     threshold: float = DEFAULT_THRESHOLD,
     max_detections: int = MAX_DETECTIONS,
+    box_scale: float = 1.0,
 ) -> list[Detection]:
-    """Decode one frame's head outputs (each (C, 24, 32)) into detections, best first."""
+    """Decode one frame's head outputs (each (C, 24, 32)) into detections, best first;
+    ``box_scale`` multiplies every box's width and height about its centre."""
     heat = heatmap[0].astype(np.float32)
     peaks = (heat >= cv2.dilate(heat, np.ones((3, 3), np.uint8))) & (heat >= threshold)
     ys, xs = np.nonzero(peaks)
     order = np.argsort(-heat[ys, xs])[:max_detections]
     out = []
     for y, x in zip(ys[order], xs[order], strict=True):
-        w, h = STRIDE * np.exp(np.clip(log_size[:, y, x], -4.0, 5.0))
+        w, h = box_scale * STRIDE * np.exp(np.clip(log_size[:, y, x], -4.0, 5.0))
         cx, cy = (x + offset[0, y, x]) * STRIDE, (y + offset[1, y, x]) * STRIDE
         vector = embedding[:, y, x].astype(np.float32)
         vector = vector / max(float(np.linalg.norm(vector)), 1e-12)
@@ -105,6 +108,10 @@ def _check_detector_graph(session, path: Path) -> None:
 
 
 SIZE_METADATA = "emts_network_size"  # ONNX metadata: the "WxH" a model was trained at
+# ONNX metadata: JSON {"WxH": factor} -- at those network sizes the model's boxes are scaled
+# by the factor (``emts export --fit-box-scale``: a network run larger than it was trained
+# at draws its boxes too small)
+BOX_SCALE_METADATA = "emts_box_scale"
 
 
 def _fixed_size(session) -> tuple[int, int] | None:
@@ -126,6 +133,17 @@ def _trained_size(session) -> tuple[int, int] | None:
         return None
     width, height = (int(v) for v in text.split("x"))
     return (width, height)
+
+
+def box_scale_for(session, network_size: tuple[int, int]) -> float:
+    """The box scale recorded for ``network_size`` in the model's metadata (1 if none)."""
+    try:
+        text = session.get_modelmeta().custom_metadata_map.get(BOX_SCALE_METADATA)
+    except AttributeError:  # LiteRT: no ONNX metadata (and a fixed, trained size)
+        return 1.0
+    if not text:
+        return 1.0
+    return float(json.loads(text).get("{}x{}".format(*network_size), 1.0))
 
 
 def network_size_for(session, path: Path, requested=None) -> tuple[int, int]:
@@ -186,6 +204,7 @@ class Detector:
         _check_detector_graph(self.session, path)
         self.input_name = self.session.get_inputs()[0].name
         self.network_size = network_size_for(self.session, path, network_size)
+        self.box_scale = box_scale_for(self.session, self.network_size)
         self.threshold = threshold
         self.residual_reference = residual_reference
         self.path = path
@@ -210,4 +229,6 @@ class Detector:
         self, channels: np.ndarray, residual_reference: float | None = None
     ) -> list[Detection]:
         heat, size, offset, embedding = self.raw(channels, residual_reference)
-        return decode(heat[0], size[0], offset[0], embedding[0], self.threshold)
+        return decode(
+            heat[0], size[0], offset[0], embedding[0], self.threshold, box_scale=self.box_scale
+        )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import torch
@@ -143,6 +144,24 @@ def reshape_onnx(
     graph_model.metadata_props.add(key=SIZE_METADATA, value=f"{width}x{height}")
     onnx.save(graph_model, str(out))
     return Path(out)
+
+
+def record_box_scale(path: str | Path, scales: dict[str, float]) -> Path:
+    """Record ``{"WxH": factor}`` in a detector ONNX's metadata (in place; the weights are
+    untouched): :class:`emts.detector.Detector` scales its boxes by the factor of the size
+    it runs at."""
+    import onnx
+
+    from emts.detector import BOX_SCALE_METADATA
+
+    graph_model = onnx.load(str(path))
+    kept = [p for p in graph_model.metadata_props if p.key != BOX_SCALE_METADATA]
+    del graph_model.metadata_props[:]
+    graph_model.metadata_props.extend(kept)
+    if scales:
+        graph_model.metadata_props.add(key=BOX_SCALE_METADATA, value=json.dumps(scales))
+    onnx.save(graph_model, str(path))
+    return Path(path)
 
 
 def detector_from_onnx(path: str | Path, config: DetectorConfig | None = None) -> MicroDetector:
