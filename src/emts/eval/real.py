@@ -397,9 +397,8 @@ def fit_box_scale(
                 overlap = _iou(truth, boxes)
                 best = int(np.argmax(overlap))
                 if overlap[best] >= MATCH_IOU:
-                    ratios.append(
-                        np.log(truth[2:] * truth[3:] / (boxes[best, 2:] * boxes[best, 3:]))[0] / 2
-                    )
+                    area = truth[2] * truth[3] / (boxes[best, 2] * boxes[best, 3])
+                    ratios.append(0.5 * np.log(area))  # log of the geometric-mean size ratio
         if not ratios:
             raise BadInputError(f"box scale at {size[0]}x{size[1]}: no matched person to fit on")
         scales["{}x{}".format(*size)] = round(float(np.exp(np.median(ratios))), 3)
