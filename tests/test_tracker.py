@@ -77,6 +77,27 @@ def test_eight_misses_enter_reacquisition_and_frozen_embedding_relocks_only_near
     assert state.mode == "locked" and state.associated == 0 and state.event == "relock"
 
 
+def test_a_coasting_track_takes_no_detection_farther_than_a_walker_could_have_gone():
+    def coasted(frames):
+        tracker = TargetTracker()
+        tracker.lock(_candidate(300, 200, E[0]))
+        for _ in range(frames):
+            state = tracker.update(np.eye(2, 3), [])
+        assert state.mode == "locked" and state.misses == frames
+        return tracker
+
+    # Six unmeasured frames: the Kalman gate has grown past 40 px, a walker 24 px tall has
+    # not (re-lock radius: a height growing 5 % a frame, 31 px).
+    far = coasted(6).update(np.eye(2, 3), [_candidate(340, 200, E[0])])
+    assert far.associated is None and far.measured_by is None
+    near = coasted(6).update(np.eye(2, 3), [_candidate(320, 200, E[0])])
+    assert near.associated == 0
+    # Measured last frame: the Kalman gate alone decides, as before.
+    tracker = TargetTracker()
+    tracker.lock(_candidate(300, 200, E[0]))
+    assert tracker.update(np.eye(2, 3), [_candidate(310, 200, E[0])]).associated == 0
+
+
 def test_relock_reinitializes_position_and_velocity_instead_of_a_kalman_jump():
     tracker = TargetTracker()
     tracker.lock(_candidate(300, 200, E[0]))

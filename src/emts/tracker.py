@@ -543,8 +543,13 @@ class TargetTracker:
     def _locked_step(self, candidates, measurements, gammas, verdict, view):
         c = self.config
         chosen, best = None, np.inf
+        # Coasting widens the Kalman gate; no walker gets farther from the prediction than
+        # a re-lock would search (a body height, growing per unmeasured frame).
+        reach = self._relock_radius() if self.misses else np.inf
         for i, (k, gamma) in enumerate(zip(candidates, gammas, strict=True)):
             if gamma >= c.gate_mahalanobis:
+                continue
+            if np.hypot(*(measurements[i][:2] - self.x[:2])) > reach:
                 continue
             similarity = float(self.template @ k.embedding) if self.has_embedding else 0.0
             if self.has_embedding and similarity <= self.embedding_gate(k.size[1]):
