@@ -194,7 +194,7 @@ class FusedDetector:
 
     def __init__(self, detector: Detector, config: FusionConfig | None = None) -> None:
         self.detector = detector
-        self.config = config or fusion_config(getattr(detector, "network_size", NETWORK_SIZE))
+        self.config = config or fusion_config(self.network_size)
         self.threshold = detector.threshold
         self._weights = np.asarray(self.config.weights, float)
         self._previous: np.ndarray | None = None

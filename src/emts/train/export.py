@@ -138,12 +138,18 @@ def reshape_onnx(
             else:
                 dims[2].dim_value, dims[3].dim_value = height // stride, width // stride
     del graph_model.graph.value_info[:]  # shapes inferred at the fixed size would contradict
-    kept = [p for p in graph_model.metadata_props if p.key != SIZE_METADATA]
-    del graph_model.metadata_props[:]
-    graph_model.metadata_props.extend(kept)
-    graph_model.metadata_props.add(key=SIZE_METADATA, value=f"{width}x{height}")
+    _set_metadata(graph_model, SIZE_METADATA, f"{width}x{height}")
     onnx.save(graph_model, str(out))
     return Path(out)
+
+
+def _set_metadata(graph_model, key: str, value: str | None) -> None:
+    """Replace (or, with None, remove) the ONNX metadata entry ``key``, keeping the others."""
+    kept = [p for p in graph_model.metadata_props if p.key != key]
+    del graph_model.metadata_props[:]
+    graph_model.metadata_props.extend(kept)
+    if value is not None:
+        graph_model.metadata_props.add(key=key, value=value)
 
 
 def record_box_scale(path: str | Path, scales: dict[str, float]) -> Path:
@@ -155,11 +161,7 @@ def record_box_scale(path: str | Path, scales: dict[str, float]) -> Path:
     from emts.detector import BOX_SCALE_METADATA
 
     graph_model = onnx.load(str(path))
-    kept = [p for p in graph_model.metadata_props if p.key != BOX_SCALE_METADATA]
-    del graph_model.metadata_props[:]
-    graph_model.metadata_props.extend(kept)
-    if scales:
-        graph_model.metadata_props.add(key=BOX_SCALE_METADATA, value=json.dumps(scales))
+    _set_metadata(graph_model, BOX_SCALE_METADATA, json.dumps(scales) if scales else None)
     onnx.save(graph_model, str(path))
     return Path(path)
 
