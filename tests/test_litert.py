@@ -79,6 +79,22 @@ def test_shipped_tflite_was_converted_from_the_shipped_fp32_onnx(kind, precision
 
 
 @needs_litert
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+def test_a_tflite_carries_its_onnx_metadata_in_its_provenance(precision):
+    """A .tflite holds no ONNX metadata: the Stage E input (and a detector's trained size)
+    come from the provenance beside it, as the ONNX it was converted from says."""
+    from emts.detector import Detector
+    from emts.verifier import Verifier
+
+    onnx_verifier = Verifier(shipped_model("verifier", "fp32"))
+    assert Verifier(shipped_model("verifier", precision, "litert")).resolution == (
+        onnx_verifier.resolution
+    )
+    detector = Detector(shipped_model("detector", precision, "litert"), threads=1)
+    assert detector.network_size == Detector(shipped_model("detector", "fp32")).network_size
+
+
+@needs_litert
 def test_fp32_detector_matches_onnxruntime(channels):
     reference = _run("detector", "fp32", "onnxruntime", channels)
     converted = _run("detector", "fp32", "litert", channels)  # batch 6 through a batch-1 file

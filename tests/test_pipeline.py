@@ -121,3 +121,23 @@ def test_demo_writes_every_output(tmp_path):
         assert (tmp_path / name).stat().st_size > 0, name
     assert len((tmp_path / "track.jsonl").read_text().splitlines()) == 30
     assert set("ABCDE") <= set(report["latency_ms"])
+
+
+def test_working_resolution_roi_pair_is_ego_compensated():
+    from emts.verifier import roi_pair_working
+
+    rng = np.random.default_rng(0)
+    scene = cv2.GaussianBlur(rng.integers(0, 255, (600, 720), np.uint8), (0, 0), 2)
+    previous, current = scene[40:552, 40:680], scene[43:555, 45:685]  # camera moved (+5, +3)
+    box = np.array([300.0, 200, 30, 70])
+    motion = np.array([[1, 0, -5], [0, 1, -3.0]])  # frame t-1 -> t: the scene moved (-5, -3)
+    compensated = describe(*roi_pair_working(previous, current, motion, box))
+    raw = describe(*roi_pair_working(previous, current, np.eye(2, 3), box))
+    assert compensated[::5].mean() < 0.1 * raw[::5].mean()
+    # a person walking 3 px to the right inside the box shows up
+    walker = current.copy()
+    walker[230:260, 310:320] = previous[233:263, 308:318] // 4 + 10
+    body = previous.copy()
+    body[233:263, 310:320] = walker[230:260, 310:320]
+    moving = describe(*roi_pair_working(body, walker, motion, box))
+    assert moving[::5].mean() > 3 * compensated[::5].mean()

@@ -60,3 +60,49 @@ def test_log_model_round_trips_through_onnx(tmp_path):
         rebuilt = verifier_from_onnx(path)(torch.from_numpy(x)).numpy()
     np.testing.assert_allclose(rebuilt, onnx_out, atol=1e-5)
     assert Verifier(path).classify(x).shape == (4,)
+
+
+def test_working_resolution_is_recorded_and_read_back(tmp_path):
+    import cv2
+
+    from emts.geometry import WORKING_GEOMETRY
+    from emts.verifier import FrameView, Verifier
+
+    rng = np.random.default_rng(0)
+    windows = Windows(rng.random((8, 40, 16)).astype(np.float32), np.arange(8) % 2.0, [])
+    model = train_verifier(windows, options=TrainOptions(epochs=1, width=4, hidden=4))
+    network = Verifier(export_verifier(model, tmp_path / "network.onnx"))
+    working = Verifier(export_verifier(model, tmp_path / "working.onnx", "working"))
+    assert (network.resolution, working.resolution) == ("network", "working")
+    scene = cv2.GaussianBlur(rng.integers(0, 255, (600, 720), np.uint8), (0, 0), 2)
+    previous, current = scene[40:552, 40:680], scene[43:555, 45:685]  # camera moved (+5, +3)
+    channels = np.zeros((3, 192, 256), np.float32)
+    view = FrameView(channels, current, previous, np.array([[1, 0, -5], [0, 1, -3.0]]))
+    with pytest.raises(ValueError):
+        working.observe(view, np.array([100.0, 60, 12, 30]))  # no geometry to reach WORKING px
+    view = FrameView(
+        *(getattr(view, k) for k in ("channels", "working", "previous", "motion")), WORKING_GEOMETRY
+    )
+    working.observe(view, np.array([100.0, 60, 12, 30]))
+    network.observe(channels, np.array([100.0, 60, 12, 30]))  # channels alone: the paper's input
+    assert len(working.window) == len(network.window) == 1
+
+
+def test_a_strided_clip_is_what_a_slower_camera_delivers():
+    from emts.geometry import lift
+    from emts.synth.clips import ClipSpec, render_clip
+    from emts.synth.store import StoredClip
+    from emts.train.verifier import frames_needed, strided_clip
+
+    assert frames_needed(1) == 18 and frames_needed(3) == 52
+    rendered = render_clip(ClipSpec("tier1", "train", 0, 1, frames=frames_needed(3)))
+    clip = StoredClip(0, rendered.frames, None, rendered.labels)
+    slow = strided_clip(clip, 3)
+    assert len(slow.frames) == 18 and slow.channels.shape[0] == 18
+    for j in (1, 7, 17):
+        assert slow.frames[j] is clip.frames[3 * j]
+        assert slow.labels["frames"][j]["persons"] == clip.labels["frames"][3 * j]["persons"]
+        composed = np.eye(3)
+        for k in (3 * j - 2, 3 * j - 1, 3 * j):
+            composed = lift(np.array(clip.labels["frames"][k]["camera_motion"])) @ composed
+        np.testing.assert_allclose(slow.labels["frames"][j]["camera_motion"], composed[:2])

@@ -92,6 +92,7 @@ def _float_in(low: float, high: float | None = None, low_inclusive: bool = True)
 _THREADS = _int_in(1, MAX_THREADS, f" (4x this machine's {os.cpu_count() or 1} cores)")
 _SEED = _int_in(0)
 _POSITIVE = _int_in(1)
+_CLIP_FRAMES = _int_in(4, 300)
 _INDEX = _int_in(0)
 _PROBABILITY = _float_in(0.0, 1.0)
 _FPS = _float_in(0.0, low_inclusive=False)
@@ -338,6 +339,7 @@ def _cmd_synth_set(args: argparse.Namespace) -> int:
         seed=args.seed,
         workers=args.workers,
         hituav=args.hituav,
+        frames=args.frames,
     )
     print(
         f"{manifest['clips']} clips, {manifest['frames']} frames in {manifest['seconds']} s "
@@ -373,6 +375,7 @@ def _cmd_synth_export(args: argparse.Namespace) -> int:
 
 
 def _add_synth(sub) -> None:
+    from emts.synth.clips import TIER1_FRAMES
     from emts.synth.common import SETS
 
     synth = sub.add_parser(
@@ -390,6 +393,13 @@ def _add_synth(sub) -> None:
             "--clips", type=_POSITIVE, help=f"number of clips (default {kind.default_clips})"
         )
         p.add_argument("--seed", type=_SEED, default=0, help="base seed (default: %(default)s)")
+        p.add_argument(
+            "--frames",
+            type=_CLIP_FRAMES,
+            default=TIER1_FRAMES,
+            help="frames per clip at 30 fps (default: %(default)s, the paper's); longer clips "
+            "give Stage E windows at lower frame rates (emts train verifier --strides)",
+        )
         p.add_argument(
             "--workers", type=_THREADS, default=2, help="processes (default: %(default)s)"
         )
@@ -895,6 +905,77 @@ def _add_eval_track(eval_sub) -> None:
     p.set_defaults(run=_cmd_eval_track)
 
 
+def _cmd_eval_verifier(args: argparse.Namespace) -> int:
+    _require_train_extra()
+    from emts.eval.real import parse_models
+    from emts.eval.track_eval import parse_span, read_ground_truth
+    from emts.eval.verifier_real import (
+        VerifierRealConfig,
+        evaluate_verifier_real,
+        write_report,
+    )
+
+    truth = read_ground_truth(args.gt, args.target_id)
+    first, last = parse_span(args.frames) if args.frames else (0, None)
+    if last is not None and last >= len(truth):
+        raise BadInputError(f"--frames {args.frames}: the ground truth has {len(truth)} rows")
+    models = parse_models(args.model)
+    for name, path in models.items():
+        if isinstance(path, tuple):
+            raise BadInputError(f"--model {name}: a verifier takes no @WxH")
+    out = Path(args.out)
+    _check_writable("--out", out, folder=True)
+    config = VerifierRealConfig(fps=args.fps, first=first, last=last, offset=args.offset)
+    report = evaluate_verifier_real(args.clip, truth, models, config)
+    clip = Path(args.clip).resolve()
+    name = clip.parent.name if clip.name in ("frames", "img", "images") else clip.name
+    write_report(report, out, " ".join(["emts", *sys.argv[1:]]), name)
+    windows = report["windows"]
+    print(f"{windows['person']} person and {windows['ground']} ground windows")
+    for model, m in report["models"].items():
+        print(
+            f"{model}: AUC {m['roc_auc_person_vs_ground']:.3f}, person median P "
+            f"{m['person_median_p']:.2f} ({m['person_share_verified']:.0%} >= 0.5), ground "
+            f"median {m['ground_median_p']:.2f} ({m['ground_share_verified']:.0%} >= 0.5)"
+        )
+    print(f"report: {out}/report.md")
+    return 0
+
+
+def _add_eval_verifier(eval_sub) -> None:
+    p = eval_sub.add_parser(
+        "verifier",
+        help="Stage E on a real clip: the labelled walker against static ground beside them",
+        description="16-frame descriptor windows of the labelled person's box and of same-size "
+        "boxes beside them carried by the camera (static ground); P(human) of every --model "
+        "on each, the ROC AUC person vs ground, and a PNG. A real-footage check beside the "
+        "synthetic held-out AUC of `emts train verifier`.",
+    )
+    p.add_argument("clip", metavar="CLIP", help="video file, image folder or quoted glob")
+    p.add_argument(
+        "--gt",
+        required=True,
+        help="ground truth: UAV123/OTB x,y,w,h lines or MOTChallenge gt.txt with --target-id",
+    )
+    p.add_argument("--target-id", type=int, help="MOTChallenge target id")
+    p.add_argument("--frames", metavar="A:B", help="frames A..B (default: all labelled)")
+    p.add_argument(
+        "--model",
+        action="append",
+        metavar="[NAME=]PATH",
+        help="a verifier ONNX to compare with the shipped one (repeatable)",
+    )
+    p.add_argument(
+        "--offset",
+        type=float,
+        default=3.0,
+        help="ground boxes start this many box widths beside the person (default: 3)",
+    )
+    p.add_argument("--out", default="reports/verifier", help="report folder")
+    _add_fps(p)
+    p.set_defaults(run=_cmd_eval_verifier)
+
+
 def _add_detector_mode(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--detector-mode",
@@ -1028,12 +1109,19 @@ def _cmd_train_verifier(args: argparse.Namespace) -> int:
         one_cycle=args.schedule == "one-cycle",
         augment=tuple(args.augment),
         seed=args.seed,
+        resolution=args.resolution,
+        strides=tuple(sorted(set(args.strides))),
     )
     cache = None if args.no_cache else args.cache
     metrics = run(args.out, args.train, args.heldout, args.detector, options=options, cache=cache)
     print(
         f"verifier: {metrics['parameters']} parameters, held-out ROC AUC "
         f"{metrics['heldout_roc_auc']:.3f} on {metrics['heldout_windows']} windows -> {args.out}"
+        + (
+            f" (by fps: {metrics['heldout_roc_auc_by_fps']})"
+            if len(metrics["heldout_roc_auc_by_fps"]) > 1
+            else ""
+        )
     )
     return 0
 
@@ -1247,6 +1335,22 @@ def _add_training(sub) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="training seed (default: 0)")
     p.add_argument(
+        "--resolution",
+        choices=["network", "working"],
+        default="network",
+        help="Stage E's input: ROI flow from Stage B's channels at the network size (the "
+        "paper's) or from the 640x512 working frames (default: %(default)s)",
+    )
+    p.add_argument(
+        "--strides",
+        nargs="+",
+        type=_POSITIVE,
+        default=[1],
+        help="windows of every k-th frame (30/k fps): each --train / --heldout set serves the "
+        "largest k its clips are long enough for (17k + 1 frames: emts synth --frames); "
+        "ROC AUC is reported per frame rate (default: 1)",
+    )
+    p.add_argument(
         "--cache",
         default="runs/verifier-windows",
         help="folder for the built descriptor windows, reused when sets, detector and Stage E "
@@ -1314,6 +1418,7 @@ def _add_training(sub) -> None:
     p.set_defaults(run=_cmd_eval_hituav)
     _add_eval_real(eval_sub)
     _add_eval_track(eval_sub)
+    _add_eval_verifier(eval_sub)
     cli_quant.add_eval_quant(eval_sub)
     p = eval_sub.add_parser(
         "reacq", help="forced-occlusion reacquisition on the bench (section 6.9)"

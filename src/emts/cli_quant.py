@@ -162,7 +162,11 @@ def cmd_quantize(args: argparse.Namespace) -> int:
         size = Detector(source, threads=1).network_size
         calibration = detector_calibration(_sets(args), args.clips, args.frames, args.seed, size)
     else:
-        calibration = verifier_calibration(_sets(args), args.clips, args.seed)
+        from emts.verifier import Verifier
+
+        calibration = verifier_calibration(
+            _sets(args), args.clips, args.seed, resolution=Verifier(source, threads=1).resolution
+        )
     if streaming:
         calibration = with_caches(source, calibration, args.tsm_caches or "propagated")
     float_input = args.input_conv == "float"
@@ -244,6 +248,7 @@ def cmd_export_litert(args: argparse.Namespace) -> int:
         convert,
         converter_versions,
         fidelity,
+        onnx_metadata,
         require_converter,
     )
     from emts.train.quantize import (
@@ -263,7 +268,11 @@ def cmd_export_litert(args: argparse.Namespace) -> int:
     if args.kind == "detector":
         calibration = detector_calibration(_sets(args), args.clips, args.frames, args.seed)
     else:
-        calibration = verifier_calibration(_sets(args), args.clips, args.seed)
+        from emts.verifier import Verifier
+
+        calibration = verifier_calibration(
+            _sets(args), args.clips, args.seed, resolution=Verifier(source, threads=1).resolution
+        )
     int8 = args.precision == "int8"
     float_input = int8 and args.input_conv == "float"
     convert(args.kind, source, out, args.precision, calibration if int8 else None, float_input)
@@ -286,6 +295,8 @@ def cmd_export_litert(args: argparse.Namespace) -> int:
             else "LiteRT flatbuffer, float32 (litert-torch)"
         ),
         "from": {"model": source.name, "sha256": sha256(source)},
+        # the source's ONNX metadata, which a .tflite cannot hold (emts.litert reads it here)
+        "metadata": onnx_metadata(source),
         "converter": converter_versions(),
         "max_abs_diff_vs_onnxruntime_fp32": {
             "outputs": fidelity(source, out, args.kind, probe),

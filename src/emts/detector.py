@@ -123,17 +123,17 @@ def _fixed_size(session) -> tuple[int, int] | None:
     return None
 
 
-def _metadata(session, key: str) -> str | None:
+def model_metadata(session, key: str) -> str | None:
     """The model's ONNX metadata entry ``key``, if any (LiteRT sessions carry none)."""
     try:
         return session.get_modelmeta().custom_metadata_map.get(key) or None
-    except AttributeError:  # a LiteRT session (its size is fixed, its boxes unscaled)
+    except AttributeError:  # a session without metadata
         return None
 
 
 def _trained_size(session) -> tuple[int, int] | None:
     """The size recorded by ``emts export`` in the model's metadata, if any."""
-    text = _metadata(session, SIZE_METADATA)
+    text = model_metadata(session, SIZE_METADATA)
     if text is None:
         return None
     width, height = (int(v) for v in text.split("x"))
@@ -142,7 +142,7 @@ def _trained_size(session) -> tuple[int, int] | None:
 
 def box_scale_for(session, network_size: tuple[int, int]) -> float:
     """The box scale recorded for ``network_size`` in the model's metadata (1 if none)."""
-    text = _metadata(session, BOX_SCALE_METADATA)
+    text = model_metadata(session, BOX_SCALE_METADATA)
     if text is None:
         return 1.0
     return float(json.loads(text).get("{}x{}".format(*network_size), 1.0))

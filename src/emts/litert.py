@@ -19,12 +19,14 @@ batch of ``B`` runs as ``B`` invocations.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -113,6 +115,14 @@ def _order(name: str) -> tuple[int, str]:
     return (int(match.group(1)) if match else -1, name)
 
 
+def _sidecar_metadata(path: Path) -> dict[str, str]:
+    sidecar = path.with_name(path.name + ".json")
+    try:
+        return dict(json.loads(sidecar.read_text()).get("metadata") or {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
 class LiteRTSession:
     """A LiteRT interpreter (XNNPACK, ``threads`` threads) behind onnxruntime's interface.
 
@@ -138,8 +148,14 @@ class LiteRTSession:
             ) from None
         self.path = path
         self.threads = threads
+        self._metadata = _sidecar_metadata(path)
         self._inputs = self._tensors(runner.get_input_details())
         self._outputs = self._tensors(runner.get_output_details())
+
+    def get_modelmeta(self) -> SimpleNamespace:
+        """The source ONNX's EMTS metadata, as ``emts export-litert`` recorded it beside the
+        model (``MODEL.tflite.json``, key ``"metadata"``); a .tflite holds none itself."""
+        return SimpleNamespace(custom_metadata_map=dict(self._metadata))
 
     @staticmethod
     def _tensors(details: dict) -> list[_Tensor]:

@@ -32,7 +32,7 @@ from emts.fusion import FusedDetector
 from emts.geometry import Frame, FrameGeometry
 from emts.preprocess import Preprocessor
 from emts.tracker import AppearanceView, Candidate, TargetTracker
-from emts.verifier import VerificationSchedule
+from emts.verifier import FrameView, VerificationSchedule
 
 log = logging.getLogger("emts")
 
@@ -283,6 +283,7 @@ class Pipeline:
         self.verification = VerificationSchedule(verifier, verifier_config or VerifierConfig())
         self.reacquisitions = 0
         self._release = False  # an unlock() waiting for the next step
+        self._previous_working: np.ndarray | None = None  # frame t-1 for a "working" Stage E
 
     @classmethod
     def default(
@@ -339,6 +340,7 @@ class Pipeline:
         self.verification.reset()
         self.reacquisitions = 0
         self._release = False
+        self._previous_working: np.ndarray | None = None  # frame t-1 for a "working" Stage E
 
     def lock(self, x: float, y: float, box=None, on_last_frame: bool = False) -> None:
         """Operator tap at input pixel (x, y), applied with the next :meth:`step`.
@@ -411,7 +413,11 @@ class Pipeline:
         if state.centre is not None:
             box_work = np.array([*(state.centre - state.size / 2), *state.size])
             box_net = geometry.boxes([box_work], Frame.WORKING, Frame.NETWORK)[0]
-        self.verification.step(front.channels, box_net, restart=state.event is not None)
+        previous = None if front.size_changed else self._previous_working
+        view = FrameView(front.channels, front.working, previous, front.motion.matrix, geometry)
+        self.verification.step(view, box_net, restart=state.event is not None)
+        if getattr(self.verifier, "resolution", "network") == "working":
+            self._previous_working = front.working.copy()
         ms["E"] = (time.perf_counter() - t) * 1e3
 
         provisional = self.acquisition.provisional

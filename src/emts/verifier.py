@@ -11,6 +11,7 @@ ego-compensated, since the first image is the warped previous frame. The ROI is 
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -18,8 +19,9 @@ import cv2
 import numpy as np
 
 from emts.config import VerifierConfig
-from emts.detector import load_session
+from emts.detector import load_session, model_metadata
 from emts.errors import BadInputError
+from emts.geometry import Frame, FrameGeometry, lift
 
 DESCRIPTOR_SIZE = 40
 DEFAULT_MODEL = "verifier.onnx"
@@ -28,33 +30,99 @@ _FARNEBACK = dict(
 )
 
 
-def roi_pair(
-    channels: np.ndarray, box: np.ndarray, config: VerifierConfig | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """(warped previous, current) ROI crops, uint8, resampled to ``roi_size``.
-
-    Args:
-        channels: the frame's (3, 192, 256) ``[L, R, D]``; the warped previous frame is L - D.
-        box: ``[x, y, w, h]`` in NETWORK px.
-    """
-    c = config or VerifierConfig()
+def _roi_affine(box: np.ndarray, config: VerifierConfig) -> np.ndarray:
+    """2x3 map from the box's frame to the ``roi_size`` ROI (the box grown by ``roi_margin``)."""
     x, y, w, h = (float(v) for v in box)
-    grow_w, grow_h = w * c.roi_margin, h * c.roi_margin
+    grow_w, grow_h = w * config.roi_margin, h * config.roi_margin
     src = np.float32(
         [[x - grow_w, y - grow_h], [x + w + grow_w, y - grow_h], [x - grow_w, y + h + grow_h]]
     )
-    rw, rh = c.roi_size
+    rw, rh = config.roi_size
     dst = np.float32([[0, 0], [rw, 0], [0, rh]])
-    affine = cv2.getAffineTransform(src - 0.5, dst - 0.5)
+    return cv2.getAffineTransform(src - 0.5, dst - 0.5)
+
+
+def _crop(image: np.ndarray, affine: np.ndarray, config: VerifierConfig) -> np.ndarray:
+    return cv2.warpAffine(
+        image, affine, config.roi_size, flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
+    )
+
+
+def roi_pair(
+    channels: np.ndarray, box: np.ndarray, config: VerifierConfig | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(warped previous, current) ROI crops, uint8, resampled to ``roi_size``, from Stage B's
+    channels (the paper's Stage E input).
+
+    Args:
+        channels: the frame's (3, H, W) ``[L, R, D]``; the warped previous frame is L - D.
+        box: ``[x, y, w, h]`` in NETWORK px.
+    """
+    c = config or VerifierConfig()
+    affine = _roi_affine(box, c)
     current = channels[0]
     previous = channels[0] - channels[2]
-    crops = [
-        cv2.warpAffine(
-            image, affine, (rw, rh), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
-        )
-        for image in (previous, current)
-    ]
+    crops = [_crop(image, affine, c) for image in (previous, current)]
     return tuple(np.clip(crop * 255.0 + 0.5, 0, 255).astype(np.uint8) for crop in crops)  # type: ignore[return-value]
+
+
+def roi_pair_working(
+    previous: np.ndarray,
+    current: np.ndarray,
+    motion: np.ndarray,
+    box: np.ndarray,
+    config: VerifierConfig | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(previous, current) ROI crops, uint8, from the 640x512 working frames: the previous
+    frame sampled through the camera motion, so the pair is ego-compensated like Stage B's.
+
+    Args:
+        previous, current: working frames t-1 and t (uint8 gray 640x512).
+        motion: Stage A's 2x3 estimate, frame t-1 -> t, WORKING px.
+        box: ``[x, y, w, h]`` in WORKING px (frame t).
+    """
+    c = config or VerifierConfig()
+    affine = _roi_affine(box, c)
+    return (
+        _crop(previous, (lift(affine) @ lift(motion))[:2], c),
+        _crop(current, affine, c),
+    )
+
+
+RESOLUTIONS = ("network", "working")
+RESOLUTION_METADATA = "emts_verifier_input"  # ONNX metadata: which frames the model reads
+
+
+@dataclass(frozen=True)
+class FrameView:
+    """What Stage E may look at on one frame.
+
+    Attributes:
+        channels: Stage B's (3, H, W) ``[L, R, D]`` at the network size.
+        working: the 640x512 uint8 working frame t (needed by a ``"working"`` verifier).
+        previous: working frame t-1 (None at a stream's start: no motion seen).
+        motion: Stage A's 2x3 estimate t-1 -> t, WORKING px.
+        geometry: the frame's geometry (NETWORK <-> WORKING).
+    """
+
+    channels: np.ndarray
+    working: np.ndarray | None = None
+    previous: np.ndarray | None = None
+    motion: np.ndarray | None = None
+    geometry: FrameGeometry | None = None
+
+    def roi_pair(
+        self, box: np.ndarray, resolution: str = "network", config: VerifierConfig | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The ROI pair of ``box`` (NETWORK px) at Stage E's input ``resolution``."""
+        if resolution == "network":
+            return roi_pair(self.channels, box, config)
+        if self.working is None or self.geometry is None:
+            raise ValueError("a working-resolution verifier needs the working frames")
+        box = self.geometry.boxes([box], Frame.NETWORK, Frame.WORKING)[0]
+        if self.previous is None or self.motion is None:
+            return roi_pair_working(self.working, self.working, np.eye(2, 3), box, config)
+        return roi_pair_working(self.previous, self.working, self.motion, box, config)
 
 
 def describe(
@@ -108,20 +176,30 @@ class Verifier:
                 ".onnx"
             )
         self.input_name = inputs[0].name
+        self.resolution = model_metadata(self.session, RESOLUTION_METADATA) or "network"
+        if self.resolution not in RESOLUTIONS:
+            raise BadInputError(
+                f"{path}: unknown Stage E input {self.resolution!r} in its metadata "
+                f"(expected one of {', '.join(RESOLUTIONS)})"
+            )
         self.window: deque[np.ndarray] = deque(maxlen=self.config.window)
         self.fps = self.config.reference_fps
 
     def reset(self) -> None:
         self.window.clear()
 
-    def observe(self, channels: np.ndarray, box: np.ndarray) -> None:
-        """Add this frame's descriptor of the track's ROI (box in NETWORK px).
+    def observe(self, view: FrameView | np.ndarray, box: np.ndarray) -> None:
+        """Add this frame's descriptor of the track's ROI (box in NETWORK px); ``view`` is the
+        frame (:class:`FrameView`), or Stage B's channels alone for a ``"network"`` model.
 
         Flow is measured per frame; at ``fps`` other than the 30 fps the model was trained at,
         its magnitudes are rescaled to px per 1/30 s (the descriptor is linear in them), so a
         walker at 10 fps does not look three times faster than a walker.
         """
-        descriptor = describe(*roi_pair(channels, box, self.config), self.config)
+        if not isinstance(view, FrameView):
+            view = FrameView(view)
+        pair = view.roi_pair(box, self.resolution, self.config)
+        descriptor = describe(*pair, self.config)
         self.window.append(descriptor * np.float32(self.fps / self.config.reference_fps))
 
     @property
@@ -173,7 +251,7 @@ class VerificationSchedule:
         verdict, self._pending_verdict = self._pending_verdict, None
         return verdict
 
-    def step(self, channels: np.ndarray, box: np.ndarray | None, restart: bool) -> float | None:
+    def step(self, view: FrameView, box: np.ndarray | None, restart: bool) -> float | None:
         """Observe this frame's track ROI (``box`` in NETWORK px; None: no track).
 
         Args:
@@ -187,7 +265,7 @@ class VerificationSchedule:
             self.reset()
         if self.verifier is None or box is None:
             return None
-        self.verifier.observe(channels, box)
+        self.verifier.observe(view, box)
         self._since_classified += 1
         if not self.verifier.ready or self._since_classified < self.config.every:
             return None

@@ -16,7 +16,7 @@ from emts.pipeline import MotionFrontEnd, Pipeline, network_size_of
 from emts.synth.clips import ClipSpec, render_clip
 from emts.synth.store import ClipSet
 from emts.tracker import AppearanceView, Candidate, TargetTracker
-from emts.verifier import Verifier, describe, roi_pair
+from emts.verifier import FrameView, Verifier, describe
 
 GEOMETRY = WORKING_GEOMETRY  # the paper's NETWORK frame: height bins and the link radius
 LOCK_FRAME = 4  # "frame 5" (§6.9), 0-based
@@ -205,7 +205,15 @@ def false_positives(
                     boxes = _link(detections, motions, t, d, geometry)
                     window = np.stack(
                         [
-                            describe(*roi_pair(channels[k], b))
+                            describe(
+                                *FrameView(
+                                    channels[k],
+                                    clip.frames[k],
+                                    clip.frames[k - 1],
+                                    motions[k],
+                                    geometry,
+                                ).roi_pair(b, verifier.resolution)
+                            )
                             for k, b in zip(range(2, 18), boxes, strict=True)
                         ],
                         axis=1,

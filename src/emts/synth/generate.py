@@ -42,8 +42,10 @@ def generate_set(
     workers: int = 2,
     hituav: str | Path | None = None,
     progress: bool = True,
+    frames: int = TIER1_FRAMES,
 ) -> dict:
-    """Generate set ``name`` (a key of :data:`SETS`) into ``out``; returns the manifest."""
+    """Generate set ``name`` (a key of :data:`SETS`) into ``out``, ``frames`` frames per clip;
+    returns the manifest."""
     kind = SETS[name]
     count = kind.default_clips if clips is None else clips
     out = Path(out)
@@ -57,13 +59,15 @@ def generate_set(
         "split": kind.split,
         "description": kind.description,
         "clips": count,
-        "frames_per_clip": TIER1_FRAMES,
+        "frames_per_clip": frames,
         "seed": seed,
         "real_plates": None if hituav is None else f"HIT-UAV train split, {kind.split} id blocks",
         "complete": False,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    specs = [ClipSpec(kind.clip_kind, kind.split, seed, index) for index in range(count)]
+    specs = [
+        ClipSpec(kind.clip_kind, kind.split, seed, index, frames=frames) for index in range(count)
+    ]
     start = time.perf_counter()
     frames = size = 0
     args = (None if hituav is None else str(hituav), kind.split, str(out))

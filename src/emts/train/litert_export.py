@@ -64,6 +64,14 @@ def converter_versions() -> dict[str, str]:
     return versions
 
 
+def onnx_metadata(path: str | Path) -> dict[str, str]:
+    """The EMTS entries of an ONNX model's metadata (network size, box scale, Stage E input)."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    return {p.key: p.value for p in model.metadata_props if p.key.startswith("emts_")}
+
+
 def verifier_from_onnx(path: str | Path) -> nn.Module:
     """The :class:`~emts.train.verifier.VerifierNet` of an exported verifier ONNX."""
     import onnx

@@ -184,12 +184,17 @@ def detector_calibration(
 
 
 def verifier_calibration(
-    sets: dict[str, str | Path], clips: int = DEFAULT_CLIPS, seed: int = 0, per_clip: int = 4
+    sets: dict[str, str | Path],
+    clips: int = DEFAULT_CLIPS,
+    seed: int = 0,
+    per_clip: int = 4,
+    resolution: str = "network",
 ) -> Calibration:
     """Descriptor windows (N, 40, 16) of up to ``per_clip`` labelled tracks per clip (persons,
-    animals, vehicles; a ground-fixed box on person-free clips), as the verifier trains."""
+    animals, vehicles; a ground-fixed box on person-free clips), as the verifier trains, at
+    the model's Stage E input ``resolution``."""
     from emts.config import VerifierConfig
-    from emts.train.verifier import _ground_fixed, _gt_tracks, _window
+    from emts.train.verifier import _ClipView, _ground_fixed, _gt_tracks
 
     config = VerifierConfig()
     rng = np.random.default_rng([seed, 2])
@@ -200,8 +205,9 @@ def verifier_calibration(
         tracks += list(_gt_tracks(clip.labels, "distractors").values())
         if clip.labels.get("kind") == "negative":
             tracks.append(_ground_fixed(clip.labels, rng))
+        view = _ClipView(clip, resolution, config)
         for boxes in tracks[:per_clip]:
-            windows.append(_window(clip.channels, boxes, config))
+            windows.append(view.window(boxes))
     if not windows:
         raise BadInputError("no labelled tracks in the calibration clips")
     names = ", ".join(f"{k}={v}" for k, v in sets.items())

@@ -23,9 +23,12 @@ from tqdm import tqdm
 from emts.config import VerifierConfig
 from emts.detector import Detector
 from emts.detector import default_model_path as default_detector
-from emts.geometry import WORKING_GEOMETRY, Frame
-from emts.synth.store import ClipSet
-from emts.verifier import DESCRIPTOR_SIZE, describe, roi_pair
+from emts.ego_motion import EgoMotionEstimator
+from emts.errors import BadInputError
+from emts.geometry import WORKING_GEOMETRY, Frame, lift
+from emts.pipeline import channels_at
+from emts.synth.store import ClipSet, StoredClip
+from emts.verifier import DESCRIPTOR_SIZE, RESOLUTION_METADATA, FrameView, describe
 
 GEOMETRY = WORKING_GEOMETRY
 WINDOW_FRAMES = range(2, 18)
@@ -119,6 +122,9 @@ class TrainOptions:
     one_cycle: bool = False  # one-cycle (cosine) learning-rate schedule peaking at lr
     augment: tuple[str, ...] = ()  # "scale" (speed, x exp(N(0, 0.3))), "mirror" (left-right)
     seed: int = 0
+    resolution: str = "network"  # Stage E's input: "network" (the paper's) or "working" frames
+    # windows at 30 / stride fps (a set serves the largest stride its clips are long enough for)
+    strides: tuple[int, ...] = (1,)
 
 
 @dataclass
@@ -132,14 +138,72 @@ def _network_box(box) -> np.ndarray:
     return GEOMETRY.boxes([box], Frame.INPUT, Frame.NETWORK)[0]
 
 
-def _window(channels: np.ndarray, boxes: list[np.ndarray], config: VerifierConfig) -> np.ndarray:
-    return np.stack(
-        [
-            describe(*roi_pair(channels[t], b, config), config)
-            for t, b in zip(WINDOW_FRAMES, boxes, strict=True)
-        ],
-        axis=1,
+class _ClipView:
+    """Stage E's view of one stored clip: descriptors at the model's input ``resolution``
+    (``"network"``: Stage B's channels, the paper's; ``"working"``: the 640x512 frames with
+    Stage A's own motion estimates, as the pipeline runs it)."""
+
+    def __init__(self, clip, resolution: str, config: VerifierConfig, stride: int = 1) -> None:
+        self.clip, self.resolution, self.config = clip, resolution, config
+        self.scale = np.float32(1 / stride)  # flow in px per 1/30 s, as the pipeline's
+        if resolution == "working":
+            stage_a = EgoMotionEstimator()
+            self.motions = [np.asarray(stage_a.update(f).matrix) for f in clip.frames]
+
+    def descriptor(self, t: int, box: np.ndarray) -> np.ndarray:
+        """The descriptor of frame ``t`` for ``box`` (NETWORK px)."""
+        view = FrameView(self.clip.channels[t])
+        if self.resolution == "working":
+            frames = self.clip.frames
+            view = FrameView(view.channels, frames[t], frames[t - 1], self.motions[t], GEOMETRY)
+        pair = view.roi_pair(box, self.resolution, self.config)
+        return describe(*pair, self.config) * self.scale
+
+    def window(self, boxes: list[np.ndarray]) -> np.ndarray:
+        return np.stack(
+            [self.descriptor(t, b) for t, b in zip(WINDOW_FRAMES, boxes, strict=True)], axis=1
+        )
+
+
+def frames_needed(stride: int) -> int:
+    """Frames per 30-fps clip for one window at ``stride`` (every stride-th frame: 30/stride
+    fps)."""
+    return (WINDOW_FRAMES.stop - 1) * stride + 1
+
+
+def strided_clip(clip: StoredClip, stride: int) -> StoredClip:
+    """``clip`` as a camera at 30/``stride`` fps delivers it: every ``stride``-th frame, their
+    labels, the camera motions between them composed, and Stage A/B run on them afresh."""
+    if stride == 1:
+        return clip
+    keep = list(range(0, len(clip.frames), stride))[: frames_needed(1)]
+    frames = [clip.frames[i] for i in keep]
+    label_frames = []
+    for j, i in enumerate(keep):
+        motion = np.eye(3)
+        for k in range(keep[j - 1] + 1, i + 1) if j else ():
+            motion = lift(np.array(clip.labels["frames"][k]["camera_motion"])) @ motion
+        label_frames.append(
+            {**clip.labels["frames"][i], "frame": j, "camera_motion": motion[:2].tolist()}
+        )
+    return StoredClip(
+        clip.index, frames, channels_at(frames), {**clip.labels, "frames": label_frames}
     )
+
+
+def _strides_of(folders: list[str | Path], strides: tuple[int, ...]) -> dict[int, list]:
+    """Each set serves the largest of ``strides`` its clips are long enough for."""
+    groups: dict[int, list] = {}
+    for folder in folders:
+        length = ClipSet(folder).manifest.get("frames_per_clip", frames_needed(1))
+        usable = [s for s in strides if frames_needed(s) <= length]
+        if not usable:
+            raise BadInputError(
+                f"{folder}: {length}-frame clips are too short for stride {min(strides)} "
+                f"(emts synth ... --frames {frames_needed(min(strides))})"
+            )
+        groups.setdefault(max(usable), []).append(folder)
+    return dict(sorted(groups.items()))
 
 
 def _iou(a, b) -> float:
@@ -226,13 +290,15 @@ def build_windows(
     detector: Detector | None,
     seed: int = 0,
     config: VerifierConfig | None = None,
+    resolution: str = "network",
+    stride: int = 1,
 ) -> Windows:
     config = config or VerifierConfig()
     rng = np.random.default_rng(seed)
     xs, ys, kinds = [], [], []
 
     def add(boxes, label, kind):
-        xs.append(_window(channels, boxes, config))
+        xs.append(view.window(boxes))
         ys.append(label)
         kinds.append(kind)
 
@@ -241,8 +307,9 @@ def build_windows(
         for position in tqdm(
             range(len(clip_set)), desc=f"windows {Path(folder).name}", disable=None
         ):
-            clip = clip_set[position]
+            clip = strided_clip(clip_set[position], stride)
             channels, labels = clip.channels, clip.labels
+            view = _ClipView(clip, resolution, config, stride)
             for boxes in _gt_tracks(labels, "persons").values():
                 add(boxes, 1, "person")
                 add(_jittered(boxes, rng), 1, "person-jittered")
@@ -327,7 +394,13 @@ def train_verifier(
     return model.eval().deployable()
 
 
-def export_verifier(model: VerifierNet, out: str | Path) -> Path:
+def export_verifier(model: VerifierNet, out: str | Path, resolution: str = "network") -> Path:
+    """``model`` as ONNX at ``out``, with the frames its descriptors come from in the metadata
+    (:attr:`emts.verifier.Verifier.resolution`)."""
+    import onnx
+
+    from emts.train.export import _set_metadata
+
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     torch.onnx.export(
@@ -340,6 +413,9 @@ def export_verifier(model: VerifierNet, out: str | Path) -> Path:
         opset_version=17,
         dynamo=False,
     )
+    graph_model = onnx.load(str(out))
+    _set_metadata(graph_model, RESOLUTION_METADATA, resolution)
+    onnx.save(graph_model, str(out))
     model.eval()
     return out
 
@@ -371,11 +447,13 @@ def cached_windows(
     seed: int,
     cache: str | Path | None,
     detector_path: str | Path | None = None,
+    resolution: str = "network",
+    stride: int = 1,
 ) -> Windows:
     """:func:`build_windows`, stored in ``cache`` (an .npz per folder list, seed, detector and
     Stage E configuration; building is the slow part), or built afresh without a cache."""
     if cache is None:
-        return build_windows(folders, detector, seed=seed)
+        return build_windows(folders, detector, seed=seed, resolution=resolution, stride=stride)
     import hashlib
 
     key = {
@@ -389,13 +467,15 @@ def cached_windows(
         if detector is None
         else hashlib.sha256(Path(detector_path or default_detector()).read_bytes()).hexdigest(),
         "config": asdict(VerifierConfig()),
+        "resolution": resolution,
+        **({"stride": stride} if stride != 1 else {}),
     }
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     path = Path(cache) / f"windows-{digest}.npz"
     if path.is_file():
         with np.load(path) as stored:
             return Windows(stored["x"], stored["y"], [str(k) for k in stored["kind"]])
-    windows = build_windows(folders, detector, seed=seed)
+    windows = build_windows(folders, detector, seed=seed, resolution=resolution, stride=stride)
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez(path, x=windows.x, y=windows.y, kind=np.array(windows.kind))
     path.with_suffix(".json").write_text(json.dumps(key, indent=1) + "\n")
@@ -420,11 +500,29 @@ def run(
         if detector_model or Path(str(Detector.__module__))
         else None
     )
-    train = cached_windows(train_sets, detector, 0, cache, detector_model)
-    heldout = cached_windows(heldout_sets, detector, 1, cache, detector_model)
+
+    def windows(sets: list[str], seed: int) -> dict[int, Windows]:
+        return {
+            stride: cached_windows(
+                folders, detector, seed, cache, detector_model, options.resolution, stride
+            )
+            for stride, folders in _strides_of(sets, options.strides).items()
+        }
+
+    parts = windows(train_sets, 0)
+    train = Windows(
+        np.concatenate([w.x for w in parts.values()]),
+        np.concatenate([w.y for w in parts.values()]),
+        [k for w in parts.values() for k in w.kind],
+    )
     model = train_verifier(train, options=options)
-    with torch.no_grad():
-        scores = torch.sigmoid(model(torch.from_numpy(heldout.x))).squeeze(1).numpy()
+    by_fps = {}
+    for stride, part in windows(heldout_sets, 1).items():
+        with torch.no_grad():
+            part_scores = torch.sigmoid(model(torch.from_numpy(part.x))).squeeze(1).numpy()
+        by_fps[f"{30 / stride:g}"] = round(roc_auc(part.y, part_scores), 4)
+        if len(by_fps) == 1:  # the headline: the highest frame rate (30 fps, the paper's)
+            heldout, scores = part, part_scores
     auc = roc_auc(heldout.y, scores)
     plot_roc(heldout.y, scores, auc, out / "roc.png")
     per_kind = {}
@@ -434,7 +532,7 @@ def run(
             "windows": int(mask.sum()),
             "mean_p_human": round(float(scores[mask].mean()), 3),
         }
-    export_verifier(model, out / "verifier.onnx")
+    export_verifier(model, out / "verifier.onnx", options.resolution)
     torch.save(model.state_dict(), out / "verifier.pt")
     metrics = {
         "parameters": sum(p.numel() for p in model.parameters()),
@@ -443,6 +541,7 @@ def run(
         "heldout_windows": int(len(heldout.y)),
         "heldout_positive_share": round(float(heldout.y.mean()), 3),
         "heldout_roc_auc": round(auc, 4),
+        "heldout_roc_auc_by_fps": by_fps,
         "heldout_by_source": per_kind,
         "epochs": options.epochs,
         "options": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(options).items()},
