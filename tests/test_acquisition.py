@@ -217,19 +217,22 @@ def test_the_reported_box_stays_inside_the_image():
 
 
 def test_the_verifier_sees_flow_per_thirtieth_of_a_second_whatever_the_frame_rate():
-    from emts.verifier import Verifier
+    from emts.geometry import WORKING_GEOMETRY
+    from emts.verifier import FrameView, Verifier
 
     rng = np.random.default_rng(0)
     texture = cv2.GaussianBlur(rng.random((192, 256)).astype(np.float32), (0, 0), 1.5)
     channels = np.zeros((3, 192, 256), np.float32)
     moved = np.roll(texture, 3, axis=1)
     channels[0], channels[2] = moved, moved - texture
+    frame = cv2.GaussianBlur(rng.integers(0, 255, (512, 640), np.uint8), (0, 0), 2)
+    view = FrameView(channels, np.roll(frame, 6, axis=1), frame, np.eye(2, 3), WORKING_GEOMETRY)
     box = np.array([100.0, 60.0, 12.0, 30.0])
     at_30, at_10 = Verifier(), Verifier()
     pipeline = Pipeline(None, at_10, auto_lock=False)
     pipeline.fps = 10
-    at_30.observe(channels, box)
-    at_10.observe(channels, box)
+    at_30.observe(view, box)
+    at_10.observe(view, box)
     np.testing.assert_allclose(at_10.window[0], at_30.window[0] / 3, rtol=1e-5)
     with pytest.raises(BadInputError):
         pipeline.fps = 0

@@ -215,7 +215,7 @@ class Verifier:
     def classify(self, windows: np.ndarray) -> np.ndarray:
         """P(human) for (B, 40, 16) descriptor windows."""
         logits = self.session.run(None, {self.input_name: windows.astype(np.float32)})[0]
-        return 1.0 / (1.0 + np.exp(-logits.reshape(-1)))
+        return 0.5 * (1.0 + np.tanh(0.5 * logits.reshape(-1)))  # the logistic, overflow-free
 
 
 class VerificationSchedule:
