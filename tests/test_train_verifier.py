@@ -106,3 +106,18 @@ def test_a_strided_clip_is_what_a_slower_camera_delivers():
         for k in (3 * j - 2, 3 * j - 1, 3 * j):
             composed = lift(np.array(clip.labels["frames"][k]["camera_motion"])) @ composed
         np.testing.assert_allclose(slow.labels["frames"][j]["camera_motion"], composed[:2])
+
+
+def test_travel_is_ground_covered_in_body_heights_with_the_camera_removed():
+    from emts.geometry import WORKING_GEOMETRY, Frame
+    from emts.train.verifier import WINDOW_FRAMES, _travel
+
+    pan = [[1.0, 0.0, -5.0], [0.0, 1.0, 0.0]]  # the scene moves 5 working px left per frame
+    labels = {"frames": [{"camera_motion": pan} for _ in range(18)]}
+    step = WORKING_GEOMETRY.motion(np.array(pan), Frame.WORKING, Frame.NETWORK)[0, 2]
+    standing = [np.array([100.0 + step * (t - 2), 50, 4, 10]) for t in WINDOW_FRAMES]
+    walking = [
+        b + np.array([1.0 * (t - 2), 0, 0, 0]) for t, b in zip(WINDOW_FRAMES, standing, strict=True)
+    ]
+    assert _travel(labels, standing) == pytest.approx(0.0, abs=1e-9)
+    assert _travel(labels, walking) == pytest.approx(1.5)  # 15 px over a 10-px body
