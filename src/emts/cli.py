@@ -779,27 +779,44 @@ def _add_eval_real(eval_sub) -> None:
     p.set_defaults(run=_cmd_eval_real)
 
 
+def _labelled_clip(args: argparse.Namespace):
+    """(ground truth, first frame, last frame or None) of a clip command's --gt/--frames."""
+    from emts.eval.track_eval import parse_span, read_ground_truth
+
+    truth = read_ground_truth(args.gt, args.target_id)
+    first, last = parse_span(args.frames) if args.frames else (0, None)
+    if last is not None and last >= len(truth):
+        raise BadInputError(f"--frames {args.frames}: the ground truth has {len(truth)} rows")
+    return truth, first, last
+
+
+def _clip_name(clip: str) -> str:
+    """A clip's name for reports: its folder's name for an image folder called frames/img."""
+    path = Path(clip).resolve()
+    return path.parent.name if path.name in ("frames", "img", "images") else path.name
+
+
+def _add_labelled_clip(p: argparse.ArgumentParser) -> None:
+    p.add_argument("clip", metavar="CLIP", help="video file, image folder or quoted glob")
+    p.add_argument(
+        "--gt",
+        required=True,
+        help="ground truth: UAV123/OTB x,y,w,h lines (NaN = absent; line i+1 = frame i) or "
+        "MOTChallenge gt.txt with --target-id",
+    )
+    p.add_argument("--target-id", type=int, help="MOTChallenge target id")
+
+
 def _cmd_eval_track(args: argparse.Namespace) -> int:
     _require_train_extra()
     from emts.detector import Detector
-    from emts.eval.track_eval import (
-        TrackEvalConfig,
-        evaluate_track,
-        parse_span,
-        read_ground_truth,
-        write_report,
-    )
+    from emts.eval.track_eval import TrackEvalConfig, evaluate_track, parse_span, write_report
     from emts.pipeline import Pipeline, detector_stage
     from emts.track import LockRequest
     from emts.verifier import Verifier
     from emts.verifier import default_model_path as default_verifier
 
-    truth = read_ground_truth(args.gt, args.target_id)
-    first, last = 0, None
-    if args.frames:
-        first, last = parse_span(args.frames)
-        if last >= len(truth):
-            raise BadInputError(f"--frames {args.frames}: the ground truth has {len(truth)} rows")
+    truth, first, last = _labelled_clip(args)
     point = box = None
     lock_frame = first
     if args.lock is not None:
@@ -832,10 +849,7 @@ def _cmd_eval_track(args: argparse.Namespace) -> int:
     )
     out.mkdir(parents=True, exist_ok=True)
     report = evaluate_track(args.clip, truth, config, pipeline, out / "frames.jsonl")
-    command = " ".join(["emts", *sys.argv[1:]])
-    clip = Path(args.clip).resolve()
-    name = clip.parent.name if clip.name in ("frames", "img", "images") else clip.name
-    write_report(report, out, command, name)
+    write_report(report, out, " ".join(["emts", *sys.argv[1:]]), _clip_name(args.clip))
     print(
         f"lock recall {report['lock_recall']:.3f} over {report['visible_frames']} visible "
         f"frames, {report['false_lock_frames']} false-lock frames, centre error median "
@@ -864,14 +878,7 @@ def _add_eval_track(eval_sub) -> None:
         "and how many frames the recovery took. Writes report.md, report.json, frames.jsonl "
         "and timeline.png.",
     )
-    p.add_argument("clip", metavar="CLIP", help="video file, image folder or quoted glob")
-    p.add_argument(
-        "--gt",
-        required=True,
-        help="ground truth: UAV123/OTB x,y,w,h lines (NaN = absent; line i+1 = frame i) or "
-        "MOTChallenge gt.txt with --target-id",
-    )
-    p.add_argument("--target-id", type=int, help="MOTChallenge target id")
+    _add_labelled_clip(p)
     lock = p.add_mutually_exclusive_group()
     lock.add_argument("--lock", help="X,Y[@F] or X,Y,W,H[@F] in input px (as emts track)")
     lock.add_argument(
@@ -908,17 +915,13 @@ def _add_eval_track(eval_sub) -> None:
 def _cmd_eval_verifier(args: argparse.Namespace) -> int:
     _require_train_extra()
     from emts.eval.real import parse_models
-    from emts.eval.track_eval import parse_span, read_ground_truth
     from emts.eval.verifier_real import (
         VerifierRealConfig,
         evaluate_verifier_real,
         write_report,
     )
 
-    truth = read_ground_truth(args.gt, args.target_id)
-    first, last = parse_span(args.frames) if args.frames else (0, None)
-    if last is not None and last >= len(truth):
-        raise BadInputError(f"--frames {args.frames}: the ground truth has {len(truth)} rows")
+    truth, first, last = _labelled_clip(args)
     models = parse_models(args.model)
     for name, path in models.items():
         if isinstance(path, tuple):
@@ -927,9 +930,7 @@ def _cmd_eval_verifier(args: argparse.Namespace) -> int:
     _check_writable("--out", out, folder=True)
     config = VerifierRealConfig(fps=args.fps, first=first, last=last, offset=args.offset)
     report = evaluate_verifier_real(args.clip, truth, models, config)
-    clip = Path(args.clip).resolve()
-    name = clip.parent.name if clip.name in ("frames", "img", "images") else clip.name
-    write_report(report, out, " ".join(["emts", *sys.argv[1:]]), name)
+    write_report(report, out, " ".join(["emts", *sys.argv[1:]]), _clip_name(args.clip))
     windows = report["windows"]
     print(f"{windows['person']} person and {windows['ground']} ground windows")
     for model, m in report["models"].items():
@@ -951,13 +952,7 @@ def _add_eval_verifier(eval_sub) -> None:
         "on each, the ROC AUC person vs ground, and a PNG. A real-footage check beside the "
         "synthetic held-out AUC of `emts train verifier`.",
     )
-    p.add_argument("clip", metavar="CLIP", help="video file, image folder or quoted glob")
-    p.add_argument(
-        "--gt",
-        required=True,
-        help="ground truth: UAV123/OTB x,y,w,h lines or MOTChallenge gt.txt with --target-id",
-    )
-    p.add_argument("--target-id", type=int, help="MOTChallenge target id")
+    _add_labelled_clip(p)
     p.add_argument("--frames", metavar="A:B", help="frames A..B (default: all labelled)")
     p.add_argument(
         "--model",
