@@ -44,3 +44,9 @@ def test_a_clip_without_labelled_runs_is_bad_input():
     truth[::10] = np.nan  # never 16 labelled frames in a row
     with pytest.raises(BadInputError):
         evaluate_verifier_real(frames, truth, {"shipped": None}, VerifierRealConfig(fps=30))
+
+
+def test_the_report_records_the_frame_rate_stage_e_saw():
+    frames, truth = _clip(36)
+    report = evaluate_verifier_real(frames, truth, {"shipped": None}, VerifierRealConfig(fps=10))
+    assert report["fps"] == 10

@@ -171,3 +171,9 @@ def test_importing_emts_keeps_onnxruntime_telemetry_off_disk(tmp_path):
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=60)
     written = [p.relative_to(tmp_path) for p in tmp_path.rglob("*")]
     assert written == [], written
+
+
+def test_an_iterable_of_arrays_takes_the_given_frame_rate():
+    frames = [np.zeros((8, 8), np.uint8)] * 3
+    assert open_source(frames).fps == 30
+    assert open_source(frames, fps=10).fps == 10

@@ -109,9 +109,15 @@ class FrameSource:
 class ArraySource(FrameSource):
     """Frames from any iterable of numpy arrays (the Python API's source)."""
 
-    def __init__(self, frames: Iterable[np.ndarray], description: str = "arrays") -> None:
+    def __init__(
+        self,
+        frames: Iterable[np.ndarray],
+        description: str = "arrays",
+        fps: float = DEFAULT_FPS,
+    ) -> None:
         self._frames = frames
         self.description = description
+        self.fps = fps
         self.length = len(frames) if hasattr(frames, "__len__") else None  # type: ignore[arg-type]
 
     def __iter__(self) -> Iterator[np.ndarray]:
@@ -232,8 +238,8 @@ def open_source(
         source: a video file, a folder of images (read in sorted-name order), a glob pattern
             such as ``"flight/*.png"``, a camera (an int, ``"camera:N"``, or a string of
             digits that names no file or folder), or any iterable of numpy arrays.
-        fps: frame rate of an image folder or glob (default 30); for a video or camera it
-            replaces the rate the container reports.
+        fps: frame rate of an image folder, a glob or an iterable of arrays (default 30);
+            for a video or camera it replaces the rate the container reports.
         placeholders: image folders and globs yield an :class:`UnreadableFrame` in place of
             an unreadable image instead of skipping it (frame numbers stay the files').
 
@@ -271,7 +277,7 @@ def open_source(
     if isinstance(source, np.ndarray) and source.ndim in (2, 3) and source.dtype != object:
         raise BadInputError("pass a sequence of frames, not a single frame array")
     if isinstance(source, Iterable):
-        return ArraySource(source)
+        return ArraySource(source, fps=DEFAULT_FPS if fps is None else fps)
     raise BadInputError(f"cannot read frames from {type(source).__name__}")
 
 

@@ -63,7 +63,8 @@ def _collect(
     finished: list[tuple[str, int, np.ndarray]] = []
     previous = None
     with open_source(source, fps=c.fps) as frames:
-        scale = np.float32(frames.fps / vc.reference_fps)
+        fps = frames.fps
+        scale = np.float32(fps / vc.reference_fps)
         for index, frame in enumerate(
             tqdm(frames, total=last + 1, desc="eval verifier", unit="frame", disable=None)
         ):
@@ -121,7 +122,7 @@ def _collect(
                 finished.append(("person", start, np.stack(person.pop(start), axis=-1)))
             for key in [k for k, (_, items) in ground.items() if len(items) == window]:
                 finished.append(("ground", key[0], np.stack(ground.pop(key)[1], axis=-1)))
-    return finished
+    return finished, fps
 
 
 def evaluate_verifier_real(
@@ -135,7 +136,7 @@ def evaluate_verifier_real(
     vc = VerifierConfig()
     verifiers = {name: Verifier(path) for name, path in models.items()}
     resolutions = sorted({v.resolution for v in verifiers.values()})
-    windows = _collect(source, truth, c, vc, resolutions)
+    windows, fps = _collect(source, truth, c, vc, resolutions)
     kinds = np.array([k for k, _, _ in windows])
     if not (kinds == "person").any() or not (kinds == "ground").any():
         raise BadInputError(
@@ -147,7 +148,7 @@ def evaluate_verifier_real(
     labels = (kinds == "person").astype(float)
     report = {
         "windows": {"person": int(labels.sum()), "ground": int((1 - labels).sum())},
-        "fps": c.fps,
+        "fps": fps,  # the stream's rate as Stage E saw it (--fps, or the video's own)
         "offset_box_widths": c.offset,
         "stride": c.stride,
         "models": {},
