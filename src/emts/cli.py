@@ -1332,7 +1332,7 @@ def _add_training(sub) -> None:
     p.add_argument(
         "--resolution",
         choices=["network", "working"],
-        default="network",
+        default="working",
         help="Stage E's input: ROI flow from Stage B's channels at the network size (the "
         "paper's) or from the 640x512 working frames (default: %(default)s)",
     )

@@ -122,7 +122,7 @@ class TrainOptions:
     one_cycle: bool = False  # one-cycle (cosine) learning-rate schedule peaking at lr
     augment: tuple[str, ...] = ()  # "scale" (speed, x exp(N(0, 0.3))), "mirror" (left-right)
     seed: int = 0
-    resolution: str = "network"  # Stage E's input: "network" (the paper's) or "working" frames
+    resolution: str = "working"  # Stage E's input: "working" frames or "network" (the paper's)
     # windows at 30 / stride fps (a set serves the largest stride its clips are long enough for)
     strides: tuple[int, ...] = (1,)
 
