@@ -6,6 +6,11 @@ ego-compensated, since the first image is the warped previous frame. The ROI is 
 2x4 grid (head to legs); each cell gives its mean flow magnitude and a magnitude-weighted
 4-bin orientation histogram: 40 numbers per frame. A 16-frame window of them goes to a small
 1-D CNN (onnxruntime) that returns P(human motion).
+
+Where the pair comes from is the model's (its ONNX metadata ``emts_verifier_input``):
+``"network"``, the paper's, cuts it from Stage B's channels (previous = L - D); ``"working"``
+(the shipped model) from the 640x512 working frames, frame t-1 sampled through Stage A's
+motion -- 2.5x the pixels on a small person (:class:`FrameView`).
 """
 
 from __future__ import annotations
