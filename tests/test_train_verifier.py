@@ -121,3 +121,21 @@ def test_travel_is_ground_covered_in_body_heights_with_the_camera_removed():
     ]
     assert _travel(labels, standing) == pytest.approx(0.0, abs=1e-9)
     assert _travel(labels, walking) == pytest.approx(1.5)  # 15 px over a 10-px body
+
+
+def test_registration_noise_offsets_a_clips_motions_coherently():
+    from emts.config import VerifierConfig
+    from emts.synth.clips import ClipSpec, render_clip
+    from emts.synth.store import StoredClip
+    from emts.train.verifier import _ClipView
+
+    rendered = render_clip(ClipSpec("negative", "train", 0, 2))
+    clip = StoredClip(0, rendered.frames, None, rendered.labels)
+    plain = _ClipView(clip, "working", VerifierConfig())
+    noisy = _ClipView(clip, "working", VerifierConfig(), 1, 0.5, np.random.default_rng(3))
+    shifts = np.array(
+        [n[:, 2] - p[:, 2] for n, p in zip(noisy.motions, plain.motions, strict=True)]
+    )
+    np.testing.assert_allclose([n[:, :2] for n in noisy.motions], [p[:, :2] for p in plain.motions])
+    assert np.abs(shifts.mean(axis=0)).max() > 2 * shifts.std(axis=0).max() / np.sqrt(len(shifts))
+    assert 0.05 < shifts.std(axis=0).mean() < 0.4  # the per-frame part, sigma / 3

@@ -1093,6 +1093,8 @@ def _cmd_train_verifier(args: argparse.Namespace) -> int:
     _require_train_extra()
     from emts.train.verifier import TrainOptions, run
 
+    if not (args.registration_noise >= 0 and np.isfinite(args.registration_noise)):
+        raise BadInputError(f"--registration-noise {args.registration_noise}: expected >= 0")
     options = TrainOptions(
         epochs=args.epochs,
         width=args.width,
@@ -1106,6 +1108,7 @@ def _cmd_train_verifier(args: argparse.Namespace) -> int:
         seed=args.seed,
         resolution=args.resolution,
         strides=tuple(sorted(set(args.strides))),
+        registration_noise=args.registration_noise,
     )
     cache = None if args.no_cache else args.cache
     metrics = run(args.out, args.train, args.heldout, args.detector, options=options, cache=cache)
@@ -1344,6 +1347,15 @@ def _add_training(sub) -> None:
         help="windows of every k-th frame (30/k fps): each --train / --heldout set serves the "
         "largest k its clips are long enough for (17k + 1 frames: emts synth --frames); "
         "ROC AUC is reported per frame rate (default: 1)",
+    )
+    p.add_argument(
+        "--registration-noise",
+        type=float,
+        default=0.0,
+        metavar="PX",
+        help="working resolution: offset each training clip's camera motions by N(0, PX) px "
+        "(plus N(0, PX/3) per frame), the coherent residual real registration leaves on the "
+        "ground (default: 0; held-out windows never)",
     )
     p.add_argument(
         "--cache",

@@ -125,6 +125,7 @@ class TrainOptions:
     resolution: str = "working"  # Stage E's input: "working" frames or "network" (the paper's)
     # windows at 30 / stride fps (a set serves the largest stride its clips are long enough for)
     strides: tuple[int, ...] = (1,)
+    registration_noise: float = 0.0  # px, training windows only (build_windows)
 
 
 @dataclass
@@ -143,12 +144,26 @@ class _ClipView:
     (``"network"``: Stage B's channels, the paper's; ``"working"``: the 640x512 frames with
     Stage A's own motion estimates, as the pipeline runs it)."""
 
-    def __init__(self, clip, resolution: str, config: VerifierConfig, stride: int = 1) -> None:
+    def __init__(
+        self,
+        clip,
+        resolution: str,
+        config: VerifierConfig,
+        stride: int = 1,
+        registration_noise: float = 0.0,
+        rng: np.random.Generator | None = None,
+    ) -> None:
         self.clip, self.resolution, self.config = clip, resolution, config
         self.scale = np.float32(1 / stride)  # flow in px per 1/30 s, as the pipeline's
         if resolution == "working":
             stage_a = EgoMotionEstimator()
             self.motions = [np.asarray(stage_a.update(f).matrix) for f in clip.frames]
+            if registration_noise > 0:  # a coherent residual of the camera motion
+                rng = rng or np.random.default_rng()
+                bias = rng.normal(0, registration_noise, 2)
+                for t, m in enumerate(self.motions):
+                    shift = bias + rng.normal(0, registration_noise / 3, 2)
+                    self.motions[t] = np.hstack([m[:, :2], m[:, 2:] + shift[:, None]])
 
     def descriptor(self, t: int, box: np.ndarray) -> np.ndarray:
         """The descriptor of frame ``t`` for ``box`` (NETWORK px)."""
@@ -310,7 +325,13 @@ def build_windows(
     config: VerifierConfig | None = None,
     resolution: str = "network",
     stride: int = 1,
+    registration_noise: float = 0.0,
 ) -> Windows:
+    """Descriptor windows of every clip of ``folders`` (see the module docstring).
+    ``registration_noise`` (working resolution): per clip, Stage A's motions are offset by a
+    translation drawn from N(0, sigma) px plus N(0, sigma / 3) px per frame -- the coherent
+    residual a real camera's registration leaves on the ground (parallax, lens, rolling
+    shutter), which a synthetic planar plate does not."""
     config = config or VerifierConfig()
     rng = np.random.default_rng(seed)
     xs, ys, kinds = [], [], []
@@ -327,7 +348,7 @@ def build_windows(
         ):
             clip = strided_clip(clip_set[position], stride)
             channels, labels = clip.channels, clip.labels
-            view = _ClipView(clip, resolution, config, stride)
+            view = _ClipView(clip, resolution, config, stride, registration_noise, rng)
             for boxes in _gt_tracks(labels, "persons").values():
                 kind = "person" if _travel(labels, boxes) >= STILL_TRAVEL else "person-still"
                 add(boxes, 1, kind)
@@ -468,11 +489,12 @@ def cached_windows(
     detector_path: str | Path | None = None,
     resolution: str = "network",
     stride: int = 1,
+    registration_noise: float = 0.0,
 ) -> Windows:
     """:func:`build_windows`, stored in ``cache`` (an .npz per folder list, seed, detector and
     Stage E configuration; building is the slow part), or built afresh without a cache."""
     if cache is None:
-        return build_windows(folders, detector, seed=seed, resolution=resolution, stride=stride)
+        return build_windows(folders, detector, seed, None, resolution, stride, registration_noise)
     import hashlib
 
     key = {
@@ -488,13 +510,14 @@ def cached_windows(
         "config": asdict(VerifierConfig()),
         "resolution": resolution,
         **({"stride": stride} if stride != 1 else {}),
+        **({"registration_noise": registration_noise} if registration_noise else {}),
     }
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     path = Path(cache) / f"windows-{digest}.npz"
     if path.is_file():
         with np.load(path) as stored:
             return Windows(stored["x"], stored["y"], [str(k) for k in stored["kind"]])
-    windows = build_windows(folders, detector, seed=seed, resolution=resolution, stride=stride)
+    windows = build_windows(folders, detector, seed, None, resolution, stride, registration_noise)
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez(path, x=windows.x, y=windows.y, kind=np.array(windows.kind))
     path.with_suffix(".json").write_text(json.dumps(key, indent=1) + "\n")
@@ -520,15 +543,15 @@ def run(
         else None
     )
 
-    def windows(sets: list[str], seed: int) -> dict[int, Windows]:
+    def windows(sets: list[str], seed: int, noise: float = 0.0) -> dict[int, Windows]:
         return {
             stride: cached_windows(
-                folders, detector, seed, cache, detector_model, options.resolution, stride
+                folders, detector, seed, cache, detector_model, options.resolution, stride, noise
             )
             for stride, folders in _strides_of(sets, options.strides).items()
         }
 
-    parts = windows(train_sets, 0)
+    parts = windows(train_sets, 0, options.registration_noise)
     train = Windows(
         np.concatenate([w.x for w in parts.values()]),
         np.concatenate([w.y for w in parts.values()]),
