@@ -340,7 +340,7 @@ class Pipeline:
         self.verification.reset()
         self.reacquisitions = 0
         self._release = False
-        self._previous_working: np.ndarray | None = None  # frame t-1 for a "working" Stage E
+        self._previous_working = None
 
     def lock(self, x: float, y: float, box=None, on_last_frame: bool = False) -> None:
         """Operator tap at input pixel (x, y), applied with the next :meth:`step`.

@@ -77,22 +77,19 @@ def _collect(
             previous = result.working.copy()
             if index < c.first:
                 continue
+            # boxes in WORKING px: the ground carried by Stage A's motion, kept inside the image
             geometry = result.geometry
-            h, w = result.channels.shape[1:]
-            content = geometry.boxes(
-                np.array([[0, 0, *geometry.input_size]], float), Frame.INPUT, Frame.NETWORK
-            )[0]
-            x, y, cw, ch = content
-            bounds = (max(x, 0), max(y, 0), min(x + cw, w), min(y + ch, h))
-            motion = geometry.motion(np.asarray(result.motion.matrix), Frame.WORKING, Frame.NETWORK)
+            bounds = tuple(v + 0.5 for v in geometry.content_box)  # pixel edges
+            motion = result.motion.matrix
             labelled = index < len(truth) and np.all(np.isfinite(truth[index]))
             box = (
-                geometry.boxes(truth[index : index + 1], Frame.INPUT, Frame.NETWORK)[0]
+                geometry.boxes(truth[index : index + 1], Frame.INPUT, Frame.WORKING)[0]
                 if labelled
                 else None
             )
 
-            def descriptor(b: np.ndarray, view=view) -> np.ndarray:
+            def descriptor(b: np.ndarray, view=view, geometry=geometry) -> np.ndarray:
+                b = geometry.boxes([b], Frame.WORKING, Frame.NETWORK)[0]
                 return np.stack(
                     [describe(*view.roi_pair(b, r, vc), vc) * scale for r in resolutions]
                 )

@@ -249,6 +249,15 @@ def _gt_tracks(labels: dict, key: str) -> dict:
     }
 
 
+def _carried(labels: dict, t: int, point: np.ndarray, frame: Frame = Frame.WORKING) -> np.ndarray:
+    """``point`` (in ``frame`` px) on frame t-1 carried to frame t by the clip's true camera
+    motion: where a spot of the ground goes."""
+    m = np.array(labels["frames"][t]["camera_motion"])
+    if frame != Frame.WORKING:
+        m = GEOMETRY.motion(m, Frame.WORKING, frame)
+    return m[:, :2] @ point + m[:, 2]
+
+
 # A person whose window covers less ground than this many body heights (standing, pausing:
 # a walker covers ~0.75 in 16 frames at 30 fps) shows no gait to verify: kind "person-still".
 STILL_TRAVEL = 0.2
@@ -259,10 +268,7 @@ def _travel(labels: dict, boxes: list[np.ndarray]) -> float:
     removed: the start carried along with the scene, compared with the end)."""
     centre = boxes[0][:2] + boxes[0][2:] / 2
     for t in list(WINDOW_FRAMES)[1:]:
-        m = GEOMETRY.motion(
-            np.array(labels["frames"][t]["camera_motion"]), Frame.WORKING, Frame.NETWORK
-        )
-        centre = m[:, :2] @ centre + m[:, 2]
+        centre = _carried(labels, t, centre, Frame.NETWORK)
     end = boxes[-1][:2] + boxes[-1][2:] / 2
     return float(np.hypot(*(end - centre)) / max(np.mean([b[3] for b in boxes]), 1e-6))
 
@@ -273,8 +279,7 @@ def _ground_fixed(labels: dict, rng) -> list[np.ndarray]:
     centre = rng.uniform([40, 30], [600, 480])
     boxes = []
     for t in range(18):
-        m = np.array(labels["frames"][t]["camera_motion"])
-        centre = m[:, :2] @ centre + m[:, 2]
+        centre = _carried(labels, t, centre)
         if t in WINDOW_FRAMES:
             scale = GEOMETRY.matrix(Frame.NETWORK, Frame.WORKING)[0, 0]  # network -> frame px
             w, h = height * 0.45 * scale, height * scale
@@ -290,11 +295,8 @@ def _detector_tracks(channels: np.ndarray, labels: dict, detector: Detector):
     for seed in detections[first][:5]:
         boxes = [seed.box]
         for t in list(WINDOW_FRAMES)[1:]:
-            m = np.array(labels["frames"][t]["camera_motion"])
             previous = boxes[-1]
-            centre = previous[:2] + previous[2:] / 2
-            m = GEOMETRY.motion(m, Frame.WORKING, Frame.NETWORK)  # carried with the camera
-            centre = m[:, :2] @ centre + m[:, 2]
+            centre = _carried(labels, t, previous[:2] + previous[2:] / 2, Frame.NETWORK)
             near = [
                 d for d in detections[t] if np.hypot(*(d.box[:2] + d.box[2:] / 2 - centre)) < 16
             ]
