@@ -12,6 +12,7 @@ from emts.synth.actors import (
     GAIT_HZ_RANGE,
     MAX_SCALE_RATE,
     BehaviourEvent,
+    MeshWalker,
     Quadruped,
     RigidMover,
     Sunlight,
@@ -211,7 +212,7 @@ def test_pause_stops_and_resumes_and_turn_changes_heading_smoothly():
 # --------------------------------------------------------------------------- rendering
 
 
-@pytest.mark.parametrize("kind", ["person", "animal", "vehicle", "bicycle"])
+@pytest.mark.parametrize("kind", ["person", "mesh-person", "animal", "vehicle", "bicycle"])
 def test_sprite_patches_agree_and_box_lies_inside_them(kind):
     rng = np.random.default_rng(7)
     pose = np.array([[0.9, -0.2, 30.0], [0.2, 0.9, -20.0]])  # some roll and zoom
@@ -267,7 +268,7 @@ def test_same_seed_gives_identical_sprites():
         rng = np.random.default_rng(seed)
         actors = [
             random_actor(rng, kind, FRAME_CENTRE, 40.0, MID, i)
-            for i, kind in enumerate(["person", "animal", "vehicle", "bicycle"])
+            for i, kind in enumerate(["person", "mesh-person", "animal", "vehicle", "bicycle"])
         ]
         out = []
         for _ in range(5):
@@ -315,3 +316,68 @@ def test_render_returns_none_far_outside_the_frame():
     # Half-way out is still drawn, its box reaching past the edge.
     sprite = _walker(ground_position=np.array([1.0, 256.0])).render(np.eye(3), FRAME_SIZE)
     assert sprite is not None and sprite.box[0] < 0
+
+
+# --------------------------------------------------------------------------- mesh walker
+
+
+def _mesh_walker(**overrides) -> MeshWalker:
+    """A mesh walker heading right, no events, no drift, no shadow (cf. ``_walker``)."""
+    params = dict(identity=1, ground_position=FRAME_CENTRE.copy(), height_px=60.0, pitch_rad=MID)
+    params.update(overrides)
+    return MeshWalker(**params)
+
+
+def test_mesh_walker_legs_swing_at_the_step_frequency_like_the_procedural_one():
+    walker = _mesh_walker(gait_hz=2.0)
+    spread = []
+    for _ in range(128):
+        spread.append(_lower_body_spread(walker.render(_following_pose(walker), FRAME_SIZE)))
+        walker.step()
+    assert abs(_peak_hz(np.array(spread)) - 2.0) <= FPS / 128 + 1e-9
+    assert np.ptp(spread) > 1.0  # px: the legs visibly open and close
+
+
+def test_mesh_walker_is_as_tall_as_the_procedural_one_and_a_blob_at_nadir():
+    for pitch in (OBLIQUE, MID):
+        mesh = _mesh_walker(pitch_rad=pitch).render(np.eye(3), FRAME_SIZE)
+        capsules = _walker(pitch_rad=pitch).render(np.eye(3), FRAME_SIZE)
+        assert abs(mesh.box[3] - capsules.box[3]) <= 0.12 * capsules.box[3]
+    nadir = _mesh_walker(pitch_rad=NADIR).render(np.eye(3), FRAME_SIZE)
+    oblique = _mesh_walker(pitch_rad=OBLIQUE).render(np.eye(3), FRAME_SIZE)
+    assert nadir.box[3] < 0.5 * oblique.box[3]
+
+
+def test_mesh_walker_pause_blends_into_the_standing_pose_and_stands_still():
+    standing = _mesh_walker(behaviour="standing")
+    first = standing.render(np.eye(3), FRAME_SIZE)
+    for _ in range(10):
+        standing.step()
+    later = standing.render(np.eye(3), FRAME_SIZE)
+    np.testing.assert_array_equal(standing.ground_position, FRAME_CENTRE)
+    assert abs(_alpha_centroid(later) - _alpha_centroid(first)).max() < 0.5  # only the sway
+
+
+def test_mesh_walker_is_shaded_by_the_sun_only_when_asked():
+    clothing = {"skin": -2.0, "top": -2.0, "bottom": -2.0}
+    sun = Sunlight(azimuth_rad=0.5, elevation_rad=math.radians(40), strength=0.5)
+    for shading, spread in ((0.0, (0.0, 1e-3)), (1.5, (0.2, 1.5))):
+        sprite = _mesh_walker(
+            height_px=90.0, pitch_rad=OBLIQUE, part_contrast=clothing, shading=shading, sun=sun
+        ).render(np.eye(3), FRAME_SIZE)
+        solid = sprite.contrast.values[sprite.alpha.values > 0.99]
+        assert spread[0] <= np.ptp(solid) <= spread[1] + 1e-6
+        assert abs(np.median(solid) + 2.0) <= shading / 2 + 1e-3  # levels within +-shading / 2
+
+
+def test_mesh_walker_garments_follow_the_clothing_options():
+    clothing = {"skin": 3.0, "top": -3.0, "bottom": -3.0}
+
+    def skin_share(**garments) -> float:
+        sprite = _mesh_walker(height_px=90.0, pitch_rad=OBLIQUE, part_contrast=clothing, **garments)
+        solid = sprite.render(np.eye(3), FRAME_SIZE).contrast.values
+        return float((solid > 2.5).mean())
+
+    covered = skin_share()
+    assert skin_share(short_sleeves=True) > covered
+    assert skin_share(shorts=True) > skin_share(short_sleeves=True)

@@ -125,3 +125,13 @@ def test_export_writes_pngs_and_labels(small_sets, tmp_path):
     assert json.loads((out / "labels.json").read_text())["clip"] == 1
     sheet = contact_sheet(small_sets / "tier1", tmp_path / "sheet.png", clips=3)
     assert sheet.stat().st_size > 10_000
+
+
+def test_mesh_walker_share_changes_the_persons_only_when_asked():
+    plain = render_clip(ClipSpec("tier1", "train", 5, 3))
+    zero = render_clip(ClipSpec("tier1", "train", 5, 3, mesh_walkers=0.0))
+    meshes = render_clip(ClipSpec("tier1", "train", 5, 3, mesh_walkers=1.0))
+    assert plain.jpegs == zero.jpegs  # share 0 draws nothing: old sets stay what they were
+    assert meshes.jpegs != plain.jpegs
+    persons = [p for frame in meshes.labels["frames"] for p in frame["persons"]]
+    assert persons and all(p["box"][2] > 0 and p["box"][3] > 0 for p in persons)

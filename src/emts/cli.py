@@ -340,6 +340,7 @@ def _cmd_synth_set(args: argparse.Namespace) -> int:
         workers=args.workers,
         hituav=args.hituav,
         frames=args.frames,
+        mesh_walkers=args.mesh_walkers,
     )
     print(
         f"{manifest['clips']} clips, {manifest['frames']} frames in {manifest['seconds']} s "
@@ -399,6 +400,14 @@ def _add_synth(sub) -> None:
             default=TIER1_FRAMES,
             help="frames per clip at 30 fps (default: %(default)s, the paper's); longer clips "
             "give Stage E windows at lower frame rates (emts train verifier --strides)",
+        )
+        p.add_argument(
+            "--mesh-walkers",
+            type=_PROBABILITY,
+            default=0.0,
+            metavar="P",
+            help="share of persons drawn as posed MakeHuman body meshes instead of the "
+            "procedural capsule figure (default: %(default)s)",
         )
         p.add_argument(
             "--workers", type=_THREADS, default=2, help="processes (default: %(default)s)"

@@ -42,6 +42,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal, NamedTuple
@@ -49,6 +50,7 @@ from typing import ClassVar, Literal, NamedTuple
 import cv2
 import numpy as np
 
+from emts.synth.atlas import REGIONS, load_atlas
 from emts.synth.sprites import Patch, Sprite
 
 # --- Time -----------------------------------------------------------------------------------
@@ -108,6 +110,7 @@ ELBOW_SWING_FLEXION_RAD = math.radians(15.0)  # extra elbow flexion with the arm
 WALK_LEAN_RAD = math.radians(4.0)  # forward trunk lean while walking
 STANDING_SWAY = 0.008  # H, lateral sway of the head of a standing person
 STANDING_SWAY_HZ = (0.2, 0.4)
+MESH_SHADING_RANGE = (0.3, 1.5)  # local plate std, lit minus unlit side of a mesh walker
 
 # --- Behaviour schedule -----------------------------------------------------------------------
 SCHEDULE_HORIZON_FRAMES = 600  # events are sampled for the first 20 s of an actor's life
@@ -247,6 +250,9 @@ class _Geometry(NamedTuple):
     capsule_radii: np.ndarray  # (m,)
     capsule_parts: np.ndarray  # (m,) 1-based index into the actor's PARTS
     hulls: tuple[tuple[np.ndarray, int], ...] = ()  # (points (n, 3), part): solid convex hulls
+    # a triangle mesh: vertices (n, 3), faces (f, 3), 1-based label of each face (its part,
+    # or a part-and-shade label that the actor's ``_lut`` resolves)
+    mesh: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 def _capsules(items: list[tuple[np.ndarray, np.ndarray, float, int]]) -> tuple[np.ndarray, ...]:
@@ -361,12 +367,22 @@ class Actor:
         depth = world[:, 1] * cos_pitch - world[:, 2] * sin_pitch  # larger = farther away
         zoom = math.sqrt(abs(np.linalg.det(linear)))
         shrink = FILL_DILATION_PX / zoom
-        polygons, parts, depths = self._outlines(geometry, view, depth, self.height_px, shrink)
+        towards_camera = np.array([0.0, -cos_pitch, sin_pitch])
+        polygons, parts, depths = self._outlines(
+            geometry, view, depth, self.height_px, shrink, world, towards_camera
+        )
         order = np.argsort(-np.asarray(depths), kind="stable")  # painter's: farthest first
-        polygons = [polygons[i] @ linear.T + origin for i in order]
+        polygons = [polygons[i] for i in order]
         parts = [parts[i] for i in order]
-        lut = np.array([0.0, *(self.part_contrast.get(p, 0.0) for p in self.PARTS)], np.float32)
-        drawn = _rasterize(polygons, parts, frame_size, FEATHER_SIGMA, lut)
+        drawn = _rasterize(
+            polygons,
+            parts,
+            frame_size,
+            FEATHER_SIGMA,
+            self._lut(),
+            geometry.mesh is None,
+            (linear, origin),
+        )
         if drawn is None:
             return None
         x0, y0, alpha, contrast = drawn
@@ -389,10 +405,16 @@ class Actor:
             shadow=self._render_shadow(geometry, world, linear, origin, frame_size),
         )
 
+    def _lut(self) -> np.ndarray:
+        """Contrast of each 1-based label of the geometry (0: background)."""
+        return np.array([0.0, *(self.part_contrast.get(p, 0.0) for p in self.PARTS)], np.float32)
+
     def _to_world(self, geometry: _Geometry) -> np.ndarray:
-        """All shape points (capsule starts, ends, then hull points) in world plate-px units."""
+        """All shape points (capsule starts, ends, hull points, then mesh vertices) in world
+        plate-px units."""
         hulls = [hull for hull, _ in geometry.hulls]
-        body = np.concatenate([geometry.capsule_starts, geometry.capsule_ends, *hulls])
+        mesh = [] if geometry.mesh is None else [geometry.mesh[0]]
+        body = np.concatenate([geometry.capsule_starts, geometry.capsule_ends, *hulls, *mesh])
         c, s = math.cos(self.heading_rad), math.sin(self.heading_rad)
         # body x (forward) -> (c, s, 0), body y (left) -> (-s, c, 0), z up stays.
         rotation = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]) * self.height_px
@@ -405,11 +427,15 @@ class Actor:
         depth: np.ndarray | None,
         radius_scale: float,
         radius_shrink: float,
+        world: np.ndarray | None = None,
+        facing: np.ndarray | None = None,
     ) -> tuple[list[np.ndarray], list[int], list[float]]:
-        """Convex outlines, in an isotropic 2-D plane, of the capsules and hulls.
+        """Convex outlines, in an isotropic 2-D plane, of the capsules, hulls and triangles.
 
         Capsule radii (body units) are scaled by ``radius_scale`` and drawn ``radius_shrink``
-        smaller (the fill's dilation), keeping a tenth of them at least.
+        smaller (the fill's dilation), keeping a tenth of them at least. A mesh keeps only its
+        triangles whose outward normal (``world`` coordinates) points along ``facing`` (the
+        camera for the body, the sun for its shadow): a closed surface's silhouette.
         """
         count = len(geometry.capsule_radii)
         radii = geometry.capsule_radii * radius_scale
@@ -428,6 +454,18 @@ class Actor:
             parts.append(part)
             depths.append(0.0 if depth is None else float(depth[start : start + len(hull)].mean()))
             start += len(hull)
+        if geometry.mesh is not None:
+            _, faces, labels = geometry.mesh
+            corners = faces + start
+            if world is not None and facing is not None:
+                a, b, c = (world[corners[:, k]] for k in range(3))
+                front = np.cross(b - a, c - a) @ facing > 0
+                corners, labels = corners[front], labels[front]
+            polygons.extend(plane[corners])
+            parts.extend(labels.tolist())
+            depths.extend(
+                [0.0] * len(corners) if depth is None else depth[corners].mean(axis=1).tolist()
+            )
         return polygons, parts, depths
 
     def _render_shadow(
@@ -444,11 +482,27 @@ class Actor:
         ground = world[:, :2] + world[:, 2:3] * self.sun.shadow_offset  # world X, Y on Z = 0
         zoom = math.sqrt(abs(np.linalg.det(linear)))
         shrink = FILL_DILATION_PX / zoom
-        polygons, parts, _ = self._outlines(geometry, ground, None, self.height_px, shrink)
+        towards_sun = np.array(
+            [
+                math.cos(self.sun.azimuth_rad) * math.cos(self.sun.elevation_rad),
+                math.sin(self.sun.azimuth_rad) * math.cos(self.sun.elevation_rad),
+                math.sin(self.sun.elevation_rad),
+            ]
+        )
+        polygons, parts, _ = self._outlines(
+            geometry, ground, None, self.height_px, shrink, world, towards_sun
+        )
         ground_to_plate = np.diag([1.0, -math.sin(self.pitch_rad)])  # foreshortened ground
         to_frame = linear @ ground_to_plate
-        polygons = [polygon @ to_frame.T + origin for polygon in polygons]
-        drawn = _rasterize(polygons, parts, frame_size, SHADOW_FEATHER_SIGMA, None)
+        drawn = _rasterize(
+            polygons,
+            parts,
+            frame_size,
+            SHADOW_FEATHER_SIGMA,
+            None,
+            geometry.mesh is None,
+            (to_frame, origin),
+        )
         if drawn is None:
             return None
         x0, y0, coverage, _ = drawn
@@ -660,6 +714,111 @@ class Walker(Actor):
                 (j[f"{side}_elbow"], j[f"{side}_wrist"], FOREARM_RADIUS, top),
             ]
         return _Geometry(*_capsules(items))
+
+
+@dataclass(eq=False, kw_only=True)
+class MeshWalker(Walker):
+    """A :class:`Walker` drawn as a posed MakeHuman body from :mod:`emts.synth.atlas`.
+
+    Same gait timing, behaviour, drift, clothing and sun as the procedural walker; the body is
+    a 615-vertex mesh (the atlas's ``body``, posed at ``gait_phase`` and blended towards its
+    standing pose as ``activity`` drops) instead of capsules, so silhouettes, limb widths and
+    self-occlusion are a real body's. Faces are shaded by the sun (Lambert, ``shading`` local
+    plate std units between the lit and the unlit side; from the sky above when overcast), and
+    the clothing covers the forearms unless ``short_sleeves`` and the shins unless ``shorts``.
+    The gait's amplitude is the atlas body's own (its stride, knee and arm swing).
+    """
+
+    body: int = 0
+    shading: float = 0.0
+    short_sleeves: bool = False
+    shorts: bool = False
+
+    SHADES: ClassVar[int] = 4  # shading levels per part
+
+    @classmethod
+    def random(
+        cls,
+        rng: np.random.Generator,
+        position: np.ndarray,
+        height_px: float,
+        pitch_rad: float,
+        identity: int,
+        **overrides,
+    ) -> MeshWalker:
+        """A random mesh walker: :meth:`Walker.random` plus body, shading and garments."""
+        walker = Walker.random(rng, position, height_px, pitch_rad, identity)
+        params = {f.name: getattr(walker, f.name) for f in dataclasses.fields(Walker)}
+        params.update(
+            body=int(rng.integers(load_atlas().bodies)),
+            shading=float(rng.uniform(*MESH_SHADING_RANGE)),
+            short_sleeves=bool(rng.random() < 0.4),
+            shorts=bool(rng.random() < 0.2),
+        )
+        params.update(overrides)
+        return cls(**params)
+
+    def _lut(self) -> np.ndarray:
+        base = super()._lut()[1:]
+        levels = (np.arange(self.SHADES, dtype=np.float32) + 0.5) / self.SHADES - 0.5
+        shaded = base[:, None] + np.float32(self.shading) * levels[None, :]
+        return np.concatenate([[0.0], shaded.ravel()]).astype(np.float32)
+
+    def _geometry(self) -> _Geometry:
+        atlas = load_atlas()
+        vertices = atlas.pose(self.body, self.gait_phase, self.activity())
+        if self.behaviour == "standing":
+            time = self.age_frames / FPS
+            sway = STANDING_SWAY * math.sin(2 * math.pi * (self.sway_hz * time + self.sway_phase))
+            rise = np.clip((vertices[:, 2] - HIP_Z) / (HEAD_CENTRE_Z - HIP_Z), 0.0, None)
+            vertices = vertices.copy()
+            vertices[:, 1] += sway * rise
+        parts = _MESH_PARTS[self.short_sleeves, self.shorts][atlas.face_regions()]
+        # Lambert shading in the body frame: the sun (or, overcast, the sky) turned by -heading.
+        if self.sun.strength > 0:
+            azimuth = self.sun.azimuth_rad - self.heading_rad
+            light = np.array(
+                [
+                    math.cos(azimuth) * math.cos(self.sun.elevation_rad),
+                    math.sin(azimuth) * math.cos(self.sun.elevation_rad),
+                    math.sin(self.sun.elevation_rad),
+                ]
+            )
+        else:
+            light = np.array([0.0, 0.0, 1.0])
+        a, b, c = (vertices[atlas.faces[:, k]] for k in range(3))
+        normals = np.cross(b - a, c - a)
+        normals /= np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-9)
+        lambert = np.clip(normals @ light, 0.0, 1.0)
+        shade = np.minimum((lambert * self.SHADES).astype(np.int64), self.SHADES - 1)
+        labels = 1 + (parts - 1) * self.SHADES + shade
+        empty = np.zeros((0, 3))
+        return _Geometry(
+            empty, empty, np.zeros(0), np.zeros(0, np.int64), mesh=(vertices, atlas.faces, labels)
+        )
+
+
+def _mesh_parts() -> dict[tuple[bool, bool], np.ndarray]:
+    """Atlas region -> Walker part (1 skin, 2 top, 3 bottom) per (short sleeves, shorts)."""
+    table = {}
+    for sleeves in (False, True):
+        for shorts in (False, True):
+            part = {
+                "head": 1,
+                "hand": 1,
+                "torso": 2,
+                "upper_arm": 2,
+                "forearm": 1 if sleeves else 2,
+                "pelvis": 3,
+                "thigh": 3,
+                "shin": 1 if shorts else 3,
+                "foot": 3,
+            }
+            table[sleeves, shorts] = np.array([part[r] for r in REGIONS], np.int64)
+    return table
+
+
+_MESH_PARTS = _mesh_parts()
 
 
 # ============================================================================================
@@ -957,7 +1116,7 @@ class RigidMover(Actor):
 # Construction helpers
 # ============================================================================================
 
-ActorKind = Literal["person", "animal", "vehicle", "bicycle"]
+ActorKind = Literal["person", "mesh-person", "animal", "vehicle", "bicycle"]
 
 
 def random_actor(
@@ -973,7 +1132,8 @@ def random_actor(
 
     Args:
         rng: random generator.
-        kind: ``"person"``, ``"animal"``, ``"vehicle"`` or ``"bicycle"``.
+        kind: ``"person"`` (procedural), ``"mesh-person"`` (a :class:`MeshWalker`; kind
+            ``"person"`` too), ``"animal"``, ``"vehicle"`` or ``"bicycle"``.
         position: (2,) plate px on the ground.
         height_px: plate px height of an adult person at that spot; animals and vehicles are
             sized relative to it.
@@ -981,8 +1141,9 @@ def random_actor(
         identity: unique id within the clip.
         **overrides: attributes to set instead of sampling (e.g. ``sun=clip_sun``).
     """
-    if kind == "person":
-        return Walker.random(rng, position, height_px, pitch_rad, identity, **overrides)
+    if kind == "person" or kind == "mesh-person":
+        walker = MeshWalker if kind == "mesh-person" else Walker
+        return walker.random(rng, position, height_px, pitch_rad, identity, **overrides)
     if kind == "animal":
         return Quadruped.random(rng, position, height_px, pitch_rad, identity, **overrides)
     if kind in ("vehicle", "bicycle"):
@@ -1098,12 +1259,18 @@ def _rasterize(
     frame_size: tuple[int, int],
     feather_sigma: float,
     lut: np.ndarray | None,
+    antialias: bool = True,
+    transform: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[int, int, np.ndarray, np.ndarray | None] | None:
     """Fill convex frame-px polygons, in order, into supersampled canvases.
 
     Coverage is filled anti-aliased (so edges move by fractions of a sub-pixel, not in
-    sub-pixel steps); the part labels are filled into a second, binary canvas from which the
-    per-pixel value of ``lut`` (label -> value) is unmixed.
+    sub-pixel steps), or, with ``antialias`` False (hundreds of triangles: half the fills),
+    taken from the binary label fill; the part labels are filled into a second, binary
+    canvas from which the per-pixel value of ``lut`` (label -> value) is unmixed.
+
+    ``transform`` = ``(linear, origin)`` maps the polygons' points to frame px first
+    (``p @ linear.T + origin``); without it they are frame px already.
 
     Returns:
         ``(x0, y0, alpha, contrast)``: the integer frame position of the patch, the feathered
@@ -1111,6 +1278,8 @@ def _rasterize(
         misses the frame.
     """
     points = np.concatenate(polygons)
+    if transform is not None:
+        points = points @ transform[0].T + transform[1]
     low, high = points.min(axis=0), points.max(axis=0)
     x0, y0 = (np.floor(low) - _PATCH_MARGIN).astype(int)
     x1, y1 = (np.ceil(high) + _PATCH_MARGIN).astype(int)
@@ -1124,11 +1293,19 @@ def _rasterize(
     # Frame pixel i (centre at i) holds sub-pixels centred at i - 1/2 + (k + 1/2) / ss.
     fixed = float(ss * (1 << _SUBPIXEL_BITS))
     offset = np.array([x0, y0], float) - 0.5 + 0.5 / ss
-    for polygon, part in zip(polygons, parts, strict=True):
-        vertices = np.round((polygon - offset) * fixed).astype(np.int32)
-        cv2.fillConvexPoly(coverage, vertices, 255, cv2.LINE_AA, _SUBPIXEL_BITS)
-        if labels is not None:
-            cv2.fillConvexPoly(labels, vertices, int(part), cv2.LINE_8, _SUBPIXEL_BITS)
+    fixed_points = np.round((points - offset) * fixed).astype(np.int32)
+    bounds = np.cumsum([0, *(len(polygon) for polygon in polygons)]).tolist()
+    pieces = [fixed_points[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    if antialias:
+        for vertices, part in zip(pieces, parts, strict=True):
+            cv2.fillConvexPoly(coverage, vertices, 255, cv2.LINE_AA, _SUBPIXEL_BITS)
+            if labels is not None:
+                cv2.fillConvexPoly(labels, vertices, int(part), cv2.LINE_8, _SUBPIXEL_BITS)
+    else:  # many small polygons (a mesh): coverage is where a label was drawn
+        canvas = labels if labels is not None else coverage
+        for vertices, part in zip(pieces, parts, strict=True):
+            cv2.fillConvexPoly(canvas, vertices, int(part), cv2.LINE_8, _SUBPIXEL_BITS)
+        coverage = np.where(canvas > 0, np.uint8(255), np.uint8(0))
     size = (patch_w, patch_h)
     kernel = (3, 3) if feather_sigma <= 0.6 else (5, 5)
     alpha = cv2.resize(coverage, size, interpolation=cv2.INTER_AREA).astype(np.float32) / 255

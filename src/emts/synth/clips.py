@@ -51,6 +51,7 @@ class ClipSpec:
     seed: int  # the set's base seed
     index: int  # clip number within the set
     frames: int = TIER1_FRAMES
+    mesh_walkers: float = 0.0  # share of persons drawn as MakeHuman meshes (actors.MeshWalker)
 
     def rng(self) -> np.random.Generator:
         # Split and kind are part of the seed sequence: train and held-out never share seeds.
@@ -115,9 +116,14 @@ def _view_region(path: CameraPath, margin: float = 0.1) -> tuple[np.ndarray, np.
     return plate_corners.min(axis=0), plate_corners.max(axis=0)
 
 
-def _make_persons(rng, path, zoom, pitch, crowd) -> list:
+def _make_persons(rng, path, zoom, pitch, crowd, mesh_walkers: float = 0.0) -> list:
     low, high = _view_region(path)
     persons = []
+
+    def kind() -> str:
+        # no draw at share 0: sets made without mesh walkers stay what they were
+        return "mesh-person" if mesh_walkers > 0 and rng.random() < mesh_walkers else "person"
+
     if crowd:
         count = int(rng.integers(CROWD_SIZE[0], CROWD_SIZE[1] + 1))
         base_height = log_uniform(rng, PERSON_HEIGHT_RANGE[0], 110.0)
@@ -127,14 +133,14 @@ def _make_persons(rng, path, zoom, pitch, crowd) -> list:
         for identity in range(count):
             height = base_height * rng.uniform(0.85, 1.15)
             position = np.clip(centre + rng.normal(0, 1, 2) * spread, low, high)
-            actor = actor_lib.random_actor(rng, "person", position, height / zoom, pitch, identity)
+            actor = actor_lib.random_actor(rng, kind(), position, height / zoom, pitch, identity)
             _set_heading(actor, float(rng.choice(streams) + rng.normal(0, 0.3)))
             persons.append(actor)
         return persons
     for identity in range(int(rng.integers(1, 4))):
         height = log_uniform(rng, *PERSON_HEIGHT_RANGE)
         position = rng.uniform(low, high)
-        actor = actor_lib.random_actor(rng, "person", position, height / zoom, pitch, identity)
+        actor = actor_lib.random_actor(rng, kind(), position, height / zoom, pitch, identity)
         _set_scale_rate(actor, rng)
         persons.append(actor)
     return persons
@@ -364,7 +370,11 @@ def build_scene(spec: ClipSpec, pool: HitUavPlates | None, rng: np.random.Genera
     pitch_deg = float(np.clip((plate.pitch_deg or rng.uniform(30, 90)) + rng.normal(0, 4), 30, 90))
     pitch = np.radians(pitch_deg)
     crowd = spec.kind == "tier1" and rng.random() < CROWD_FRACTION
-    persons = _make_persons(rng, path, zoom, pitch, crowd) if spec.kind == "tier1" else []
+    persons = (
+        _make_persons(rng, path, zoom, pitch, crowd, spec.mesh_walkers)
+        if spec.kind == "tier1"
+        else []
+    )
     reference_height = (
         float(np.median([p.height_px for p in persons])) * zoom
         if persons

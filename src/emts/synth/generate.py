@@ -43,9 +43,10 @@ def generate_set(
     hituav: str | Path | None = None,
     progress: bool = True,
     frames: int = TIER1_FRAMES,
+    mesh_walkers: float = 0.0,
 ) -> dict:
-    """Generate set ``name`` (a key of :data:`SETS`) into ``out``, ``frames`` frames per clip;
-    returns the manifest."""
+    """Generate set ``name`` (a key of :data:`SETS`) into ``out``, ``frames`` frames per clip,
+    a ``mesh_walkers`` share of its persons drawn as MakeHuman meshes; returns the manifest."""
     kind = SETS[name]
     count = kind.default_clips if clips is None else clips
     out = Path(out)
@@ -61,12 +62,14 @@ def generate_set(
         "clips": count,
         "frames_per_clip": frames,
         "seed": seed,
+        "mesh_walkers": mesh_walkers,
         "real_plates": None if hituav is None else f"HIT-UAV train split, {kind.split} id blocks",
         "complete": False,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     specs = [
-        ClipSpec(kind.clip_kind, kind.split, seed, index, frames=frames) for index in range(count)
+        ClipSpec(kind.clip_kind, kind.split, seed, index, frames=frames, mesh_walkers=mesh_walkers)
+        for index in range(count)
     ]
     start = time.perf_counter()
     frames = size = 0
