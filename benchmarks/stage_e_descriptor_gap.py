@@ -6,12 +6,17 @@ windows of ``emts train verifier`` (its cache; run that first): per 2x4 cell (ro
 legs, two columns), the median over windows of the mean flow magnitude, of its temporal std,
 and of the share of the dominant orientation bin. Prints a table; writes nothing.
 
-Usage: python benchmarks/stage_e_descriptor_gap.py CLIP GT FPS
+``--stride 3`` reads every third frame of the synthetic clips (a 10-fps camera, as the real
+clip's; needs sets made with ``emts synth ... --frames 52``, e.g. data/bench52 and
+data/fpbench52): compare a 10-fps clip with 10-fps synthetic windows.
+
+Usage: python benchmarks/stage_e_descriptor_gap.py CLIP GT FPS [--sets DIR ...] [--stride K]
   e.g. D=../shared/data/uav123-person12
-       python benchmarks/stage_e_descriptor_gap.py $D/frames $D/groundtruth_rect.txt 10
+       python benchmarks/stage_e_descriptor_gap.py $D/frames $D/groundtruth_rect.txt 10 \
+           --sets data/bench52 data/fpbench52 --stride 3
 """
 
-import sys
+import argparse
 
 import numpy as np
 
@@ -36,7 +41,7 @@ def cell_stats(x: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
-def main(clip: str, gt: str, fps: float) -> None:
+def main(clip: str, gt: str, fps: float, sets: list[str], stride: int) -> None:
     truth = read_ground_truth(gt)
     config = VerifierRealConfig(fps=fps, last=len(truth) - 1)
     windows, _ = _collect(clip, truth, config, VerifierConfig(), ["working"])
@@ -44,12 +49,13 @@ def main(clip: str, gt: str, fps: float) -> None:
         kind: np.stack([d[0] for k, _, d in windows if k == kind]) for kind in ("person", "ground")
     }
     held = cached_windows(
-        ["data/bench", "data/fpbench"],
+        sets,
         Detector(None, threshold=0.3),
         1,
         "runs/verifier-windows",
         None,
         "working",
+        stride=stride,
     )
     kinds = np.array(held.kind)
     synthetic = {"person": held.x[kinds == "person"], "ground": held.x[kinds == "ground"]}
@@ -61,4 +67,11 @@ def main(clip: str, gt: str, fps: float) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], float(sys.argv[3]))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("clip")
+    parser.add_argument("gt")
+    parser.add_argument("fps", type=float)
+    parser.add_argument("--sets", nargs="+", default=["data/bench", "data/fpbench"])
+    parser.add_argument("--stride", type=int, default=1, help="synthetic frames per window step")
+    args = parser.parse_args()
+    main(args.clip, args.gt, args.fps, args.sets, args.stride)
