@@ -204,6 +204,18 @@ class Sunlight:
         )
 
     @property
+    def direction(self) -> np.ndarray:
+        """Unit vector (world X, Y, Z) from the ground towards the sun."""
+        horizontal = math.cos(self.elevation_rad)
+        return np.array(
+            [
+                math.cos(self.azimuth_rad) * horizontal,
+                math.sin(self.azimuth_rad) * horizontal,
+                math.sin(self.elevation_rad),
+            ]
+        )
+
+    @property
     def shadow_offset(self) -> np.ndarray:
         """Ground displacement (world X, Y) of the shadow of a point per unit of its height."""
         length = 1.0 / math.tan(max(self.elevation_rad, MIN_SUN_ELEVATION_RAD))
@@ -482,15 +494,8 @@ class Actor:
         ground = world[:, :2] + world[:, 2:3] * self.sun.shadow_offset  # world X, Y on Z = 0
         zoom = math.sqrt(abs(np.linalg.det(linear)))
         shrink = FILL_DILATION_PX / zoom
-        towards_sun = np.array(
-            [
-                math.cos(self.sun.azimuth_rad) * math.cos(self.sun.elevation_rad),
-                math.sin(self.sun.azimuth_rad) * math.cos(self.sun.elevation_rad),
-                math.sin(self.sun.elevation_rad),
-            ]
-        )
         polygons, parts, _ = self._outlines(
-            geometry, ground, None, self.height_px, shrink, world, towards_sun
+            geometry, ground, None, self.height_px, shrink, world, self.sun.direction
         )
         ground_to_plate = np.diag([1.0, -math.sin(self.pitch_rad)])  # foreshortened ground
         to_frame = linear @ ground_to_plate
@@ -776,14 +781,9 @@ class MeshWalker(Walker):
         parts = _MESH_PARTS[self.short_sleeves, self.shorts][atlas.face_regions()]
         # Lambert shading in the body frame: the sun (or, overcast, the sky) turned by -heading.
         if self.sun.strength > 0:
-            azimuth = self.sun.azimuth_rad - self.heading_rad
-            light = np.array(
-                [
-                    math.cos(azimuth) * math.cos(self.sun.elevation_rad),
-                    math.sin(azimuth) * math.cos(self.sun.elevation_rad),
-                    math.sin(self.sun.elevation_rad),
-                ]
-            )
+            x, y, z = self.sun.direction
+            c, s = math.cos(self.heading_rad), math.sin(self.heading_rad)
+            light = np.array([c * x + s * y, -s * x + c * y, z])  # world -> body frame
         else:
             light = np.array([0.0, 0.0, 1.0])
         a, b, c = (vertices[atlas.faces[:, k]] for k in range(3))
