@@ -42,7 +42,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal, NamedTuple
@@ -752,16 +751,17 @@ class MeshWalker(Walker):
         **overrides,
     ) -> MeshWalker:
         """A random mesh walker: :meth:`Walker.random` plus body, shading and garments."""
-        walker = Walker.random(rng, position, height_px, pitch_rad, identity)
-        params = {f.name: getattr(walker, f.name) for f in dataclasses.fields(Walker)}
-        params.update(
+        walker = super().random(rng, position, height_px, pitch_rad, identity, **overrides)
+        sampled = dict(
             body=int(rng.integers(load_atlas().bodies)),
             shading=float(rng.uniform(*MESH_SHADING_RANGE)),
             short_sleeves=bool(rng.random() < 0.4),
             shorts=bool(rng.random() < 0.2),
         )
-        params.update(overrides)
-        return cls(**params)
+        for name, value in sampled.items():
+            if name not in overrides:
+                setattr(walker, name, value)
+        return walker
 
     def _lut(self) -> np.ndarray:
         base = super()._lut()[1:]
@@ -778,7 +778,7 @@ class MeshWalker(Walker):
             rise = np.clip((vertices[:, 2] - HIP_Z) / (HEAD_CENTRE_Z - HIP_Z), 0.0, None)
             vertices = vertices.copy()
             vertices[:, 1] += sway * rise
-        parts = _MESH_PARTS[self.short_sleeves, self.shorts][atlas.face_regions()]
+        parts = _MESH_PARTS[self.short_sleeves, self.shorts][atlas.face_region]
         # Lambert shading in the body frame: the sun (or, overcast, the sky) turned by -heading.
         if self.sun.strength > 0:
             x, y, z = self.sun.direction
@@ -1259,8 +1259,8 @@ def _rasterize(
     frame_size: tuple[int, int],
     feather_sigma: float,
     lut: np.ndarray | None,
-    antialias: bool = True,
-    transform: tuple[np.ndarray, np.ndarray] | None = None,
+    antialias: bool,
+    transform: tuple[np.ndarray, np.ndarray],
 ) -> tuple[int, int, np.ndarray, np.ndarray | None] | None:
     """Fill convex frame-px polygons, in order, into supersampled canvases.
 
@@ -1270,16 +1270,14 @@ def _rasterize(
     canvas from which the per-pixel value of ``lut`` (label -> value) is unmixed.
 
     ``transform`` = ``(linear, origin)`` maps the polygons' points to frame px first
-    (``p @ linear.T + origin``); without it they are frame px already.
+    (``p @ linear.T + origin``).
 
     Returns:
         ``(x0, y0, alpha, contrast)``: the integer frame position of the patch, the feathered
         coverage and the unmixed ``lut`` values (None without a ``lut``); None if the patch
         misses the frame.
     """
-    points = np.concatenate(polygons)
-    if transform is not None:
-        points = points @ transform[0].T + transform[1]
+    points = np.concatenate(polygons) @ transform[0].T + transform[1]
     low, high = points.min(axis=0), points.max(axis=0)
     x0, y0 = (np.floor(low) - _PATCH_MARGIN).astype(int)
     x1, y1 = (np.ceil(high) + _PATCH_MARGIN).astype(int)

@@ -32,6 +32,7 @@ REGIONS = ("head", "torso", "upper_arm", "forearm", "hand", "pelvis", "thigh", "
 class WalkerAtlas:
     faces: np.ndarray  # (F, 3) vertex indices
     region: np.ndarray  # (V,) index into REGIONS
+    face_region: np.ndarray  # (F,) region of each triangle: the most frequent of its vertices'
     stand: np.ndarray  # (B, V, 3) float32
     walk: np.ndarray  # (B, P, V, 3) float32
 
@@ -46,11 +47,6 @@ class WalkerAtlas:
     @property
     def vertex_count(self) -> int:
         return int(self.stand.shape[1])
-
-    def face_regions(self) -> np.ndarray:
-        """(F,) region of each triangle: the most frequent among its three vertices."""
-        regions = self.region[self.faces]
-        return np.where(regions[:, 1] == regions[:, 2], regions[:, 1], regions[:, 0])
 
     def pose(self, body: int, phase: float, activity: float) -> np.ndarray:
         """(V, 3) vertices at gait ``phase`` (0..1, right heel strike at 0) and ``activity``."""
@@ -69,9 +65,12 @@ class WalkerAtlas:
 def load_atlas(path: Path = ATLAS_PATH) -> WalkerAtlas:
     """The atlas at ``path`` (the packaged one by default), read once."""
     with np.load(path) as data:
+        faces, region = data["faces"].astype(np.int64), data["region"].astype(np.int64)
+        corners = region[faces]
         return WalkerAtlas(
-            faces=data["faces"].astype(np.int64),
-            region=data["region"].astype(np.int64),
+            faces=faces,
+            region=region,
+            face_region=np.where(corners[:, 1] == corners[:, 2], corners[:, 1], corners[:, 0]),
             stand=data["stand"].astype(np.float32),
             walk=data["walk"].astype(np.float32),
         )

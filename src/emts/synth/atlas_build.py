@@ -126,14 +126,9 @@ def build(bodies: int, phases: int, seed: int, out: Path) -> dict:
 
     model = anny.Anny(topology=TOPOLOGY).to(torch.float64)
     labels = list(model.bone_labels)
-    weights = model.vertex_bone_weights
-    indices = getattr(model, "vertex_bone_indices", None)
-    weights = weights.detach().cpu().numpy()
-    if indices is None:  # dense (V, bones) weights
-        dominant = weights.argmax(axis=1)
-    else:
-        indices = indices.detach().cpu().numpy()
-        dominant = indices[np.arange(len(indices)), weights.argmax(axis=1)]
+    weights = model.vertex_bone_weights.detach().cpu().numpy()  # (V, k) with their bones
+    indices = model.vertex_bone_indices.detach().cpu().numpy()
+    dominant = indices[np.arange(len(indices)), weights.argmax(axis=1)]
     region = np.array([_region(labels[b]) for b in dominant], np.uint8)
     faces = model.faces.detach().cpu().numpy().astype(np.int16)
 
