@@ -443,6 +443,12 @@ def test_train_detector_recipe_options_reach_the_training_config():
     assert config.invert_l == 0.5 and config.l_gain == (0.6, 1.6)
     assert config.still_speed == 0.25 and config.randomized_sources == ("tier1", "negative")
     assert config.residual_reference == 0.0095
+    wide = TrainConfig(
+        **_recipe_overrides(
+            build_parser().parse_args(["train", "detector", "--out", "x", "--variant", "wide"])
+        )
+    )
+    assert wide.model.widths == (32, 64, 96) and wide.model.stem == 24
     defaults = TrainConfig(
         **_recipe_overrides(build_parser().parse_args(["train", "detector", "--out", "x"]))
     )

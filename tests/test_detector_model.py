@@ -19,6 +19,17 @@ def test_parameter_count_matches_table_2_rows_and_the_spec_range():
     assert 21_900 <= total <= 22_100
 
 
+def test_named_variants_keep_the_paper_model_and_widen_every_stage():
+    from emts.train.model import DETECTOR_VARIANTS
+
+    assert DETECTOR_VARIANTS["paper"] == DetectorConfig()
+    wide = MicroDetector(DETECTOR_VARIANTS["wide"]).eval()
+    assert sum(p.numel() for p in wide.parameters()) == 46_541
+    assert 1.7 < count_macs(wide)["total"] / count_macs(MicroDetector())["total"] < 1.9
+    heat, size, offset, embedding = wide(torch.zeros(1, 3, 192, 256))
+    assert heat.shape == (1, 1, 24, 32) and embedding.shape == (1, 8, 24, 32)
+
+
 def test_outputs_are_on_the_32x24_grid():
     heat, size, offset, embedding = MicroDetector().eval()(torch.zeros(2, 3, 192, 256))
     assert heat.shape == (2, 1, 24, 32) and size.shape == (2, 2, 24, 32)

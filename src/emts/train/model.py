@@ -35,6 +35,14 @@ class DetectorConfig:
 
 TSM_MODES = ("none", "bidirectional", "causal")
 
+# Named architectures (issue 8 part 3: "resolution and capacity, chosen by measurement"; the
+# paper's 22k model stays trainable and comparable). ``wide``: 1.5x the channels of every
+# stage and of the stem, 46.5k parameters, 1.8x the MACs at 256x192.
+DETECTOR_VARIANTS: dict[str, DetectorConfig] = {
+    "paper": DetectorConfig(),
+    "wide": DetectorConfig(stem=24, widths=(32, 64, 96)),
+}
+
 
 def temporal_shift(z: torch.Tensor, fold: int, mode: str) -> torch.Tensor:
     """Shift a (B, T, C, H, W) clip along T before a depthwise conv, zero-padded at the ends.
