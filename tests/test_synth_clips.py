@@ -135,3 +135,17 @@ def test_mesh_walker_share_changes_the_persons_only_when_asked():
     assert meshes.jpegs != plain.jpegs
     persons = [p for frame in meshes.labels["frames"] for p in frame["persons"]]
     assert persons and all(p["box"][2] > 0 and p["box"][3] > 0 for p in persons)
+
+
+def test_contrast_scale_multiplies_every_movers_contrast_and_draws_nothing():
+    plain = render_clip(ClipSpec("tier1", "train", 5, 3))
+    same = render_clip(ClipSpec("tier1", "train", 5, 3, contrast_scale=1.0))
+    strong = render_clip(ClipSpec("tier1", "train", 5, 3, contrast_scale=2.0))
+    assert plain.jpegs == same.jpegs  # scale 1: old sets stay what they were
+    assert strong.jpegs != plain.jpegs
+    for a, b in zip(plain.labels["frames"], strong.labels["frames"], strict=True):
+        # the same scene (no extra draw): same persons in the same places, twice the contrast
+        assert [p["box"] for p in a["persons"]] == [p["box"] for p in b["persons"]]
+        assert [d["box"] for d in a["distractors"]] == [d["box"] for d in b["distractors"]]
+        for p, q in zip(a["persons"], b["persons"], strict=True):
+            assert q["contrast"] == pytest.approx(2 * p["contrast"], abs=2e-3)

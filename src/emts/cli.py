@@ -96,6 +96,7 @@ _CLIP_FRAMES = _int_in(4, 300)
 _INDEX = _int_in(0)
 _PROBABILITY = _float_in(0.0, 1.0)
 _FPS = _float_in(0.0, low_inclusive=False)
+_POSITIVE_FLOAT = _FPS
 
 
 def _add_threads(p) -> None:
@@ -341,6 +342,7 @@ def _cmd_synth_set(args: argparse.Namespace) -> int:
         hituav=args.hituav,
         frames=args.frames,
         mesh_walkers=args.mesh_walkers,
+        contrast_scale=args.contrast_scale,
     )
     print(
         f"{manifest['clips']} clips, {manifest['frames']} frames in {manifest['seconds']} s "
@@ -408,6 +410,14 @@ def _add_synth(sub) -> None:
             metavar="P",
             help="share of persons drawn as posed MakeHuman body meshes instead of the "
             "procedural capsule figure (default: %(default)s)",
+        )
+        p.add_argument(
+            "--contrast-scale",
+            type=_POSITIVE_FLOAT,
+            default=1.0,
+            metavar="S",
+            help="multiply every mover's contrast against its ground (persons, animals, "
+            "vehicles) by S (default: %(default)s)",
         )
         p.add_argument(
             "--workers", type=_THREADS, default=2, help="processes (default: %(default)s)"

@@ -52,6 +52,9 @@ class ClipSpec:
     index: int  # clip number within the set
     frames: int = TIER1_FRAMES
     mesh_walkers: float = 0.0  # share of persons drawn as MakeHuman meshes (actors.MeshWalker)
+    # Factor on every mover's part contrasts (persons, animals, vehicles; not the static
+    # clutter, which is drawn 30-120 gray levels off its ground): 1 = actors.CONTRAST_RANGE.
+    contrast_scale: float = 1.0
 
     def rng(self) -> np.random.Generator:
         # Split and kind are part of the seed sequence: train and held-out never share seeds.
@@ -383,6 +386,11 @@ def build_scene(spec: ClipSpec, pool: HitUavPlates | None, rng: np.random.Genera
     distractors = _make_distractors(
         rng, spec, path, zoom, pitch, reference_height, first_id=len(persons)
     )
+    if spec.contrast_scale != 1.0:  # after all draws: sets at 1 stay what they were
+        for actor in persons + distractors:
+            actor.part_contrast = {
+                part: value * spec.contrast_scale for part, value in actor.part_contrast.items()
+            }
     clutter = 0
     if rng.random() < CLUTTER_PROBABILITY:
         count = int(rng.integers(CLUTTER_COUNT[0], CLUTTER_COUNT[1] + 1))

@@ -44,9 +44,11 @@ def generate_set(
     progress: bool = True,
     frames: int = TIER1_FRAMES,
     mesh_walkers: float = 0.0,
+    contrast_scale: float = 1.0,
 ) -> dict:
     """Generate set ``name`` (a key of :data:`SETS`) into ``out``, ``frames`` frames per clip,
-    a ``mesh_walkers`` share of its persons drawn as MakeHuman meshes; returns the manifest."""
+    a ``mesh_walkers`` share of its persons drawn as MakeHuman meshes, every mover's contrast
+    times ``contrast_scale``; returns the manifest."""
     kind = SETS[name]
     count = kind.default_clips if clips is None else clips
     out = Path(out)
@@ -63,12 +65,21 @@ def generate_set(
         "frames_per_clip": frames,
         "seed": seed,
         "mesh_walkers": mesh_walkers,
+        "contrast_scale": contrast_scale,
         "real_plates": None if hituav is None else f"HIT-UAV train split, {kind.split} id blocks",
         "complete": False,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     specs = [
-        ClipSpec(kind.clip_kind, kind.split, seed, index, frames=frames, mesh_walkers=mesh_walkers)
+        ClipSpec(
+            kind.clip_kind,
+            kind.split,
+            seed,
+            index,
+            frames=frames,
+            mesh_walkers=mesh_walkers,
+            contrast_scale=contrast_scale,
+        )
         for index in range(count)
     ]
     start = time.perf_counter()
