@@ -24,6 +24,8 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
+from emts.eval.track_eval import read_ground_truth
+from emts.synth.plates import read_hituav
 from emts.synth.store import ClipSet
 
 COLUMNS = ("mean", "p90", "ring_std", "mean_over_ring_std", "height")
@@ -72,32 +74,24 @@ def from_clip_set(folder: str, clips: int) -> list[tuple]:
 
 
 def from_hituav(root: str, split: str) -> list[tuple]:
-    data = json.loads((Path(root) / f"{split}.json").read_text())
-    names = {image["id"]: image["file_name"] for image in data["images"]}
-    person_ids = {c["id"] for c in data["categories"] if c["name"].lower().startswith("person")}
-    by_image: dict[int, list] = {}
-    for annotation in data["annotations"]:
-        by_image.setdefault(annotation["image_id"], []).append(annotation)
     rows = []
-    for image_id, labelled in tqdm(by_image.items(), desc=f"hit-uav {split}", disable=None):
-        image = cv2.imread(str(Path(root) / split / names[image_id]), cv2.IMREAD_GRAYSCALE)
-        boxes = [a["bbox"] for a in labelled]
-        for a in labelled:
-            if a["category_id"] in person_ids:
-                rows.append(person_stats(image, a["bbox"], boxes))
+    for name, labelled in tqdm(read_hituav(root, split), desc=f"hit-uav {split}", disable=None):
+        if not labelled["persons"]:
+            continue
+        image = cv2.imread(str(Path(root) / split / name), cv2.IMREAD_GRAYSCALE)
+        others = labelled["persons"] + labelled["vehicles"]
+        rows += [person_stats(image, box, others) for box in labelled["persons"]]
     return [r for r in rows if r is not None]
 
 
 def from_person12(root: str) -> list[tuple]:
-    lines = (Path(root) / "groundtruth_rect.txt").read_text().splitlines()
-    frames = sorted((Path(root) / "frames").glob("*.jpg"))
+    labels = read_ground_truth(Path(root) / "groundtruth_rect.txt")
     rows = []
-    for i in range(0, min(201, len(lines)), 5):
-        box = [float(v) for v in lines[i].replace("\t", ",").split(",")]
-        if np.isnan(box).any():
+    for i in range(0, min(201, len(labels)), 5):  # JSON frame i = file i + 1 = label row i
+        if np.isnan(labels[i]).any():
             continue
-        image = cv2.imread(str(frames[i]), cv2.IMREAD_GRAYSCALE)
-        rows.append(person_stats(image, box, [box]))
+        image = cv2.imread(str(Path(root) / "frames" / f"{i + 1:06d}.jpg"), cv2.IMREAD_GRAYSCALE)
+        rows.append(person_stats(image, labels[i], [labels[i]]))
     return [r for r in rows if r is not None]
 
 

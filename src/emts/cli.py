@@ -95,8 +95,8 @@ _POSITIVE = _int_in(1)
 _CLIP_FRAMES = _int_in(4, 300)
 _INDEX = _int_in(0)
 _PROBABILITY = _float_in(0.0, 1.0)
-_FPS = _float_in(0.0, low_inclusive=False)
-_POSITIVE_FLOAT = _FPS
+_POSITIVE_FLOAT = _float_in(0.0, low_inclusive=False)
+_FPS = _POSITIVE_FLOAT
 
 
 def _add_threads(p) -> None:
