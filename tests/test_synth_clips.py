@@ -149,3 +149,17 @@ def test_contrast_scale_multiplies_every_movers_contrast_and_draws_nothing():
         assert [d["box"] for d in a["distractors"]] == [d["box"] for d in b["distractors"]]
         for p, q in zip(a["persons"], b["persons"], strict=True):
             assert q["contrast"] == pytest.approx(2 * p["contrast"], abs=2e-3)
+
+
+def test_default_sets_are_rendered_at_the_calibrated_contrast(small_sets):
+    """Default sets carry the curriculum's contrast scale (CONTRAST_SCALE) in the manifest,
+    and a clip in them is the clip that ClipSpec renders at that scale."""
+    from emts.synth.common import CONTRAST_SCALE
+
+    assert CONTRAST_SCALE > 1
+    clip_set = ClipSet(small_sets / "tier1")
+    assert clip_set.manifest["contrast_scale"] == CONTRAST_SCALE
+    at_scale = render_clip(ClipSpec("tier1", "train", 11, 0, contrast_scale=CONTRAST_SCALE))
+    plain = render_clip(ClipSpec("tier1", "train", 11, 0))
+    stored = clip_set[0].labels["frames"]
+    assert stored == at_scale.labels["frames"] != plain.labels["frames"]  # contrasts differ

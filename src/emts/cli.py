@@ -35,6 +35,7 @@ from emts.io import (
     signals_held,
     source_files,
 )
+from emts.synth.common import CONTRAST_SCALE
 
 log = logging.getLogger("emts")
 
@@ -414,10 +415,11 @@ def _add_synth(sub) -> None:
         p.add_argument(
             "--contrast-scale",
             type=_POSITIVE_FLOAT,
-            default=1.0,
+            default=CONTRAST_SCALE,
             metavar="S",
             help="multiply every mover's contrast against its ground (persons, animals, "
-            "vehicles) by S (default: %(default)s)",
+            "vehicles) by S (default: %(default)s: the median person as far off its ground "
+            "as real ones; 1 renders the sets made before 2026-11-27)",
         )
         p.add_argument(
             "--workers", type=_THREADS, default=2, help="processes (default: %(default)s)"
@@ -1274,7 +1276,12 @@ def _cmd_eval_tracking(args: argparse.Namespace) -> int:
             both = f"detector only {row['detector_only']}, with verifier {row['with_verifier']}"
             print(f"tau_s {tau}: FP/frame {both}")
     else:
-        report = tracking.autolock(detector, Verifier(args.verifier), windows=args.windows)
+        report = tracking.autolock(
+            detector,
+            Verifier(args.verifier),
+            windows=args.windows,
+            contrast_scale=args.contrast_scale,
+        )
         tracking.write(out, "autolock", report, command)
         locks = f"{report['candidate_locks']} candidate locks, {report['verified_false_locks']}"
         per_hour = f"verified ({report['verified_false_locks_per_hour']}/hour)"
@@ -1480,6 +1487,13 @@ def _add_training(sub) -> None:
     p = eval_sub.add_parser("autolock", help="verified false locks per hour on person-free footage")
     p.add_argument(
         "--windows", type=_POSITIVE, default=13, help="10-s windows (default: %(default)s)"
+    )
+    p.add_argument(
+        "--contrast-scale",
+        type=_POSITIVE_FLOAT,
+        default=CONTRAST_SCALE,
+        metavar="S",
+        help="the movers' contrast, as emts synth --contrast-scale (default: %(default)s)",
     )
     p.add_argument("--model", help="ONNX detector (default: the shipped model)")
     p.add_argument("--verifier", help="ONNX verifier (default: the shipped model)")

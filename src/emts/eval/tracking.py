@@ -14,6 +14,7 @@ from emts.detector import Detection, Detector
 from emts.geometry import WORKING_GEOMETRY, Frame, FrameGeometry, working_geometry
 from emts.pipeline import MotionFrontEnd, Pipeline, network_size_of
 from emts.synth.clips import ClipSpec, render_clip
+from emts.synth.common import CONTRAST_SCALE
 from emts.synth.store import ClipSet
 from emts.tracker import AppearanceView, Candidate, TargetTracker
 from emts.verifier import FrameView, Verifier, describe
@@ -239,14 +240,23 @@ def false_positives(
 
 
 def autolock(
-    detector: Detector, verifier: Verifier, windows: int = 13, frames: int = 300, seed: int = 0
+    detector: Detector,
+    verifier: Verifier,
+    windows: int = 13,
+    frames: int = 300,
+    seed: int = 0,
+    contrast_scale: float = CONTRAST_SCALE,
 ) -> dict:
     """§6.8: the full pipeline under auto-lock on person-free held-out footage (10-s windows
-    rendered on held-out plates): candidate locks proposed, locks verified, per hour."""
+    rendered on held-out plates, movers at the curriculum's ``contrast_scale``): candidate
+    locks proposed, locks verified, per hour."""
     proposed = verified = 0
     total = 0
     for index in tqdm(range(windows), desc="eval autolock", disable=None):
-        clip = render_clip(ClipSpec("negative", "heldout", 1000 + seed, index, frames=frames))
+        spec = ClipSpec(
+            "negative", "heldout", 1000 + seed, index, frames=frames, contrast_scale=contrast_scale
+        )
+        clip = render_clip(spec)
         pipeline = Pipeline(detector, verifier, auto_lock=True)
         verifier.reset()
         was_locked = False
@@ -262,6 +272,7 @@ def autolock(
     return {
         "frames": total,
         "minutes": round(total / 30.0 / 60.0, 2),
+        "contrast_scale": contrast_scale,
         "candidate_locks": int(proposed),
         "verified_false_locks": int(verified),
         "verified_false_locks_per_hour": round(verified / hours, 1),

@@ -11,7 +11,7 @@ import cv2
 from tqdm import tqdm
 
 from emts.synth.clips import TIER1_FRAMES, ClipSpec, render_clip
-from emts.synth.common import SETS
+from emts.synth.common import CONTRAST_SCALE, SETS
 from emts.synth.plates import HitUavPlates
 from emts.synth.store import FORMAT_VERSION, write_clip
 
@@ -44,7 +44,7 @@ def generate_set(
     progress: bool = True,
     frames: int = TIER1_FRAMES,
     mesh_walkers: float = 0.0,
-    contrast_scale: float = 1.0,
+    contrast_scale: float = CONTRAST_SCALE,
 ) -> dict:
     """Generate set ``name`` (a key of :data:`SETS`) into ``out``, ``frames`` frames per clip,
     a ``mesh_walkers`` share of its persons drawn as MakeHuman meshes, every mover's contrast
