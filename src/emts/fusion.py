@@ -52,8 +52,8 @@ class FusionConfig:
     """The blend; fitted by :func:`emts.eval.real.fit_fusion` on HIT-UAV train (see module)."""
 
     k: float = 4.0  # threshold = k x the frame's median residual (issue 8's baseline, k on train)
-    weights: tuple[float, ...] = (-0.172, 0.891, 0.568, -1.391, -0.565, 1.871, 1.064, -5.297)
-    bias: float = 9.108
+    weights: tuple[float, ...] = (-0.37, 0.921, 0.459, -1.195, -0.253, 1.914, 1.183, -4.768)
+    bias: float = 7.712
     max_detections: int = MAX_DETECTIONS
     # The weights were fitted on the network's heatmap of Stage B's channels as they are; the
     # blend reads it so (residual-level normalization off), else it accepts more blobs on
@@ -66,7 +66,7 @@ class FusionConfig:
 FITTED = {
     (256, 192): FusionConfig(),
     (512, 384): FusionConfig(
-        weights=(-0.535, 1.113, 1.621, -0.384, 0.249, 0.727, 1.203, -4.209), bias=3.302
+        weights=(-0.923, 1.053, 1.339, -0.289, 0.384, 0.09, 1.381, -4.124), bias=3.256
     ),
 }
 
