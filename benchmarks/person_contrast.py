@@ -6,9 +6,13 @@ side, other labelled objects left out), the 90th percentile of the box's pixels'
 difference from that median, the ring's standard deviation, and the first ratio over the last,
 all in gray levels of the frame as stored. Percentiles 10 / 50 / 90 per source.
 
-    python benchmarks/person_contrast.py --sets data/tier1 data/tier1_c26 \
+    emts synth tier1 --contrast-scale 1 --out data/tier1_c10 --hituav ../shared/data/hit-uav
+    python benchmarks/person_contrast.py --sets data/tier1_c10 data/tier1 \
         --hituav ../shared/data/hit-uav --person12 ../shared/data/uav123-person12 \
         --json reports/real/candidates/person_contrast.json
+
+(`make data`'s tier1 is at the default contrast scale, 2.6, since 2026-11-27; the JSON was
+written when data/tier1 was at 1 and the 2.6 set was data/tier1_c26.)
 
 Synthetic sets are read at their frame 4 (first --clips clips); HIT-UAV per split (train: the
 plates' split; val); person12 every 5th labelled frame.
