@@ -437,9 +437,14 @@ def test_train_detector_recipe_options_reach_the_training_config():
     args = build_parser().parse_args(
         ["train", "detector", "--out", "x", "--invert-l", "0.5", "--l-gain", "0.6", "1.6"]
         + ["--still-speed", "0.25", "--randomized-sources", "tier1", "negative"]
-        + ["--residual-reference", "0.0095"]
+        + ["--residual-reference", "0.0095", "--size-weight", "1.0"]
     )
     config = TrainConfig(**_recipe_overrides(args))
+    assert config.size_weight == 1.0 and TrainConfig().size_weight == 0.1
+    with pytest.raises(BadInputError, match="--size-weight"):
+        _recipe_overrides(
+            build_parser().parse_args(["train", "detector", "--out", "x", "--size-weight", "0"])
+        )
     assert config.invert_l == 0.5 and config.l_gain == (0.6, 1.6)
     assert config.still_speed == 0.25 and config.randomized_sources == ("tier1", "negative")
     assert config.residual_reference == 0.0095

@@ -101,6 +101,14 @@ def test_total_loss_backpropagates_to_every_parameter():
     assert all(p.grad is not None for p in model.parameters())
     assert batch["indices"].shape == (2, MAX_OBJECTS)
 
+    # --size-weight: only the size term's weight changes; the parts are reported unweighted
+    with torch.no_grad():
+        outputs = model(batch["x"])
+        paper, paper_parts = detector_loss(outputs, batch)
+        heavy, heavy_parts = detector_loss(outputs, batch, {"size": 1.0})
+    assert heavy_parts == paper_parts and paper_parts["size"] > 0
+    assert float(heavy - paper) == pytest.approx(0.9 * paper_parts["size"], rel=1e-4)
+
 
 def test_onnx_export_matches_torch(tmp_path):
     pytest.importorskip("onnx")

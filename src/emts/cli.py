@@ -540,6 +540,11 @@ def _add_train_detector_recipe(p) -> None:
         "real thermal stills, where warm = person holds)",
     )
     p.add_argument(
+        "--size-weight",
+        type=float,
+        help="weight of the log-size L1 in the total loss (default 0.1, the paper's eq. 6)",
+    )
+    p.add_argument(
         "--variant",
         choices=["paper", "wide"],
         help="architecture: paper (default; 22,021 parameters, Table 2) or wide (1.5x the "
@@ -579,6 +584,7 @@ def _recipe_overrides(args: argparse.Namespace) -> dict:
         "residual_reference",
         "network_size",
         "crop",
+        "size_weight",
     )
     out = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
     if "network_size" in out:
@@ -608,6 +614,8 @@ def _recipe_overrides(args: argparse.Namespace) -> dict:
         raise BadInputError("--residual-reference must not be negative")
     if out.get("still_speed", 0) < 0 or out.get("loader_workers", 0) < 0:
         raise BadInputError("--still-speed and --loader-workers must not be negative")
+    if out.get("size_weight", 1) <= 0:
+        raise BadInputError("--size-weight must be positive")
     return out
 
 

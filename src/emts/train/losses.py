@@ -58,8 +58,12 @@ def supcon_loss(
     return per_anchor.mean()
 
 
-def detector_loss(outputs, batch) -> tuple[torch.Tensor, dict[str, float]]:
-    """Total loss (eq. 6) and its parts for a batch of targets (see train.data)."""
+def detector_loss(
+    outputs, batch, weights: dict[str, float] | None = None
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Total loss (eq. 6; ``weights`` replace WEIGHTS' entries) and its unweighted parts for a
+    batch of targets (see train.data)."""
+    weights = {**WEIGHTS, **(weights or {})}
     heat, size, offset, embedding = outputs
     parts = {
         "heatmap": focal_loss(heat, batch["heatmap"], batch["weight"]),
@@ -69,5 +73,5 @@ def detector_loss(outputs, batch) -> tuple[torch.Tensor, dict[str, float]]:
     emb = gather(embedding, batch["indices"])  # (B, K, D)
     keep = batch["mask"] > 0
     parts["embedding"] = supcon_loss(emb[keep], batch["identity"][keep])
-    total = sum(WEIGHTS[k] * v for k, v in parts.items())
+    total = sum(weights[k] * v for k, v in parts.items())
     return total, {k: float(v.detach()) for k, v in parts.items()}
