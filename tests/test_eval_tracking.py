@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from emts.detector import Detection
-from emts.eval.tracking import false_positives, reacquisition
+from emts.eval.tracking import false_positives, reacquisition, starts_on_another_person
 from emts.geometry import Frame, FrameGeometry
 from emts.synth.generate import generate_set
 from emts.synth.store import ClipSet
@@ -59,8 +59,17 @@ class Nothing:
 def test_a_perfect_detector_reacquires_every_trial_without_transfers(sets):
     report = reacquisition(sets / "bench", Oracle(sets / "bench"))
     assert report["trials"] > 0
-    assert report["identity_transfer"] == 0
+    assert report["identity_transfer"] == 0 and report["locks_started_on_another_person"] == 0
     assert report["success_rate"] > 0.9
+
+
+def test_a_lock_that_starts_nearer_a_neighbour_is_not_a_trial():
+    target = {"id": 1, "box": [100, 100, 20, 60]}
+    neighbour = {"id": 2, "box": [112, 110, 20, 60]}  # overlapping the target's front
+    persons = [target, neighbour]
+    assert not starts_on_another_person(np.array([111.0, 131.0]), target, persons)
+    assert starts_on_another_person(np.array([120.0, 139.0]), target, persons)
+    assert not starts_on_another_person(np.array([120.0, 139.0]), target, [target])
 
 
 def test_a_blind_detector_locks_nothing_so_runs_no_trial(sets):

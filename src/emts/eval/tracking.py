@@ -53,6 +53,13 @@ def _stages_ab(clip, size: tuple[int, int]) -> tuple[np.ndarray, list[np.ndarray
     return np.stack([r.channels for r in results]), motions
 
 
+def starts_on_another_person(point: np.ndarray, target: dict, persons: list[dict]) -> bool:
+    """Whether ``point`` (a lock's start, working px) lies nearer another labelled person's
+    centre than the target's."""
+    distance = {p["id"]: float(np.hypot(*(point - _centre(p["box"])))) for p in persons}
+    return min(distance, key=distance.get) != target["id"]
+
+
 def reacquisition(
     bench: str | Path, detector: Detector, clips: int | None = None, appearance: bool = True
 ) -> dict:
@@ -60,7 +67,8 @@ def reacquisition(
     two frames later: re-locked (locked again on a measurement after the blackout) and
     within 20 px of the right person (success), re-locked onto another person (identity
     transfer), or neither (miss). ``strict_success_rate`` also demands a detection associated
-    on the judged frame itself.
+    on the judged frame itself. A clip whose lock would start on a detection nearer another
+    person than the target runs no trial (``locks_started_on_another_person`` counts them).
 
     ``appearance``: Stage D also gets the frames for its appearance measurement (SPEC §0);
     during the blackout it gets neither detections nor frames. False: detections only, the
@@ -75,6 +83,7 @@ def reacquisition(
         "success_with_detection_on_check_frame": 0,
         "identity_transfer": 0,
         "miss": 0,
+        "locks_started_on_another_person": 0,  # clips (3 blackouts each) not run
     }
     by_height: dict[str, list[int]] = {}
     for index in tqdm(indices, desc="eval reacq", disable=None):
@@ -93,6 +102,11 @@ def reacquisition(
         start = min(lock_candidates, key=lambda k: np.hypot(*(k.centre - tap)))
         if np.hypot(*(start.centre - tap)) > SUCCESS_RADIUS:
             continue  # the detector never saw the target: no lock, no trial
+        if starts_on_another_person(start.centre, target, persons):
+            # The detection nearest the tap is nearer a neighbour overlapping the target: the
+            # lock would follow that neighbour from its first frame, which no blackout causes.
+            outcome["locks_started_on_another_person"] += 1
+            continue
         for first, last in BLACKOUTS:
             check = last + CHECK_AFTER
             truth = {p["id"]: p for p in labels[check]["persons"]}
@@ -324,6 +338,10 @@ def write(out: Path, name: str, report: dict, command: str) -> None:
             f"| {report['strict_success_rate']:.1%} |",
             "",
             "Strict: a detection must also be associated on the judged frame itself.",
+            "",
+            "Clips not run because the detection nearest the tap lies nearer another person "
+            "than the target (the lock would start on that neighbour): "
+            f"{report['locks_started_on_another_person']}.",
             "",
             "| target height (network px) | trials | success rate |",
             "|---|---|---|",
