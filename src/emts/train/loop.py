@@ -67,6 +67,7 @@ class TrainConfig:
     # Weight of the log-size L1 in eq. 6. The paper's 0.1 is CenterNet's, whose size head
     # regresses pixels (errors of several px); on log-size (errors of ~0.3) it leaves the size
     # term ~2 % of the total (runs/i_c26: 0.032 of 1.55); its boxes regress to the mean size.
+    # 1.0 measured (reports/real/candidates/k_size_weight.md): better boxes, lower RGB recall.
     size_weight: float = 0.1
 
     def phases(self) -> list[tuple[str, int, dict[str, float]]]:
