@@ -55,6 +55,19 @@ def test_labels_have_the_documented_shape(small_sets):
         assert labels["frames"][0]["camera_motion"] == [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
 
 
+def test_an_incomplete_set_is_refused(small_sets, tmp_path):
+    import shutil
+
+    from emts.errors import BadInputError
+
+    partial = tmp_path / "partial"
+    shutil.copytree(small_sets / "tier1", partial)
+    manifest = json.loads((partial / "manifest.json").read_text())
+    (partial / "manifest.json").write_text(json.dumps({**manifest, "complete": False}))
+    with pytest.raises(BadInputError, match="incomplete"):
+        ClipSet(partial)
+
+
 def test_every_tier1_clip_has_persons_and_no_negative_clip_has_any(small_sets):
     for name, expect_persons in (("tier1", True), ("negatives", False)):
         clip_set = ClipSet(small_sets / name)

@@ -98,6 +98,11 @@ class ClipSet:
         if not manifest.is_file():
             raise BadInputError(f"{self.folder}: not a clip set (no manifest.json)")
         self.manifest = json.loads(manifest.read_text())
+        if self.manifest.get("complete") is False:
+            raise BadInputError(
+                f"{self.folder}: an incomplete clip set (its emts synth run is still writing it "
+                "or was interrupted); wait for it or generate it again"
+            )
         self.indices = sorted(int(p.stem) for p in (self.folder / "clips").glob("*.npz"))
 
     def __len__(self) -> int:
