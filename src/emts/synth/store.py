@@ -98,7 +98,7 @@ class ClipSet:
         if not manifest.is_file():
             raise BadInputError(f"{self.folder}: not a clip set (no manifest.json)")
         self.manifest = json.loads(manifest.read_text())
-        if self.manifest.get("complete") is False:
+        if isinstance(self.manifest, dict) and self.manifest.get("complete") is False:
             raise BadInputError(
                 f"{self.folder}: an incomplete clip set (its emts synth run is still writing it "
                 "or was interrupted); wait for it or generate it again"
