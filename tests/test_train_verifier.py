@@ -31,6 +31,30 @@ def test_folded_batchnorm_gives_the_training_net_outputs():
     torch.testing.assert_close(net.deployable()(x), net(x), atol=1e-5, rtol=0)
 
 
+def test_merged_members_give_the_mean_of_their_logits(tmp_path):
+    import onnxruntime as ort
+
+    from emts.train.litert_export import verifier_from_onnx
+    from emts.train.verifier import merge_members, train_members
+
+    rng = np.random.default_rng(0)
+    windows = Windows(rng.gamma(1.0, 0.5, (64, 40, 16)).astype(np.float32), np.arange(64) % 2.0, [])
+    options = TrainOptions(epochs=1, width=6, hidden=5, log_eps=0.1, batchnorm=True, members=3)
+    members = train_members(windows, options)
+    x = torch.from_numpy(windows.x[:8])
+    with torch.no_grad():
+        logits = [m(x) for m in members]
+        assert not torch.allclose(logits[0], logits[1])  # other seeds, other networks
+        merged = merge_members(members)
+        assert merged.features[0].out_channels == 18 and merged.head[1].out_features == 15
+        torch.testing.assert_close(merged(x), torch.stack(logits).mean(0), atol=1e-5, rtol=0)
+        path = export_verifier(merged, tmp_path / "merged.onnx")
+        onnx_out = ort.InferenceSession(str(path)).run(None, {"descriptors": x.numpy()})[0]
+        np.testing.assert_allclose(onnx_out, merged(x).numpy(), atol=1e-5)
+        np.testing.assert_allclose(verifier_from_onnx(path)(x).numpy(), onnx_out, atol=1e-5)
+    assert merge_members(members[:1]) is members[0]
+
+
 def test_mirror_is_a_left_right_involution():
     assert sorted(MIRROR) == list(range(40))
     np.testing.assert_array_equal(MIRROR[MIRROR], np.arange(40))

@@ -1148,6 +1148,7 @@ def _cmd_train_verifier(args: argparse.Namespace) -> int:
         resolution=args.resolution,
         strides=tuple(sorted(set(args.strides))),
         registration_noise=args.registration_noise,
+        members=args.members,
     )
     cache = None if args.no_cache else args.cache
     metrics = run(args.out, args.train, args.heldout, args.detector, options=options, cache=cache)
@@ -1376,6 +1377,13 @@ def _add_training(sub) -> None:
         help="training augmentation: speed scaling, left-right mirror (default: none)",
     )
     p.add_argument("--seed", type=int, default=0, help="training seed (default: 0)")
+    p.add_argument(
+        "--members",
+        type=_POSITIVE,
+        default=1,
+        help="train N networks (seeds SEED..SEED+N-1) and export their mean logit as one "
+        "network N times as wide, block-diagonal (default: 1)",
+    )
     p.add_argument(
         "--resolution",
         choices=["network", "working"],

@@ -12,7 +12,7 @@ Windows of 16 descriptors (frames 2-17 of each 18-frame clip) are built from
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -108,6 +108,52 @@ class _TrainingNet(VerifierNet):
         return model.eval()
 
 
+def merge_members(members: list[VerifierNet]) -> VerifierNet:
+    """One :class:`VerifierNet` whose logit is the mean of ``members``' logits: width and
+    hidden units side by side, the second convolution and first linear layer block-diagonal
+    (zeros between members), the last layer's weights and bias averaged. The merged model is
+    an ordinary verifier graph (same input, output and ops), so the runtime, ``emts quantize``
+    and the LiteRT export take it as they take one network. The members must share their
+    input transform (standardization from the same training windows, the same log)."""
+    first = members[0]
+    if len(members) == 1:
+        return first
+    for member in members[1:]:
+        for name in ("mean", "std", *(("log_eps",) if hasattr(first, "log_eps") else ())):
+            if not torch.equal(getattr(member, name), getattr(first, name)):
+                raise ValueError(f"members differ in their input transform ({name})")
+    width = sum(m.features[0].out_channels for m in members)
+    hidden = sum(m.head[1].out_features for m in members)
+    log_eps = float(first.log_eps) if hasattr(first, "log_eps") else None
+    merged = VerifierNet(width, hidden, log_eps)
+    with torch.no_grad():
+        merged.mean.copy_(first.mean)
+        merged.std.copy_(first.std)
+        merged.features[0].weight.copy_(torch.cat([m.features[0].weight for m in members]))
+        merged.features[0].bias.copy_(torch.cat([m.features[0].bias for m in members]))
+        merged.features[2].weight.copy_(_block_diagonal([m.features[2].weight for m in members]))
+        merged.features[2].bias.copy_(torch.cat([m.features[2].bias for m in members]))
+        merged.head[1].weight.copy_(_block_diagonal([m.head[1].weight for m in members]))
+        merged.head[1].bias.copy_(torch.cat([m.head[1].bias for m in members]))
+        merged.head[3].weight.copy_(
+            torch.cat([m.head[3].weight for m in members], 1) / len(members)
+        )
+        merged.head[3].bias.copy_(torch.stack([m.head[3].bias for m in members]).mean(0))
+    return merged.eval()
+
+
+def _block_diagonal(blocks: list[torch.Tensor]) -> torch.Tensor:
+    """(out_k, in_k, ...) blocks on the diagonal of one (sum out, sum in, ...) tensor."""
+    out = torch.zeros(
+        sum(b.shape[0] for b in blocks), sum(b.shape[1] for b in blocks), *blocks[0].shape[2:]
+    )
+    row = column = 0
+    for b in blocks:
+        out[row : row + b.shape[0], column : column + b.shape[1]] = b
+        row, column = row + b.shape[0], column + b.shape[1]
+    return out
+
+
 @dataclass(frozen=True)
 class TrainOptions:
     """Stage E training recipe (``emts train verifier`` options)."""
@@ -126,6 +172,8 @@ class TrainOptions:
     # windows at 30 / stride fps (a set serves the largest stride its clips are long enough for)
     strides: tuple[int, ...] = (1,)
     registration_noise: float = 0.0  # px, training windows only (build_windows)
+    # networks trained with seeds seed, seed + 1, ... and merged into one (merge_members)
+    members: int = 1
 
 
 @dataclass
@@ -402,10 +450,24 @@ def _augment(x: torch.Tensor, augment: tuple[str, ...], generator) -> torch.Tens
 def train_verifier(
     train: Windows, epochs: int = 30, seed: int = 0, options: TrainOptions | None = None
 ) -> VerifierNet:
+    """The trained verifier: ``options.members`` networks merged into one."""
     o = options or TrainOptions(epochs=epochs, seed=seed)
-    unknown = set(o.augment) - {"scale", "mirror"}
+    return merge_members(train_members(train, o))
+
+
+def train_members(train: Windows, options: TrainOptions) -> list[VerifierNet]:
+    """``options.members`` networks trained on ``train`` with seeds seed, seed + 1, ..."""
+    unknown = set(options.augment) - {"scale", "mirror"}
     if unknown:
         raise ValueError(f"unknown augmentation {sorted(unknown)}: scale, mirror")
+    if options.members < 1:
+        raise ValueError(f"members {options.members}: expected >= 1")
+    return [
+        _train_one(train, replace(options, seed=options.seed + k)) for k in range(options.members)
+    ]
+
+
+def _train_one(train: Windows, o: TrainOptions) -> VerifierNet:
     torch.manual_seed(o.seed)
     model = _TrainingNet(o.width, o.hidden, o.log_eps, o.dropout, o.batchnorm)
     x = torch.from_numpy(train.x)
@@ -559,14 +621,21 @@ def run(
         np.concatenate([w.y for w in parts.values()]),
         [k for w in parts.values() for k in w.kind],
     )
-    model = train_verifier(train, options=options)
-    by_fps = {}
+    members = train_members(train, options)
+    model = merge_members(members)
+    by_fps, by_member = {}, []
     for stride, part in windows(heldout_sets, 1).items():
         with torch.no_grad():
             part_scores = torch.sigmoid(model(torch.from_numpy(part.x))).squeeze(1).numpy()
         by_fps[f"{30 / stride:g}"] = round(roc_auc(part.y, part_scores), 4)
         if len(by_fps) == 1:  # the headline: the highest frame rate (30 fps, the paper's)
             heldout, scores = part, part_scores
+            if len(members) > 1:
+                with torch.no_grad():
+                    by_member = [
+                        round(roc_auc(part.y, m(torch.from_numpy(part.x)).squeeze(1).numpy()), 4)
+                        for m in members
+                    ]
     auc = roc_auc(heldout.y, scores)
     moving = np.array([not k.startswith("person-still") for k in heldout.kind])
     plot_roc(heldout.y, scores, auc, out / "roc.png")
@@ -581,12 +650,21 @@ def run(
     torch.save(model.state_dict(), out / "verifier.pt")
     metrics = {
         "parameters": sum(p.numel() for p in model.parameters()),
+        **(
+            {
+                "members": len(members),  # the merged graph's blocks off the diagonal are zeros
+                "parameters_per_member": sum(p.numel() for p in members[0].parameters()),
+            }
+            if len(members) > 1
+            else {}
+        ),
         "train_windows": int(len(train.y)),
         "train_positive_share": round(float(train.y.mean()), 3),
         "heldout_windows": int(len(heldout.y)),
         "heldout_positive_share": round(float(heldout.y.mean()), 3),
         "heldout_roc_auc": round(auc, 4),
         "heldout_roc_auc_by_fps": by_fps,
+        **({"heldout_roc_auc_by_member": by_member} if by_member else {}),
         # the same without standing / pausing persons (no gait to verify)
         "heldout_roc_auc_moving_persons": round(roc_auc(heldout.y[moving], scores[moving]), 4),
         "heldout_by_source": per_kind,
