@@ -5,7 +5,7 @@ import cv2
 import numpy as np
 import pytest
 
-from emts.acquisition import LockAcquisition, Tap, blob_box
+from emts.acquisition import AcquisitionDecision, LockAcquisition, Tap, blob_box
 from emts.config import AcquisitionConfig
 from emts.detector import Detection
 from emts.errors import BadInputError
@@ -195,6 +195,27 @@ def test_a_veto_drops_an_auto_lock_but_not_an_operators_tap():
     results = _run(tapped, 40, tap_at=(0, *(centre[:2] + centre[2:] / 2)))
     assert all(r.mode == "locked" for r in results)
     assert results[-1].target.p_human == 0.05 and not results[-1].verified
+
+
+def test_the_trackers_own_relock_of_an_auto_lock_waits_for_the_verifier():
+    person = Candidate(np.array([300.0, 200.0]), np.array([12.0, 30.0]), 0.9, E[0])
+    acquisition = LockAcquisition(auto_lock=True)
+    for _ in range(3):  # stable for 3 frames: a provisional auto-lock
+        decision = _step(acquisition, _ground(), [person])
+    assert decision.lock.source == "auto" and acquisition.provisional
+    _step(acquisition, _ground(), [person], mode="locked", p_human=0.9)  # accepted
+    assert not acquisition.provisional
+    acquisition.track_event("relock")  # lost, then re-made by the tracker on its own
+    assert acquisition.provisional and acquisition.relocking
+    assert _step(acquisition, _ground(), mode="locked") == AcquisitionDecision()  # waiting
+    rejected = _step(acquisition, _ground(), mode="locked", p_human=0.1)
+    assert rejected.release and not acquisition.relocking
+
+    tapped = LockAcquisition(auto_lock=False)
+    tapped.request(Tap.make(302, 205))
+    _step(tapped, _ground(), [person])
+    tapped.track_event("relock")  # an operator's target: the re-lock stands at once
+    assert not tapped.provisional and not tapped.relocking
 
 
 def test_reset_forgets_taps_locks_verdicts_and_counters():

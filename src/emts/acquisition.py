@@ -13,7 +13,10 @@ camera motion, so nothing outside the stages calls into D or E.
   carried to the next frame by that frame's camera motion.
 * **Auto-lock** (§6.7): the strongest detection, spatially stable (carried by the camera
   motion) for 3 consecutive frames, is locked *provisionally*; the lock is reported only once
-  the verifier accepts it (P(human) >= 0.35) and released if it does not.
+  the verifier accepts it (P(human) >= 0.35) and released if it does not. A re-lock the
+  tracker makes on its own after losing an automatic lock is provisional the same way
+  (reported as ``reacquire`` until the verifier accepts it): nobody chose that target, so only
+  the verifier can say it is the person again.
 """
 
 from __future__ import annotations
@@ -148,6 +151,7 @@ class LockAcquisition:
         self._tap: Tap | None = None
         self._history: list[np.ndarray] = []  # auto-lock: recent top detections, WORKING px
         self.provisional = False
+        self.relocking = False  # the provisional lock is the tracker's re-lock of an auto-lock
         self.last_source: str | None = None
 
     def request(self, tap: Tap) -> None:
@@ -157,6 +161,12 @@ class LockAcquisition:
     @property
     def pending(self) -> bool:
         return self._tap is not None
+
+    def track_event(self, event: str | None) -> None:
+        """The tracker's event this frame: its own re-lock of an automatic lock is provisional
+        until the verifier accepts it, as the auto-lock itself was."""
+        if event == "relock" and self.last_source == "auto" and self.verify_auto_locks:
+            self.provisional = self.relocking = True
 
     def step(
         self,
@@ -178,16 +188,16 @@ class LockAcquisition:
         """
         if self._tap is not None:
             tap, self._tap = self._tap, None
-            self.provisional = False
+            self.provisional = self.relocking = False
             self._history = []
             command = self._tap_lock(tap, geometry, working, motion, candidates)
             self.last_source = command.source
             return AcquisitionDecision(lock=command)
         if self.provisional:
             if tracker_mode == "search":
-                self.provisional = False
+                self.provisional = self.relocking = False
             elif p_human is not None:
-                self.provisional = False
+                self.provisional = self.relocking = False
                 if p_human < self.config.autolock_threshold:
                     return AcquisitionDecision(release=True)
             return NOTHING

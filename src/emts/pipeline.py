@@ -214,7 +214,8 @@ class FrameResult:
     Attributes:
         index: frame number in the stream.
         mode: ``"search"``, ``"locked"`` or ``"reacquire"`` (a provisional auto-lock that the
-            verifier has not accepted yet is reported as ``"search"``).
+            verifier has not accepted yet is reported as ``"search"``, the tracker's own
+            re-lock of an auto-lock as ``"reacquire"`` until the verifier accepts it).
         target: the locked target, or None in search mode.
         verified: True once the verifier has accepted the current lock.
         detections: ``[(box, score)]`` of Stage C above the score threshold.
@@ -406,6 +407,7 @@ class Pipeline:
             content=geometry.content_box,
         )
         self.reacquisitions += state.event == "lost"
+        self.acquisition.track_event(state.event)
         ms["D"] = (time.perf_counter() - t) * 1e3
 
         t = time.perf_counter()
@@ -437,7 +439,9 @@ class Pipeline:
         ms["total"] = (time.perf_counter() - start) * 1e3
         return FrameResult(
             index=front.index,
-            mode="search" if provisional else state.mode,
+            mode=("reacquire" if self.acquisition.relocking else "search")
+            if provisional
+            else state.mode,
             target=target,
             verified=verified,
             detections=[(b, d.score) for b, d in zip(boxes_input, detections, strict=True)],
