@@ -90,6 +90,33 @@ def test_the_protocol_counts_hits_false_locks_and_recovery():
     assert span["locked_frames_after_vanishing"] <= 8
 
 
+class _DarkBlobDetector:
+    """A stand-in Stage C: the dark walker's bounding box in L (NETWORK px), every frame."""
+
+    def __call__(self, channels):
+        from emts.detector import Detection
+
+        dark = ((channels[0] > 0.05) & (channels[0] < 0.2)).astype(np.uint8)  # not the padding
+        count, _, stats, _ = cv2.connectedComponentsWithStats(dark)
+        if count < 2:
+            return []
+        largest = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
+        box = stats[largest, :4].astype(float)
+        return [Detection(box, 0.9, np.full(8, 8**-0.5, np.float32))]
+
+
+def test_auto_lock_is_scored_from_the_first_frame_without_a_tap():
+    frames, truth = _clip()
+    truth[0] = np.nan  # no label where a tap would go: auto needs none
+    auto = TrackEvalConfig(auto=True, fps=30)
+    report = evaluate_track(frames, truth, auto, Pipeline(_DarkBlobDetector(), None))
+    assert report["lock"]["source"] == "auto" and report["lock"]["point"] is None
+    assert report["first_lock_frame"] >= 2  # the detection stood still for 3 frames first
+    assert report["visible_frames"] == len(truth) - 1 and report["lock_recall"] >= 0.8
+    silent = evaluate_track(frames, truth, auto, Pipeline(None, None))
+    assert silent["first_lock_frame"] is None and silent["lock_recall"] == 0.0
+
+
 def test_the_written_report_leaves_the_clips_labels_out(tmp_path):
     import json
 

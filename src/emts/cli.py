@@ -858,11 +858,12 @@ def _cmd_eval_track(args: argparse.Namespace) -> int:
     truth, first, last = _labelled_clip(args)
     point = box = None
     lock_frame = first
+    auto = False
     if args.lock is not None:
         request = LockRequest.parse(args.lock)
-        if request.auto:
-            raise BadInputError("eval track needs a tap: --lock X,Y[@F], X,Y,W,H[@F] or --lock-gt")
-        point, box, lock_frame = (request.x, request.y), request.box, request.frame
+        auto = request.auto
+        if not auto:
+            point, box, lock_frame = (request.x, request.y), request.box, request.frame
     elif args.lock_gt is not None:
         lock_frame = args.lock_gt
     if lock_frame >= len(truth):
@@ -874,11 +875,12 @@ def _cmd_eval_track(args: argparse.Namespace) -> int:
         verifier = Verifier(args.verifier)
     detector = Detector(args.model, threads=2, network_size=args.network_size)
     stage = detector_stage(detector, args.detector_mode)
-    pipeline = Pipeline(stage, verifier, auto_lock=False)
+    pipeline = Pipeline(stage, verifier, auto_lock=auto)
     config = TrackEvalConfig(
         lock_frame=lock_frame,
         lock_point=point,
         lock_box=box,
+        auto=auto,
         first=first,
         last=last,
         occlude=tuple(parse_span(t) for t in args.occlude or []),
@@ -919,7 +921,11 @@ def _add_eval_track(eval_sub) -> None:
     )
     _add_labelled_clip(p)
     lock = p.add_mutually_exclusive_group()
-    lock.add_argument("--lock", help="X,Y[@F] or X,Y,W,H[@F] in input px (as emts track)")
+    lock.add_argument(
+        "--lock",
+        help="X,Y[@F] or X,Y,W,H[@F] in input px (as emts track), or 'auto': no tap, the "
+        "pipeline locks on its own (section 6.7) and is scored from the first frame",
+    )
     lock.add_argument(
         "--lock-gt",
         type=_INDEX,

@@ -282,6 +282,7 @@ class TrackEvalConfig:
     lock_frame: int = 0
     lock_point: tuple[float, float] | None = None  # None: the truth's centre on lock_frame
     lock_box: tuple[float, float, float, float] | None = None
+    auto: bool = False  # no tap: the pipeline auto-locks (§6.7) from the first frame on
     first: int = 0
     last: int | None = None  # inclusive; None: the last labelled frame
     occlude: tuple[tuple[int, int], ...] = ()
@@ -310,7 +311,12 @@ def evaluate_track(
         raise BadInputError(f"the lock frame {c.lock_frame} is outside --frames {c.first}:{last}")
     lock_box = c.lock_box
     point = c.lock_point
-    if point is None and lock_box is None and not np.all(np.isfinite(truth[c.lock_frame])):
+    if (
+        not c.auto
+        and point is None
+        and lock_box is None
+        and not np.all(np.isfinite(truth[c.lock_frame]))
+    ):
         raise BadInputError(f"the person is not labelled on the lock frame {c.lock_frame}")
     pipeline = pipeline or Pipeline.default(auto_lock=False)
     per_frame = []
@@ -330,7 +336,7 @@ def evaluate_track(
             ):
                 if index > last:
                     break
-                if index == c.lock_frame:
+                if index == c.lock_frame and not c.auto:
                     if lock_box is None and point is None:  # tap: the truth's centre, as delivered
                         point = tuple(_centre(clip.truth[index]))
                     if lock_box is not None:
