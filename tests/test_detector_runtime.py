@@ -143,3 +143,17 @@ def test_fitting_a_box_scale_needs_an_open_size(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "--any-size" in err[0]
     assert not (tmp_path / "x.onnx").exists()
+
+
+def test_the_thermal_model_is_reached_by_its_name(tmp_path, monkeypatch):
+    from emts.cli import build_parser
+    from emts.detector import named_model
+
+    args = build_parser().parse_args(["detect", "c.mp4", "--jsonl", "o", "--model", "thermal"])
+    assert args.model == named_model("thermal") and args.model.endswith("detector.thermal.onnx")
+    detector = Detector(args.model, network_size=(512, 384))
+    assert detector.box_scale != Detector(network_size=(512, 384)).box_scale  # other weights
+    assert named_model("runs/x/model.onnx") == "runs/x/model.onnx"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "thermal").write_bytes(b"")  # a file of that name here is what the user means
+    assert named_model("thermal") == "thermal"

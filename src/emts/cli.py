@@ -25,6 +25,7 @@ from tqdm import tqdm
 
 from emts import __version__, cli_quant
 from emts.config import ChannelConfig
+from emts.detector import named_model
 from emts.errors import BadInputError, EmtsError
 from emts.io import (
     VIDEO_SUFFIXES,
@@ -36,6 +37,8 @@ from emts.io import (
     source_files,
 )
 from emts.synth.common import CONTRAST_SCALE
+
+MODEL_HELP = "ONNX detector, or thermal: the thermal camera model (default: the shipped model)"
 
 log = logging.getLogger("emts")
 
@@ -118,7 +121,7 @@ def _add_network_options(p) -> None:
         default=0.3,
         help="detection score tau_s in [0, 1] (default: %(default)s)",
     )
-    p.add_argument("--model", help="ONNX detector (default: the shipped model)")
+    p.add_argument("--model", type=named_model, help=MODEL_HELP)
     _add_threads(p)
     _add_fps(p)
 
@@ -948,7 +951,7 @@ def _add_eval_track(eval_sub) -> None:
     p.add_argument(
         "--gust", type=_INDEX, metavar="SEED", help="warp the clip along a gusty camera path"
     )
-    p.add_argument("--model", help="ONNX detector (default: the shipped model)")
+    p.add_argument("--model", type=named_model, help=MODEL_HELP)
     p.add_argument("--verifier", help="ONNX verifier (default: the shipped model)")
     p.add_argument("--no-verifier", action="store_true", help="run without Stage E")
     p.add_argument("--out", default="reports/track", help="report folder (default: %(default)s)")
@@ -1469,7 +1472,7 @@ def _add_training(sub) -> None:
     p.add_argument(
         "--bench", default="data/bench", help="held-out bench set (default: %(default)s)"
     )
-    p.add_argument("--model", help="ONNX detector (default: the shipped model)")
+    p.add_argument("--model", type=named_model, help=MODEL_HELP)
     p.add_argument("--clips", type=_POSITIVE, help="evaluate only the first N clips")
     p.add_argument("--out", default="reports/detect", help="report folder (default: %(default)s)")
     p.set_defaults(run=_cmd_eval_detect)
@@ -1478,7 +1481,7 @@ def _add_training(sub) -> None:
     )
     p.add_argument("--hituav", default="../shared/data/hit-uav", help="HIT-UAV folder")
     p.add_argument("--split", default="val", choices=["val"], help="split (default: %(default)s)")
-    p.add_argument("--model", help="ONNX detector (default: the shipped model)")
+    p.add_argument("--model", type=named_model, help=MODEL_HELP)
     p.add_argument("--out", default="reports/hituav", help="report folder (default: %(default)s)")
     p.set_defaults(run=_cmd_eval_hituav)
     _add_eval_real(eval_sub)
@@ -1490,7 +1493,7 @@ def _add_training(sub) -> None:
     )
     p.add_argument("--bench", default="data/bench")
     p.add_argument("--clips", type=_POSITIVE, help="only the first N clips")
-    p.add_argument("--model", help="ONNX detector (default: the shipped model)")
+    p.add_argument("--model", type=named_model, help=MODEL_HELP)
     p.add_argument(
         "--detections-only",
         action="store_true",
@@ -1501,7 +1504,7 @@ def _add_training(sub) -> None:
     p = eval_sub.add_parser("fp", help="FP/frame on the person-free bench, with/without verifier")
     p.add_argument("--fpbench", default="data/fpbench")
     p.add_argument("--clips", type=_POSITIVE, help="only the first N clips")
-    p.add_argument("--model", help="ONNX detector (default: the shipped model)")
+    p.add_argument("--model", type=named_model, help=MODEL_HELP)
     p.add_argument("--verifier", help="ONNX verifier (default: the shipped model)")
     p.add_argument("--no-verifier", action="store_true")
     p.add_argument("--out", default="reports/tracking")
@@ -1517,7 +1520,7 @@ def _add_training(sub) -> None:
         metavar="S",
         help="the movers' contrast, as emts synth --contrast-scale (default: %(default)s)",
     )
-    p.add_argument("--model", help="ONNX detector (default: the shipped model)")
+    p.add_argument("--model", type=named_model, help=MODEL_HELP)
     p.add_argument("--verifier", help="ONNX verifier (default: the shipped model)")
     p.add_argument("--out", default="reports/tracking")
     p.set_defaults(run=_cmd_eval_tracking)
@@ -1680,7 +1683,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=30,
         help=f"untimed frames first, 0..{MAX_BENCH_WARMUP} (default: %(default)s)",
     )
-    p.add_argument("--model", help="ONNX detector timed as stage C (default: the shipped one)")
+    p.add_argument("--model", type=named_model, help=f"{MODEL_HELP}; timed as stage C")
     cli_quant.add_precision(p)
     _add_detector_mode(p)
     cli_quant.add_peer(p)

@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from emts.detector import named_model
 from emts.errors import BadInputError
 from emts.litert import BACKENDS, DEFAULT_BACKEND
 from emts.precision import DEFAULT_PRECISION, PRECISIONS
@@ -206,7 +207,11 @@ def add_quantize(sub) -> None:
     )
     p.add_argument("kind", choices=["detector", "verifier"])
     p.add_argument("--out", required=True, help="int8 ONNX to write")
-    p.add_argument("--model", help="fp32 ONNX to quantize (default: the shipped one)")
+    p.add_argument(
+        "--model",
+        type=named_model,
+        help="fp32 ONNX to quantize, or thermal (default: the shipped one)",
+    )
     p.add_argument(
         "--calibration",
         choices=["minmax", "moving-average"],
@@ -331,7 +336,11 @@ def add_export_litert(sub) -> None:
     p.add_argument("kind", choices=["detector", "verifier"])
     p.add_argument("--out", required=True, help=".tflite to write")
     p.add_argument("--precision", choices=["fp32", "int8"], default="fp32")
-    p.add_argument("--model", help="fp32 ONNX to convert (default: the shipped one)")
+    p.add_argument(
+        "--model",
+        type=named_model,
+        help="fp32 ONNX to convert, or thermal (default: the shipped one)",
+    )
     p.add_argument("--tier1", default="data/tier1", help="Tier-1 set (default: %(default)s)")
     p.add_argument(
         "--negatives", default="data/negatives", help="hard negatives (default: %(default)s)"
@@ -409,7 +418,9 @@ def add_eval_quant(eval_sub) -> None:
     p.add_argument("--hituav", default="../shared/data/hit-uav", help="HIT-UAV folder")
     p.add_argument("--tier1", default="data/tier1", help="calibration Tier-1 set")
     p.add_argument("--negatives", default="data/negatives", help="calibration negatives set")
-    p.add_argument("--model", help="fp32 detector (default: the shipped one)")
+    p.add_argument(
+        "--model", type=named_model, help="fp32 detector, or thermal (default: the shipped one)"
+    )
     p.add_argument("--int8", help="int8 min-max detector (default: the shipped one)")
     p.add_argument("--clips", type=int, help="only the first N bench clips (quick runs)")
     p.add_argument("--seeds", type=int, default=1, help="HIT-UAV pseudo-clip seeds pooled")
