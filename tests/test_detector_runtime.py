@@ -1,5 +1,7 @@
 """Stage C at run time: decoding (numpy only)."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -157,3 +159,16 @@ def test_the_thermal_model_is_reached_by_its_name(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "thermal").write_bytes(b"")  # a file of that name here is what the user means
     assert named_model("thermal") == "thermal"
+
+
+def test_the_thermal_model_brings_its_own_files_for_precision_and_backend():
+    from emts.detector import named_model
+    from emts.precision import model_for, shipped_model
+
+    thermal = named_model("thermal")
+    assert model_for("detector", thermal, "fp32", 1, "onnxruntime") == Path(thermal)
+    assert shipped_model("detector", "fp32", "litert", "thermal").is_file()  # LiteRT fp32
+    with pytest.raises(BadInputError, match="emts quantize detector --model thermal"):
+        model_for("detector", thermal, "int8", 1, "onnxruntime")  # not shipped: how to make it
+    with pytest.raises(BadInputError, match="drop --precision"):
+        model_for("detector", "runs/x/model.onnx", "int8", 1, None)  # any other file: as given

@@ -52,14 +52,31 @@ def check_precision(precision: str) -> str:
     return precision
 
 
-def shipped_model(kind: str, precision: str, backend: str = DEFAULT_BACKEND) -> Path:
+def shipped_model(
+    kind: str, precision: str, backend: str = DEFAULT_BACKEND, variant: str = ""
+) -> Path:
     """The packaged ``kind`` model file of a concrete precision (``fp32`` or ``int8``) for
     ``backend`` (``onnxruntime``: ``detector.onnx`` / ``detector.int8.onnx``; ``litert``:
-    ``detector.tflite`` / ``detector.int8.tflite``)."""
+    ``detector.tflite`` / ``detector.int8.tflite``); a ``variant`` (``thermal``) has its own
+    files beside them (``detector.thermal.int8.tflite``)."""
     if kind not in _DUMMY_SHAPES or precision not in _STEMS or backend not in BACKENDS:
         raise KeyError((kind, precision, backend))
-    name = f"{kind}{_STEMS[precision]}{SUFFIXES[backend]}"
+    name = f"{kind}{'.' + variant if variant else ''}{_STEMS[precision]}{SUFFIXES[backend]}"
     return Path(str(resources.files("emts") / "models" / name))
+
+
+def shipped_variant(kind: str, model: str | Path) -> str | None:
+    """The variant name of ``model`` if it is a shipped variant's fp32 ONNX (what
+    ``--model thermal`` resolves to), else None."""
+    from emts.detector import MODEL_NAMES
+
+    if kind != "detector":
+        return None
+    path = Path(model).resolve()
+    return next(
+        (v for v in MODEL_NAMES if path == shipped_model(kind, "fp32", variant=v).resolve()),
+        None,
+    )
 
 
 def _input_shape(session, kind: str) -> tuple[int, ...]:
@@ -108,14 +125,19 @@ def _measured_choice(kind: str, fp32: Path, int8: Path, threads: int) -> str:
 
 
 def resolve_precision(
-    kind: str, precision: str, threads: int = 2, backend: str = DEFAULT_BACKEND
+    kind: str,
+    precision: str,
+    threads: int = 2,
+    backend: str = DEFAULT_BACKEND,
+    variant: str = "",
 ) -> str:
     """``fp32`` or ``int8`` for ``precision`` (``auto`` measured once, then cached)."""
     check_precision(precision)
     check_backend(backend)
     if precision != "auto":
         return precision
-    fp32, int8 = shipped_model(kind, "fp32", backend), shipped_model(kind, "int8", backend)
+    fp32 = shipped_model(kind, "fp32", backend, variant)
+    int8 = shipped_model(kind, "int8", backend, variant)
     if not int8.is_file():
         log.warning("no int8 %s shipped for %s: precision auto runs fp32", kind, backend)
         return "fp32"
@@ -123,10 +145,14 @@ def resolve_precision(
 
 
 def model_path(
-    kind: str, precision: str = DEFAULT_PRECISION, threads: int = 2, backend: str = DEFAULT_BACKEND
+    kind: str,
+    precision: str = DEFAULT_PRECISION,
+    threads: int = 2,
+    backend: str = DEFAULT_BACKEND,
+    variant: str = "",
 ) -> Path:
     """The shipped ``kind`` ("detector" or "verifier") model for ``precision`` and
-    ``backend``.
+    ``backend`` (of ``variant``, e.g. ``thermal``, if given).
 
     Raises:
         BadInputError: an unknown precision or backend, a model that is not shipped, or (for
@@ -136,13 +162,14 @@ def model_path(
         from emts.litert import require_litert
 
         require_litert()  # one line before anything is measured or loaded
-    chosen = resolve_precision(kind, precision, threads, backend)
-    path = shipped_model(kind, chosen, backend)
+    chosen = resolve_precision(kind, precision, threads, backend, variant)
+    path = shipped_model(kind, chosen, backend, variant)
     if not path.is_file():
+        model = f" --model {variant}" if variant else ""
         make = (
-            f"`emts quantize {kind}`"
+            f"`emts quantize {kind}{model}`"
             if backend == "onnxruntime"
-            else f"`emts export-litert {kind} --precision {chosen}`"
+            else f"`emts export-litert {kind}{model} --precision {chosen}`"
         )
         raise BadInputError(
             f"no {chosen} {kind} shipped for {backend} ({path}); make it with {make}"
@@ -160,7 +187,13 @@ def model_for(
     """What a command runs: an explicit ``model`` file as given (``precision`` then only
     fp32 / unset, since it picks among the *shipped* files; the file's suffix picks the
     runtime, so ``backend`` must be unset or agree), else the shipped file of ``precision``
-    and ``backend``. None: the caller's own default (the shipped fp32 model)."""
+    and ``backend`` -- the default model's, or a shipped variant's (``--model thermal``).
+    None: the caller's own default (the shipped fp32 model)."""
+    variant = shipped_variant(kind, model) if model is not None else None
+    if variant is not None and (precision or backend):
+        return model_path(
+            kind, precision or DEFAULT_PRECISION, threads, backend or DEFAULT_BACKEND, variant
+        )
     if model is not None:
         if precision not in (None, DEFAULT_PRECISION):
             raise BadInputError(
