@@ -149,7 +149,7 @@ def test_fitting_a_box_scale_needs_an_open_size(tmp_path, capsys):
 
 def test_the_thermal_model_is_reached_by_its_name(tmp_path, monkeypatch):
     from emts.cli import build_parser
-    from emts.detector import named_model
+    from emts.precision import named_model
 
     args = build_parser().parse_args(["detect", "c.mp4", "--jsonl", "o", "--model", "thermal"])
     assert args.model == named_model("thermal") and args.model.endswith("detector.thermal.onnx")
@@ -162,8 +162,7 @@ def test_the_thermal_model_is_reached_by_its_name(tmp_path, monkeypatch):
 
 
 def test_the_thermal_model_brings_its_own_files_for_precision_and_backend():
-    from emts.detector import named_model
-    from emts.precision import model_for, shipped_model
+    from emts.precision import model_for, named_model, shipped_model
 
     thermal = named_model("thermal")
     assert model_for("detector", thermal, "fp32", 1, "onnxruntime") == Path(thermal)

@@ -25,7 +25,6 @@ from tqdm import tqdm
 
 from emts import __version__, cli_quant
 from emts.config import ChannelConfig
-from emts.detector import named_model
 from emts.errors import BadInputError, EmtsError
 from emts.io import (
     VIDEO_SUFFIXES,
@@ -36,6 +35,7 @@ from emts.io import (
     signals_held,
     source_files,
 )
+from emts.precision import named_model
 from emts.synth.common import CONTRAST_SCALE
 
 MODEL_HELP = "ONNX detector, or thermal: the thermal camera model (default: the shipped model)"

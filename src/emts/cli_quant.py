@@ -7,10 +7,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from emts.detector import named_model
 from emts.errors import BadInputError
 from emts.litert import BACKENDS, DEFAULT_BACKEND
-from emts.precision import DEFAULT_PRECISION, PRECISIONS
+from emts.precision import DEFAULT_PRECISION, PRECISIONS, named_model
 
 
 def add_precision(p: argparse.ArgumentParser) -> None:

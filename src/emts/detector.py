@@ -41,18 +41,6 @@ def default_model_path() -> Path:
     return Path(str(resources.files("emts") / "models" / DEFAULT_MODEL))
 
 
-# Sensor-specific weights shipped beside the default, by the name a command's --model takes.
-MODEL_NAMES = {"thermal": "detector.thermal.onnx"}
-
-
-def named_model(model: str) -> str:
-    """``model`` as a path: the name of a shipped detector (``thermal``) gives its file in the
-    package, unless a file of that name exists here; anything else is returned as given."""
-    if model in MODEL_NAMES and not Path(model).exists():
-        return str(Path(str(resources.files("emts") / "models" / MODEL_NAMES[model])))
-    return model
-
-
 def load_session(path: Path, kind: str, threads: int):
     """An onnxruntime CPU session for the ``kind`` model at ``path`` (one intra-op pool of
     ``threads``), or for a ``.tflite`` file a LiteRT interpreter behind the same interface

@@ -65,16 +65,26 @@ def shipped_model(
     return Path(str(resources.files("emts") / "models" / name))
 
 
+# Sensor-specific detectors shipped beside the default, by the name a command's --model takes.
+DETECTOR_VARIANTS = ("thermal",)
+
+
+def named_model(model: str) -> str:
+    """``model`` as a path: the name of a shipped detector variant (``thermal``) gives its fp32
+    file in the package, unless a file of that name exists here; anything else as given."""
+    if model in DETECTOR_VARIANTS and not Path(model).exists():
+        return str(shipped_model("detector", "fp32", variant=model))
+    return model
+
+
 def shipped_variant(kind: str, model: str | Path) -> str | None:
     """The variant name of ``model`` if it is a shipped variant's fp32 ONNX (what
     ``--model thermal`` resolves to), else None."""
-    from emts.detector import MODEL_NAMES
-
     if kind != "detector":
         return None
     path = Path(model).resolve()
     return next(
-        (v for v in MODEL_NAMES if path == shipped_model(kind, "fp32", variant=v).resolve()),
+        (v for v in DETECTOR_VARIANTS if path == shipped_model(kind, "fp32", variant=v).resolve()),
         None,
     )
 
