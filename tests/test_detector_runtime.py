@@ -147,6 +147,29 @@ def test_fitting_a_box_scale_needs_an_open_size(tmp_path, capsys):
     assert not (tmp_path / "x.onnx").exists()
 
 
+def test_a_recorded_run_size_is_the_default_size_and_a_reshape_sets_it_as_asked(tmp_path):
+    pytest.importorskip("onnx")
+    from emts.cli import main
+    from emts.detector import default_model_path, recorded_size
+
+    out = tmp_path / "big.onnx"
+    args = ["export", str(default_model_path()), "--out", str(out), "--any-size"]
+    assert main([*args, "--run-size", "512x384"]) == 0
+    big = Detector(out)
+    assert big.network_size == (512, 384)  # run there unless told otherwise ...
+    assert recorded_size(big.session) == (256, 192)  # ... trained at the paper's size
+    assert big.box_scale == Detector(network_size=(512, 384)).box_scale  # scales kept
+    assert Detector(out, network_size=(256, 192)).network_size == (256, 192)
+    x = np.random.default_rng(1).random((3, 384, 512), dtype=np.float32)
+    for a, b in zip(big.raw(x), Detector(network_size=(512, 384)).raw(x), strict=True):
+        np.testing.assert_array_equal(a, b)  # the weights untouched
+    # Reshaping it again without --run-size drops the entry; fixing its size too.
+    again = tmp_path / "again.onnx"
+    assert main(["export", str(out), "--out", str(again), "--any-size"]) == 0
+    assert Detector(again).network_size == (256, 192)
+    assert main(["export", str(out), "--out", str(again), "--run-size", "512x384"]) == 2
+
+
 def test_the_thermal_model_is_reached_by_its_name(tmp_path, monkeypatch):
     from emts.cli import build_parser
     from emts.precision import named_model

@@ -38,7 +38,10 @@ from emts.io import (
 from emts.precision import named_model
 from emts.synth.common import CONTRAST_SCALE
 
-MODEL_HELP = "ONNX detector, or thermal: the thermal camera model (default: the shipped model)"
+MODEL_HELP = (
+    "ONNX detector, or thermal: the thermal camera model, which runs at 512x384 (default: the "
+    "shipped model)"
+)
 
 log = logging.getLogger("emts")
 
@@ -630,10 +633,17 @@ def _cmd_export(args: argparse.Namespace) -> int:
         raise BadInputError(f"{args.model}: no such model")
     if args.fit_box_scale and not args.any_size:
         raise BadInputError("--fit-box-scale runs the model at other sizes: add --any-size")
-    if Path(args.model).suffix == ".onnx":  # reshape an exported detector, weights untouched
-        from emts.detector import Detector
+    if args.run_size and not args.any_size:
+        raise BadInputError("--run-size runs the model at another size: add --any-size")
+    if args.run_size:
+        from emts.geometry import network_letterbox
 
-        size = Detector(args.model, threads=1).network_size
+        network_letterbox(args.run_size)  # one line for a size the geometry cannot use
+    if Path(args.model).suffix == ".onnx":  # reshape an exported detector, weights untouched
+        from emts.detector import Detector, recorded_size
+
+        detector = Detector(args.model, threads=1)
+        size = recorded_size(detector.session) or detector.network_size  # the trained size
         out = reshape_onnx(args.model, args.out, size, args.any_size)
     else:
         out = export_onnx(load_trained(args.model), args.out, any_size=args.any_size)
@@ -644,6 +654,10 @@ def _cmd_export(args: argparse.Namespace) -> int:
         scales = fit_box_scale(out, args.hituav, args.fit_box_scale)
         record_box_scale(out, scales)
         print(f"box scale (HIT-UAV train): {scales}")
+    if args.run_size or Path(args.model).suffix == ".onnx":  # (a reshape keeps none unasked)
+        from emts.train.export import record_run_size
+
+        record_run_size(out, args.run_size)
     print(out)
     return 0
 
@@ -1450,6 +1464,13 @@ def _add_training(sub) -> None:
         "--hituav",
         default="../shared/data/hit-uav",
         help="HIT-UAV folder for --fit-box-scale (default: %(default)s)",
+    )
+    p.add_argument(
+        "--run-size",
+        type=_size,
+        metavar="WxH",
+        help="with --any-size: the network size the runtime runs the model at when none is "
+        "asked for (default: the size it was trained at; the thermal model: 512x384)",
     )
     p.set_defaults(run=_cmd_export)
 

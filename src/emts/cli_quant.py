@@ -270,7 +270,10 @@ def cmd_export_litert(args: argparse.Namespace) -> int:
     if not source.is_file():
         raise BadInputError(f"{source}: no such model")
     if args.kind == "detector":
-        calibration = detector_calibration(_sets(args), args.clips, args.frames, args.seed)
+        from emts.detector import Detector
+
+        size = Detector(source, threads=1).network_size  # the .tflite is fixed at it
+        calibration = detector_calibration(_sets(args), args.clips, args.frames, args.seed, size)
     else:
         from emts.verifier import Verifier
 

@@ -108,6 +108,10 @@ def _check_detector_graph(session, path: Path) -> None:
 
 
 SIZE_METADATA = "emts_network_size"  # ONNX metadata: the "WxH" a model was trained at
+# ONNX metadata: the "WxH" to run an open-size model at when no size is asked for, where that
+# is not the size it was trained at (``emts export --run-size``: the thermal model runs at
+# 512x384, where it finds small people far better than at its training size)
+RUN_SIZE_METADATA = "emts_run_size"
 # ONNX metadata: JSON {"WxH": factor} -- at those network sizes the model's boxes are scaled
 # by the factor (``emts export --fit-box-scale``: a network run larger than it was trained
 # at draws its boxes too small)
@@ -131,9 +135,10 @@ def model_metadata(session, key: str) -> str | None:
         return None
 
 
-def _trained_size(session) -> tuple[int, int] | None:
-    """The size recorded by ``emts export`` in the model's metadata, if any."""
-    text = model_metadata(session, SIZE_METADATA)
+def recorded_size(session, key: str = SIZE_METADATA) -> tuple[int, int] | None:
+    """A "WxH" size recorded by ``emts export`` in the model's metadata (by default the size
+    it was trained at; ``RUN_SIZE_METADATA``: the size to run it at), if any."""
+    text = model_metadata(session, key)
     if text is None:
         return None
     width, height = (int(v) for v in text.split("x"))
@@ -150,13 +155,18 @@ def box_scale_for(session, network_size: tuple[int, int]) -> float:
 
 def network_size_for(session, path: Path, requested=None) -> tuple[int, int]:
     """The NETWORK frame size to run a detector session at: ``requested`` (checked against a
-    fixed input), else the size the graph fixes, else the size it was trained at (metadata),
-    else the paper's 256x192."""
+    fixed input), else the size the graph fixes, else the size to run it at or the size it
+    was trained at (metadata), else the paper's 256x192."""
     from emts.geometry import network_letterbox
 
     fixed = _fixed_size(session)
     if requested is None:
-        return fixed or _trained_size(session) or NETWORK_SIZE
+        return (
+            fixed
+            or recorded_size(session, RUN_SIZE_METADATA)
+            or recorded_size(session)
+            or NETWORK_SIZE
+        )
     requested = (int(requested[0]), int(requested[1]))
     if fixed is not None and requested != fixed:
         how = (

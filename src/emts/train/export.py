@@ -152,18 +152,32 @@ def _set_metadata(graph_model, key: str, value: str | None) -> None:
         graph_model.metadata_props.add(key=key, value=value)
 
 
+def _record(path: str | Path, key: str, value: str | None) -> Path:
+    """Set (or, with None, remove) one metadata entry of an ONNX file in place; the weights
+    are untouched."""
+    import onnx
+
+    graph_model = onnx.load(str(path))
+    _set_metadata(graph_model, key, value)
+    onnx.save(graph_model, str(path))
+    return Path(path)
+
+
 def record_box_scale(path: str | Path, scales: dict[str, float]) -> Path:
     """Record ``{"WxH": factor}`` in a detector ONNX's metadata (in place; the weights are
     untouched): :class:`emts.detector.Detector` scales its boxes by the factor of the size
     it runs at."""
-    import onnx
-
     from emts.detector import BOX_SCALE_METADATA
 
-    graph_model = onnx.load(str(path))
-    _set_metadata(graph_model, BOX_SCALE_METADATA, json.dumps(scales) if scales else None)
-    onnx.save(graph_model, str(path))
-    return Path(path)
+    return _record(path, BOX_SCALE_METADATA, json.dumps(scales) if scales else None)
+
+
+def record_run_size(path: str | Path, size: tuple[int, int] | None) -> Path:
+    """Record (or, with None, remove) the size an open-size detector ONNX runs at when no
+    size is asked for (in place; the weights are untouched)."""
+    from emts.detector import RUN_SIZE_METADATA
+
+    return _record(path, RUN_SIZE_METADATA, "{}x{}".format(*size) if size else None)
 
 
 def detector_from_onnx(path: str | Path, config: DetectorConfig | None = None) -> MicroDetector:

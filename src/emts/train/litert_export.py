@@ -162,8 +162,10 @@ def convert(
     litert_torch = require_converter()
     module = torch_module(kind, source)
     shape = INPUT_SHAPES[kind]
-    if kind == "detector":  # at the network size the ONNX was exported at
-        width, height = module.model.network_size
+    if kind == "detector":  # at the size the runtime runs the ONNX at (fixed, run or trained)
+        from emts.detector import Detector
+
+        width, height = Detector(source, threads=1).network_size
         shape = (1, 3, height, width)
     example = (torch.zeros(shape),)
     out = Path(out)
