@@ -9,7 +9,7 @@ import pytest
 from emts.synth.clips import DroneShadow
 from emts.synth.common import FRAME_SIZE
 from emts.synth.plates import PROCEDURAL_SIZE, URBAN_KINDS, draw_clutter, procedural_plate
-from emts.train.data import _ground_speeds, randomize_appearance
+from emts.train.data import _ground_speeds, flatten_light, randomize_appearance
 
 
 @pytest.mark.parametrize("kind", URBAN_KINDS)
@@ -59,6 +59,15 @@ def test_appearance_randomization_flips_polarity_consistently():
     scaled = randomize_appearance(x, np.random.default_rng(2), invert=0.0, gain=(0.5, 0.6))
     ratio = np.abs(scaled[:, 2]).sum() / np.abs(x[:, 2]).sum()
     assert 0.45 < ratio < 0.65  # D scales with the contrast gain
+
+
+def test_l_dropout_flattens_each_frames_light_and_keeps_the_motion_channels():
+    x = np.random.default_rng(0).uniform(0, 1, (3, 3, 8, 8)).astype(np.float32)
+    flat = flatten_light(x)
+    for t in range(3):
+        np.testing.assert_allclose(flat[t, 0], x[t, 0].mean(), rtol=1e-6)  # that frame's mean
+    np.testing.assert_array_equal(flat[:, 1:], x[:, 1:])
+    assert not np.array_equal(flat[:, 0], x[:, 0])  # the input is left as it was
 
 
 def test_standing_persons_have_no_ground_speed():

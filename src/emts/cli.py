@@ -527,6 +527,11 @@ def _add_train_detector_recipe(p) -> None:
         help="log-uniform contrast gain range of L (R and D scale with it)",
     )
     p.add_argument(
+        "--l-dropout",
+        type=float,
+        help="share of samples whose L is flattened to its mean (motion channels only)",
+    )
+    p.add_argument(
         "--still-speed",
         type=float,
         help="persons slower than this (px/frame, camera motion removed) are ignore regions; "
@@ -585,6 +590,7 @@ def _recipe_overrides(args: argparse.Namespace) -> dict:
         "loader_workers",
         "invert_l",
         "l_gain",
+        "l_dropout",
         "still_speed",
         "randomized_sources",
         "residual_reference",
@@ -616,6 +622,8 @@ def _recipe_overrides(args: argparse.Namespace) -> dict:
         out["l_gain"] = (low, high)
     if not 0 <= out.get("invert_l", 0) <= 1:
         raise BadInputError("--invert-l: expected a probability in [0, 1]")
+    if not 0 <= out.get("l_dropout", 0) <= 1:
+        raise BadInputError("--l-dropout: expected a probability in [0, 1]")
     if out.get("residual_reference", 0) < 0:
         raise BadInputError("--residual-reference must not be negative")
     if out.get("still_speed", 0) < 0 or out.get("loader_workers", 0) < 0:

@@ -112,6 +112,14 @@ def randomize_appearance(
     return out
 
 
+def flatten_light(channels: np.ndarray) -> np.ndarray:
+    """A (T, 3, H, W) sample with each frame's L flattened to its mean: motion channels only
+    (the "motion only" ablation of ``emts eval real``, as a training-time dropout of L)."""
+    out = channels.copy()
+    out[:, 0] = out[:, 0].mean(axis=(1, 2), keepdims=True)
+    return out
+
+
 def _ground_speeds(labels: dict, t: int) -> dict[int, float]:
     """Per person id: how far (frame px) its box centre moved from frame t-1 to t on the
     ground, i.e. after removing the true camera motion of frame t."""
@@ -250,8 +258,10 @@ class MixtureStream(torch.utils.data.IterableDataset):
         randomized: tuple[str, ...] = ("tier1", "negative", "tier2"),
         residual_reference: float = 0.0,
         crop: tuple[int, int] | None = None,
+        l_dropout: float = 0.0,
     ) -> None:
         self.invert, self.gain, self.randomized = invert, gain, randomized
+        self.l_dropout = l_dropout
         self.crop = crop
         self.residual_reference = residual_reference
         self.sources = {k: v for k, v in sources.items() if weights.get(k, 0) > 0}
@@ -278,6 +288,10 @@ class MixtureStream(torch.utils.data.IterableDataset):
                         )
             for sample in samples:  # as the runtime Detector feeds the network, if asked to
                 sample.channels = normalize_residual_level(sample.channels, self.residual_reference)
+            if self.l_dropout > 0:
+                for sample in samples:
+                    if rng.random() < self.l_dropout:
+                        sample.channels = flatten_light(sample.channels)
             if self.crop is not None:
                 samples = [random_crop(sample, self.crop, rng) for sample in samples]
             yield collate(samples)

@@ -48,6 +48,9 @@ class TrainConfig:
     l_gain: tuple[float, float] = (1.0, 1.0)
     # ... applied to these sources ("tier2" are real thermal stills, where warm = person holds)
     randomized_sources: tuple[str, ...] = ("tier1", "negative", "tier2")
+    # Share of samples whose L is flattened to each frame's mean (motion channels only): the
+    # network must find people from motion alone there, not lean on what they look like.
+    l_dropout: float = 0.0
     # Standing people: below this ground speed (frame px/frame) a person is an ignore region.
     still_speed: float = 0.0
     # Residual-level normalization of every training frame as the runtime Detector does
@@ -172,6 +175,7 @@ def run_phases(
             randomized=tuple(config.randomized_sources),
             residual_reference=config.residual_reference,
             crop=None if config.crop is None else tuple(config.crop),
+            l_dropout=config.l_dropout,
         )
         loader = torch.utils.data.DataLoader(
             stream,
