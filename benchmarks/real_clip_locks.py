@@ -11,7 +11,7 @@ Each run is the CLI command (its report lands in OUT/<suite>/<run>/). Writes OUT
 verifier's share of verified classifications; per suite: the sums the README quotes) and
 OUT/summary.png. About 3 minutes on 2 cores.
 
-    python benchmarks/person12_locks.py --clip ../shared/data/uav123-person12 --out /tmp/locks
+    python benchmarks/real_clip_locks.py --clip ../shared/data/uav123-person12 --out /tmp/locks
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def plot(results: dict[str, dict], path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clip", default="../shared/data/uav123-person12", type=Path)
-    parser.add_argument("--out", default="benchmarks/out/person12_locks", type=Path)
+    parser.add_argument("--out", default="benchmarks/out/real_clip_locks", type=Path)
     parser.add_argument("--suite", choices=["tap", "auto", "all"], default="all")
     parser.add_argument("--model", help="detector (default: the shipped one)")
     parser.add_argument("--verifier", help="verifier (default: the shipped one)")
