@@ -662,7 +662,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         scales = fit_box_scale(out, args.hituav, args.fit_box_scale)
         record_box_scale(out, scales)
         print(f"box scale (HIT-UAV train): {scales}")
-    if args.run_size or Path(args.model).suffix == ".onnx":  # (a reshape keeps none unasked)
+    if args.run_size:
         from emts.train.export import record_run_size
 
         record_run_size(out, args.run_size)

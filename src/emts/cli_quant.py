@@ -269,6 +269,7 @@ def cmd_export_litert(args: argparse.Namespace) -> int:
     source = Path(args.model) if args.model else shipped_model(args.kind, "fp32")
     if not source.is_file():
         raise BadInputError(f"{source}: no such model")
+    size = None
     if args.kind == "detector":
         from emts.detector import Detector
 
@@ -282,7 +283,9 @@ def cmd_export_litert(args: argparse.Namespace) -> int:
         )
     int8 = args.precision == "int8"
     float_input = int8 and args.input_conv == "float"
-    convert(args.kind, source, out, args.precision, calibration if int8 else None, float_input)
+    convert(
+        args.kind, source, out, args.precision, calibration if int8 else None, float_input, size
+    )
     # Fidelity against onnxruntime on the source, over a slice of the calibration stream
     # (every 25th sample: 40 detector frames by default).
     probe = calibration.samples[:: max(1, len(calibration.samples) // 40)]

@@ -119,11 +119,12 @@ def reshape_onnx(
     source: str | Path, out: str | Path, trained_size: tuple[int, int], any_size: bool = True
 ) -> Path:
     """Copy a detector ONNX with its input height and width left open (``any_size``) or
-    fixed at ``trained_size``, recording ``trained_size`` in its metadata. The weights and
-    operators are untouched: at the trained size the outputs are the same bit for bit."""
+    fixed at ``trained_size``, recording ``trained_size`` in its metadata and no run size
+    (:func:`record_run_size` adds one). The weights and operators are untouched: at the
+    trained size the outputs are the same bit for bit."""
     import onnx
 
-    from emts.detector import SIZE_METADATA
+    from emts.detector import RUN_SIZE_METADATA, SIZE_METADATA
 
     graph_model = onnx.load(str(source))
     width, height = trained_size
@@ -139,6 +140,7 @@ def reshape_onnx(
                 dims[2].dim_value, dims[3].dim_value = height // stride, width // stride
     del graph_model.graph.value_info[:]  # shapes inferred at the fixed size would contradict
     _set_metadata(graph_model, SIZE_METADATA, f"{width}x{height}")
+    _set_metadata(graph_model, RUN_SIZE_METADATA, None)
     onnx.save(graph_model, str(out))
     return Path(out)
 

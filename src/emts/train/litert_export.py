@@ -154,18 +154,23 @@ def convert(
     precision: str = "fp32",
     calibration: Calibration | None = None,
     float_input_conv: bool = False,
+    network_size: tuple[int, int] | None = None,
 ) -> Path:
     """Write the ``.tflite`` of the ``kind`` ONNX model ``source`` to ``out``: ``fp32``, or
     ``int8`` calibrated on ``calibration`` (required then). ``float_input_conv`` keeps the
     convolution that reads the input float (as ``emts quantize --input-conv float``): the
-    model then takes a float32 input and quantizes after that convolution."""
+    model then takes a float32 input and quantizes after that convolution. A detector is
+    converted at ``network_size``, by default the size the runtime runs the ONNX at (fixed,
+    run or trained size)."""
     litert_torch = require_converter()
     module = torch_module(kind, source)
     shape = INPUT_SHAPES[kind]
-    if kind == "detector":  # at the size the runtime runs the ONNX at (fixed, run or trained)
-        from emts.detector import Detector
+    if kind == "detector":
+        if network_size is None:
+            from emts.detector import Detector
 
-        width, height = Detector(source, threads=1).network_size
+            network_size = Detector(source, threads=1).network_size
+        width, height = network_size
         shape = (1, 3, height, width)
     example = (torch.zeros(shape),)
     out = Path(out)
