@@ -441,3 +441,93 @@ def test_relearning_the_look_can_be_switched_off():
 
     measured = _walk_and_turn(TrackerConfig(relearn_after=0))
     assert measured[-8:] == ["detection"] * 8
+
+
+# ------------------------------------------------ re-anchoring a vetoed operator's lock
+def _walker_with_shadow(ground, walker_x):
+    """The walker of :func:`_frame` and their shadow 20 px to the right (dark, headless)."""
+    image = _frame(ground, walker_x).astype(np.float32)
+    x = int(round(walker_x)) + 20
+    image[190:212, x - 5 : x + 5] = 60.0
+    return image.astype(np.uint8)
+
+
+def _vetoed_walk(track_on_shadow: bool, detect_shadow: bool, config=None):
+    """Tap the walker; the track sits on them, or (``track_on_shadow``: the template slid)
+    on their shadow; the verifier vetoes the track once; each frame a detection on the walker
+    or on the shadow, whose embedding fails the track's gate (as the detector's embedding of
+    a changed look can). The states of frames 1-8."""
+    from emts.tracker import AppearanceView, LockCommand
+
+    ground = _ground()
+    tracker = TargetTracker(config)
+    view = AppearanceView.of(_walker_with_shadow(ground, 200))
+    tracker.update(
+        np.eye(2, 3),
+        [],
+        lock=LockCommand(np.array([200.0, 200.0]), SIZE, E[0], "tap:box"),
+        view=view,
+    )
+    if track_on_shadow:  # what a slow template drift leaves behind, set here at once
+        tracker.x[0] += 20.0
+        tracker._capture(view)
+    states = []
+    for t in range(1, 9):
+        x = 200.0 + 3 * t
+        seen = [_candidate(x + 20 if detect_shadow else x, 200, E[1])]
+        view = AppearanceView.of(_walker_with_shadow(ground, x))
+        states.append(
+            tracker.update(np.eye(2, 3), seen, verdict=False if t == 1 else None, view=view)
+        )
+    return states
+
+
+def test_a_vetoed_tap_lock_beside_the_detected_person_moves_onto_them():
+    states = _vetoed_walk(track_on_shadow=True, detect_shadow=False)
+    assert [s.event for s in states].count("relock") == 1
+    assert states[0].centre[0] > 215  # on the shadow before
+    assert all(s.mode == "locked" for s in states)
+    assert abs(states[-1].centre[0] - (200 + 3 * 8)) < 3  # on the walker after
+
+
+def test_re_anchoring_can_be_switched_off():
+    from emts.config import TrackerConfig
+
+    states = _vetoed_walk(True, False, TrackerConfig(reanchor_frames=0))
+    assert "relock" not in [s.event for s in states]
+    assert states[-1].centre[0] > 215
+
+
+def test_a_vetoed_tap_lock_does_not_move_onto_a_detection_that_looks_less_like_the_tap():
+    from emts.config import TrackerConfig
+
+    states = _vetoed_walk(track_on_shadow=False, detect_shadow=True)
+    assert "relock" not in [s.event for s in states]
+    assert abs(states[-1].centre[0] - (200 + 3 * 8)) < 5  # still on the walker
+    # the look check is what keeps it there: without it the shadow takes the lock
+    states = _vetoed_walk(False, True, TrackerConfig(reanchor_margin=-2.0))
+    assert "relock" in [s.event for s in states]
+    assert states[-1].centre[0] > 215
+
+
+def test_a_track_the_verifier_accepts_is_never_re_anchored():
+    from emts.tracker import AppearanceView, LockCommand
+
+    ground = _ground()
+    tracker = TargetTracker()
+    view = AppearanceView.of(_walker_with_shadow(ground, 200))
+    tracker.update(
+        np.eye(2, 3),
+        [],
+        lock=LockCommand(np.array([200.0, 200.0]), SIZE, E[0], "tap:box"),
+        view=view,
+    )
+    tracker.x[0] += 20.0
+    tracker._capture(view)
+    events = []
+    for t in range(1, 9):
+        x = 200.0 + 3 * t
+        view = AppearanceView.of(_walker_with_shadow(ground, x))
+        state = tracker.update(np.eye(2, 3), [_candidate(x, 200, E[1])], verdict=True, view=view)
+        events.append(state.event)
+    assert "relock" not in events

@@ -112,6 +112,14 @@ class TrackerConfig:
     stall_frames: int = 8
     stall_ratio: float = 0.25
     veto_drops_operator_locks: bool = False  # a veto drops auto-locks; tap locks only if True
+    # Re-anchor: while the verifier's last classification vetoed an operator's lock, a
+    # detection held within a body height of the track, at a steady offset from it, for
+    # ``reanchor_frames`` consecutive frames becomes the track's new origin and appearance
+    # (the template slid off the person onto their legs and shadow; person12, gust seed 4).
+    reanchor_frames: int = 3  # 0: off
+    reanchor_consistency: float = 0.25  # offset change allowed per frame, in body heights
+    reanchor_margin: float = 0.1  # the tapped look fits the detection by this much NCC more
+    reanchor_min_height: float = 0.75  # a detection at least this fraction of the track's height
     give_up_after: int = 300  # frames without a measurement before reacquire gives up (search)
     coast_velocity_keep: float = 0.95  # velocity decays while coasting (a stop is likelier)
 

@@ -16,6 +16,11 @@ Two measurements feed the filter under the same Mahalanobis gate (eq. ``eq:gates
   learns slowly from confident matches, never from vetoed frames or from a sudden drop of the
   NCC peak or of the matched region's contrast (an occluder).
 
+A vetoed operator's lock is not dropped (the operator decides) but may be **re-anchored**: a
+detection of the whole person held beside the track for a few frames, where the target's
+look at the tap fits better than at the track, becomes its new origin (the template had slid
+onto the walker's legs and shadow).
+
 Modes: ``"search"`` (no lock), ``"locked"``, ``"reacquire"`` (coasting after 8 consecutive
 frames without a measurement, a verifier veto, or the target leaving the image). A re-lock
 (frozen template found again on consecutive frames near the coasted prediction, ahead of the
@@ -361,6 +366,9 @@ class TargetTracker:
             maxlen=self.config.stall_frames + 1
         )
         self._walk_pace: float | None = None  # image px/frame while the track walked
+        self._doubted = False  # the verifier's last classification of this lock was a veto
+        self._anchor_offsets: list[np.ndarray] = []  # re-anchor streak: detection - prediction
+        self._first_look: AppearanceTemplate | None = None  # the operator's lock, as tapped
 
     def lock(self, candidate: Candidate | LockCommand, view: AppearanceView | None = None) -> None:
         """Lock now, on the current frame (``G_0 = I``); see also ``update(lock=...)``."""
@@ -380,6 +388,10 @@ class TargetTracker:
         self.lock_height = float(candidate.size[1])
         if view is not None:
             self._capture(view)
+            if not self._veto_drops and self.appearance.patch is not None:
+                self._first_look = AppearanceTemplate(self.appearance.max_side)
+                self._first_look.patch = self.appearance.patch.copy()
+                self._first_look.step = self.appearance.step
 
     @property
     def locked(self) -> bool:
@@ -505,7 +517,12 @@ class TargetTracker:
         if vetoed:  # the verifier says this track does not move like a human: coast
             self._enter_reacquire()
             event = "lost"
+        if verdict is not None:
+            self._doubted = verdict is False
         if self.mode == "locked":
+            anchor = self._reanchor(candidates, measurements, view)
+            if anchor is not None:
+                return self._state(anchor, candidates, "relock", content, None, "relock")
             chosen, peak, measured_by = self._locked_step(
                 candidates, measurements, gammas, verdict, view
             )
@@ -639,6 +656,66 @@ class TargetTracker:
             self._occluded = False
             self._detected_only = 0
         return chosen, peak, measured_by
+
+    def _reanchor(self, candidates, measurements, view) -> int | None:
+        """Move a vetoed operator's lock onto a detection that stays beside it (see
+        ``TrackerConfig.reanchor_frames``); the index of that detection if it was done.
+
+        The detection continuing the streak (its offset from the prediction changed by at most
+        ``reanchor_consistency`` body heights), or else the best-scored one within a body
+        height, extends it. At ``reanchor_frames`` the detection becomes the new origin
+        (position and size; the walk's velocity is kept) and the appearance is taken afresh
+        there.
+        """
+        c = self.config
+        first = self._first_look
+        if not (c.reanchor_frames and self._doubted and first is not None and view is not None):
+            self._anchor_offsets = []
+            return None
+        height = max(float(self.x[5]) / self._scale(), 1.0)
+        offsets = {i: m[:2] - self.x[:2] for i, m in enumerate(measurements)}
+        # A detection of the whole person (a head alone would shrink the track onto it) ...
+        least = c.reanchor_min_height * float(self.x[5])
+        near = [
+            i
+            for i, d in offsets.items()
+            if np.hypot(*d) <= height and candidates[i].size[1] >= least
+        ]
+        # ... and only where the operator's target, as tapped, fits better than where the
+        # track is: the walker's shadow is detected beside them too, and walks with them.
+        radius = c.reanchor_consistency * float(self.x[5])
+
+        def fit(point: np.ndarray) -> float:
+            match = first.search(view.image, view.from_working, self._to_image(point), radius)
+            return -1.0 if match is None else match[0]
+
+        if near:
+            here = fit(self.x[:2])
+            near = [i for i in near if fit(measurements[i][:2]) > here + c.reanchor_margin]
+        best = None
+        if self._anchor_offsets and near:
+            last = self._anchor_offsets[-1]
+            best = min(near, key=lambda i: np.hypot(*(offsets[i] - last)))
+            if np.hypot(*(offsets[best] - last)) > c.reanchor_consistency * height:
+                best = None
+        if best is None:
+            self._anchor_offsets = []
+            if not near:
+                return None
+            best = max(near, key=lambda i: candidates[i].score)
+        self._anchor_offsets.append(offsets[best])
+        if len(self._anchor_offsets) < c.reanchor_frames:
+            return None
+        velocity = self.x[2:4].copy()
+        self._relock(measurements[best][:2], measurements[best][2:], None, rebuild=False)
+        self.x[2:4] = velocity
+        self._capture(view)
+        self.typical_peak = self.typical_contrast = self.reference_contrast = None
+        self._occluded = False
+        self._detected_only = 0
+        self._doubted = False
+        self._anchor_offsets = []
+        return best
 
     def _stalled(self, measured_by: str) -> bool:
         """Add this measured frame to the trail; has the track, followed by its appearance
@@ -914,5 +991,6 @@ class TargetTracker:
             self.template, self.has_embedding = _normalize(embedding), True
         self._spatial_streak = 0
         self._appearance_streak = []
+        self._anchor_offsets = []
         self._trail.clear()
         self.misses = 0
