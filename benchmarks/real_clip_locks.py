@@ -4,7 +4,11 @@ Runs (person12 frames 0-200 at 10 fps, the shipped models unless --model / --ver
 
 * ``tap``: the tap at frame 0; taps at 25 / 50 / 100 / 150; gust seeds 1-15 from the tap at
   frame 0; the person cut out at 150:165; occluded at 40:55, 100:125, 60:90 (24 runs);
-* ``auto``: auto-lock from frame 0 (no tap), plain and gust seeds 1-15 (16 runs).
+* ``auto``: auto-lock from frame 0 (no tap), plain and gust seeds 1-15 (16 runs);
+* ``heldout``: the tap at frame 0 under gust seeds 16-30 (15 runs), kept out of the tuning of
+  Stage D since 2026-11-27 (night): check a change shaped on the ``tap`` runs here, once.
+
+``all`` runs ``tap`` and ``auto``.
 
 Each run is the CLI command (its report lands in OUT/<suite>/<run>/). Writes OUT/summary.json
 (per run: lock recall, false-lock frames, centre error, first lock, recovery frames, the
@@ -27,10 +31,13 @@ import numpy as np
 from tqdm import tqdm
 
 GUSTS = range(1, 16)
+HELD_OUT_GUSTS = range(16, 31)
 
 
 def runs(suite: str) -> dict[str, list[str]]:
     """Run name -> the `emts eval track` options of that run."""
+    if suite == "heldout":
+        return {f"gust{g}": ["--gust", str(g)] for g in HELD_OUT_GUSTS}
     if suite == "auto":
         out = {"plain": []}
         out.update({f"gust{g}": ["--gust", str(g)] for g in GUSTS})
@@ -113,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clip", default="../shared/data/uav123-person12", type=Path)
     parser.add_argument("--out", default="benchmarks/out/real_clip_locks", type=Path)
-    parser.add_argument("--suite", choices=["tap", "auto", "all"], default="all")
+    parser.add_argument("--suite", choices=["tap", "auto", "heldout", "all"], default="all")
     parser.add_argument("--model", help="detector (default: the shipped one)")
     parser.add_argument("--verifier", help="verifier (default: the shipped one)")
     args = parser.parse_args(argv)
