@@ -75,6 +75,21 @@ def test_a_blob_with_its_cast_shadow_is_narrowed_to_a_person_on_the_tapped_colum
     assert abs(box[0] - 300) < 1e-6
 
 
+def test_a_blob_with_its_shadow_below_is_cut_to_the_person_around_the_tap():
+    working = _with_person(_ground(), 300, 200)  # 12 x 30, rows 185-214
+    working[215:245, 297:303] = 50  # the shadow, cast straight below the feet
+    for tap_y in (200.0, 188.0):  # on the body's middle, on the head
+        box = blob_box(working, np.array([300.0, tap_y]), AcquisitionConfig())
+        assert box is not None
+        assert box[1] - box[3] / 2 == pytest.approx(184.5, abs=1)  # from the head down ...
+        assert 30 <= box[3] <= 12 / 0.3 + 1e-6  # ... over the person, not the shadow (60)
+    # without a shadow the blob is left as it is
+    plain = blob_box(
+        _with_person(_ground(), 300, 200), np.array([300.0, 190.0]), AcquisitionConfig()
+    )
+    np.testing.assert_allclose(plain[[1, 3]], [199.5, 30], atol=1.5)
+
+
 def test_tap_on_flat_ground_uses_the_default_box_and_a_drawn_box_is_kept():
     acquisition = LockAcquisition(auto_lock=False)
     acquisition.request(Tap.make(100, 100))

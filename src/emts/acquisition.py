@@ -123,6 +123,20 @@ def blob_box(
         # on the tapped column; the operator tapped the person, not the shadow.
         bw = config.tap_max_aspect * bh
         centre[0] = point[0]
+    # A shadow cast below (or above) the person makes the blob reach much farther from the
+    # tap on that side (person12 frames 125-200: 63-69 px for a 42-px person, centred 11 px
+    # below them). The operator tapped the person: the box reaches no farther on the long
+    # side than on the short one, but may be w / tap_min_aspect tall, then growing from the
+    # short side's end (a tap on the head).
+    top, bottom = y0 + by - 0.5, y0 + by + bh - 0.5
+    up, down = point[1] - top, bottom - point[1]
+    tallest = max(2.0 * min(up, down), bw / config.tap_min_aspect)
+    if bh > tallest and min(up, down) > 0:
+        bh = tallest
+        if 2.0 * min(up, down) >= bw / config.tap_min_aspect:
+            centre[1] = point[1]
+        else:
+            centre[1] = top + bh / 2.0 if up < down else bottom - bh / 2.0
     size = np.clip([bw, bh], low, high).astype(float)
     return np.array([*centre, *size])
 

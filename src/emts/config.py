@@ -155,6 +155,7 @@ class AcquisitionConfig:
     tap_min_contrast: float = 12.0
     tap_size_limits: tuple[float, float] = (6.0, 120.0)  # blob sides clipped to this range
     tap_max_aspect: float = 0.45  # a wider blob (w/h) is a person with their shadow: narrowed
+    tap_min_aspect: float = 0.3  # a narrower one may hold a shadow below or above: shortened
     # ... else a box of this (w, h) centred on the point: a person ~40 px tall at 640x512.
     tap_default_size: tuple[float, float] = (16.0, 40.0)
 
