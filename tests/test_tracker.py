@@ -531,3 +531,36 @@ def test_a_track_the_verifier_accepts_is_never_re_anchored():
         state = tracker.update(np.eye(2, 3), [_candidate(x, 200, E[1])], verdict=True, view=view)
         events.append(state.event)
     assert "relock" not in events
+
+
+# ------------------------------------------------------------ the template's upper part
+@pytest.mark.parametrize("upper", [1.0, 0.8])
+def test_the_appearance_template_is_cut_from_the_upper_box_and_matches_the_targets_centre(upper):
+    from emts.config import TrackerConfig
+    from emts.tracker import AppearanceTemplate
+
+    image = _frame(_ground(), 300)  # the walker: 10 x 24 around (300, 200), bright head
+    image[212:240, 296:304] = 10  # a cast shadow joined at the feet
+    template = AppearanceTemplate()
+    config = TrackerConfig()
+    template.capture(image, np.eye(3), np.array([300.0, 200.0]), SIZE, config, upper)
+    expected = SIZE[1] * upper * (1 + 2 * config.appearance_margin)
+    assert template.patch.shape[0] == pytest.approx(expected, abs=1)
+    # the template's lowest row lies above the box's bottom (the feet) unless upper is 1
+    bottom = 200.0 + template.offset[1] + (template.patch.shape[0] - 1) / 2
+    assert (bottom < 200 + SIZE[1] / 2) == (upper < 1.0)
+    peak, centre, _ = template.search(image, np.eye(3), np.array([303.0, 197.0]), 8.0)
+    assert peak > 0.99
+    np.testing.assert_allclose(centre, [300.0, 200.0], atol=0.5)  # the target's, not the cut's
+
+
+def test_only_an_operators_lock_takes_the_upper_part_as_its_template():
+    from emts.tracker import AppearanceView, LockCommand
+
+    view = AppearanceView.of(_frame(_ground(), 300))
+    heights = {}
+    for source in ("tap:blob", "auto"):
+        tracker = TargetTracker()
+        tracker.lock(LockCommand(np.array([300.0, 200.0]), SIZE, E[0], source), view)
+        heights[source] = tracker.appearance.patch.shape[0]
+    assert heights["tap:blob"] < heights["auto"]

@@ -82,6 +82,11 @@ class TrackerConfig:
     # target, searched in stabilized coordinates around the Kalman prediction. Not in the paper.
     appearance_margin: float = 0.1  # template = box grown by this fraction of w/h each side
     appearance_min_size: int = 9  # px; a smaller template side is grown to this
+    # An operator's lock takes its template from the box's upper part only (plus the margins):
+    # a walker's own cast shadow joins them at the feet and, darker and steadier than the legs,
+    # pulled the match down onto itself (person12 gust seeds 4 and 25). 0.6 lost the person at
+    # --remove 150:165. Automatic locks keep the whole box (see TargetTracker._capture).
+    appearance_upper: float = 0.8
     appearance_threshold: float = 0.3  # NCC peak that counts as a measurement while locked
     appearance_noise: float = 2.0  # px^2, R of the NCC position measurement (stabilized px)
     search_radius: tuple[float, float] = (10.0, 48.0)  # (min, max) stabilized px, from 3 sigma
