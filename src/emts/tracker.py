@@ -1015,5 +1015,6 @@ class TargetTracker:
         self._spatial_streak = 0
         self._appearance_streak = []
         self._anchor_offsets = []
+        self._doubted = False  # a veto of the track before is not one of this new origin
         self._trail.clear()
         self.misses = 0
