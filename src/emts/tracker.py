@@ -198,6 +198,13 @@ class AppearanceTemplate:
         patch = self.sample(image, g, top_left, samples, self.step)
         self.patch = patch if float(patch.std()) > 1e-3 else None  # a flat patch matches anything
 
+    def copy(self) -> AppearanceTemplate:
+        """An independent copy (the patch, its sampling step and offset)."""
+        twin = AppearanceTemplate(self.max_side)
+        twin.patch = None if self.patch is None else self.patch.copy()
+        twin.step, twin.offset = self.step, self.offset.copy()
+        return twin
+
     def _top_left(self, centre: np.ndarray, samples: tuple[int, int]) -> np.ndarray:
         return centre - self.step * (np.array(samples, float) - 1.0) / 2.0
 
@@ -404,10 +411,7 @@ class TargetTracker:
         if view is not None:
             self._capture(view)
             if not self._veto_drops and self.appearance.patch is not None:
-                self._first_look = AppearanceTemplate(self.appearance.max_side)
-                self._first_look.patch = self.appearance.patch.copy()
-                self._first_look.step = self.appearance.step
-                self._first_look.offset = self.appearance.offset.copy()
+                self._first_look = self.appearance.copy()
 
     @property
     def locked(self) -> bool:
@@ -674,11 +678,15 @@ class TargetTracker:
         self._detected_only = self._detected_only + 1 if measured_by == "detection" else 0
         relearn = c.relearn_after
         if relearn and self._detected_only >= relearn and view is not None and verdict is not False:
-            self._capture(view)
-            self.typical_peak = self.typical_contrast = self.reference_contrast = None
-            self._occluded = False
-            self._detected_only = 0
+            self._retake_look(view)
         return chosen, peak, measured_by
+
+    def _retake_look(self, view: AppearanceView) -> None:
+        """Take the appearance afresh where the track is; its running values restart."""
+        self._capture(view)
+        self.typical_peak = self.typical_contrast = self.reference_contrast = None
+        self._occluded = False
+        self._detected_only = 0
 
     def _reanchor(self, candidates, measurements, view) -> int | None:
         """Move a vetoed operator's lock onto a detection that stays beside it (see
@@ -732,12 +740,7 @@ class TargetTracker:
         velocity = self.x[2:4].copy()
         self._relock(measurements[best][:2], measurements[best][2:], None, rebuild=False)
         self.x[2:4] = velocity
-        self._capture(view)
-        self.typical_peak = self.typical_contrast = self.reference_contrast = None
-        self._occluded = False
-        self._detected_only = 0
-        self._doubted = False
-        self._anchor_offsets = []
+        self._retake_look(view)
         return best
 
     def _stalled(self, measured_by: str) -> bool:
