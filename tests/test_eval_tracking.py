@@ -57,7 +57,7 @@ class Nothing:
 
 
 def test_a_perfect_detector_reacquires_every_trial_without_transfers(sets):
-    report = reacquisition(sets / "bench", Oracle(sets / "bench"))
+    report = reacquisition(sets / "bench", Oracle(sets / "bench"), detector_mode="plain")
     assert report["trials"] > 0
     assert report["identity_transfer"] == 0 and report["locks_started_on_another_person"] == 0
     assert report["success_rate"] > 0.9
@@ -73,11 +73,11 @@ def test_a_lock_that_starts_nearer_a_neighbour_is_not_a_trial():
 
 
 def test_a_blind_detector_locks_nothing_so_runs_no_trial(sets):
-    report = reacquisition(sets / "bench", Nothing())
+    report = reacquisition(sets / "bench", Nothing(), detector_mode="plain")
     assert report["trials"] == 0
 
 
 def test_no_detections_means_no_false_positives(sets):
-    report = false_positives(sets / "fpbench", Nothing(), verifier=None)
+    report = false_positives(sets / "fpbench", Nothing(), verifier=None, detector_mode="plain")
     assert report["frames"] == 2 * 14
     assert report["fp_per_frame"]["0.3"] == {"detector_only": 0.0, "with_verifier": None}

@@ -34,7 +34,7 @@ def build_runner(
     model: str | None,
     precision: str | None,
     threads: int,
-    detector_mode: str = "plain",
+    detector_mode: str = "temporal",
     backend: str | None = None,
     network_size: tuple[int, int] | None = None,
 ):
@@ -70,7 +70,7 @@ def run_bench(
     seed: int = 0,
     model: str | None = None,
     precision: str | None = None,
-    detector_mode: str = "plain",
+    detector_mode: str = "temporal",
     backend: str | None = None,
     network_size: tuple[int, int] | None = None,
 ) -> dict:

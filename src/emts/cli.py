@@ -672,9 +672,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 def _cmd_detect(args: argparse.Namespace) -> int:
     from emts.detector import Detector
-    from emts.fusion import FusedDetector
     from emts.geometry import Frame
-    from emts.pipeline import MotionFrontEnd
+    from emts.pipeline import MotionFrontEnd, detector_stage
     from emts.precision import model_for
 
     _check_outputs(args.source, {"--jsonl": args.jsonl})
@@ -682,7 +681,7 @@ def _cmd_detect(args: argparse.Namespace) -> int:
     detector = Detector(
         model, threads=args.threads, threshold=args.threshold, network_size=args.network_size
     )
-    fused = FusedDetector(detector) if args.detector_mode == "fused" else None
+    stage = detector_stage(detector, args.detector_mode)
     front = MotionFrontEnd(network_size=detector.network_size)
     frames_in = open_source(args.source, fps=args.fps, placeholders=True)
     with frames_in, JsonlWriter(args.jsonl) as records:
@@ -696,7 +695,10 @@ def _cmd_detect(args: argparse.Namespace) -> int:
                 result = front.step(frame)
             except BadInputError as error:
                 raise BadInputError(f"frame {index}: {error}") from None
-            detections = fused.on_frame(result) if fused else detector(result.channels)
+            if hasattr(stage, "on_frame"):  # modes "temporal" and "fused"
+                detections = stage.on_frame(result)
+            else:
+                detections = stage(result.channels)
             boxes = result.geometry.boxes(
                 np.array([d.box for d in detections]).reshape(-1, 4), Frame.NETWORK, Frame.INPUT
             )
@@ -1044,12 +1046,24 @@ def _add_eval_verifier(eval_sub) -> None:
 def _add_detector_mode(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--detector-mode",
-        choices=["plain", "fused"],
-        default="plain",
-        help="Stage C: plain (the network) or fused (compensated-difference blobs at 640x512 "
-        "scored by the network; emts.fusion) (default: %(default)s)",
+        choices=["temporal", "plain", "fused"],
+        default="temporal",
+        help="Stage C: temporal (the network, its scores averaged over the last frames in "
+        "stabilized coordinates; emts.temporal), plain (the network, frame by frame, as in "
+        "the paper) or fused (compensated-difference blobs at 640x512 scored by the network; "
+        "emts.fusion) (default: %(default)s)",
     )
     _add_network_size(p)
+
+
+def _add_bench_detector_mode(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--detector-mode",
+        choices=["temporal", "plain"],
+        default="temporal",
+        help="Stage C: temporal (scores averaged over the clip's frames; emts.temporal) or "
+        "plain (frame by frame) (default: %(default)s)",
+    )
 
 
 def _add_network_size(p: argparse.ArgumentParser) -> None:
@@ -1301,7 +1315,11 @@ def _cmd_eval_tracking(args: argparse.Namespace) -> int:
     detector = Detector(args.model)
     if args.eval_command == "reacq":
         report = tracking.reacquisition(
-            args.bench, detector, args.clips, appearance=not args.detections_only
+            args.bench,
+            detector,
+            args.clips,
+            appearance=not args.detections_only,
+            detector_mode=args.detector_mode,
         )
         tracking.write(out, "reacq", report, command)
         rate = f"{report['success']}/{report['trials']} = {report['success_rate']:.1%}"
@@ -1309,7 +1327,9 @@ def _cmd_eval_tracking(args: argparse.Namespace) -> int:
         print(f"reacquisition: {rate}; {errors}")
     elif args.eval_command == "fp":
         verifier = None if args.no_verifier else Verifier(args.verifier)
-        report = tracking.false_positives(args.fpbench, detector, verifier, args.clips)
+        report = tracking.false_positives(
+            args.fpbench, detector, verifier, args.clips, detector_mode=args.detector_mode
+        )
         tracking.write(out, "fp", report, command)
         tracking.plot_fp_sweep(report, out / "fp_sweep.png")
         for tau, row in report["fp_per_frame"].items():
@@ -1321,6 +1341,7 @@ def _cmd_eval_tracking(args: argparse.Namespace) -> int:
             Verifier(args.verifier),
             windows=args.windows,
             contrast_scale=args.contrast_scale,
+            detector_mode=args.detector_mode,
         )
         tracking.write(out, "autolock", report, command)
         locks = f"{report['candidate_locks']} candidate locks, {report['verified_false_locks']}"
@@ -1528,6 +1549,7 @@ def _add_training(sub) -> None:
         action="store_true",
         help="Stage D without its appearance measurement (the paper's tracker)",
     )
+    _add_bench_detector_mode(p)
     p.add_argument("--out", default="reports/tracking")
     p.set_defaults(run=_cmd_eval_tracking)
     p = eval_sub.add_parser("fp", help="FP/frame on the person-free bench, with/without verifier")
@@ -1536,6 +1558,7 @@ def _add_training(sub) -> None:
     p.add_argument("--model", type=named_model, help=MODEL_HELP)
     p.add_argument("--verifier", help="ONNX verifier (default: the shipped model)")
     p.add_argument("--no-verifier", action="store_true")
+    _add_bench_detector_mode(p)
     p.add_argument("--out", default="reports/tracking")
     p.set_defaults(run=_cmd_eval_tracking)
     p = eval_sub.add_parser("autolock", help="verified false locks per hour on person-free footage")
@@ -1551,6 +1574,7 @@ def _add_training(sub) -> None:
     )
     p.add_argument("--model", type=named_model, help=MODEL_HELP)
     p.add_argument("--verifier", help="ONNX verifier (default: the shipped model)")
+    _add_bench_detector_mode(p)
     p.add_argument("--out", default="reports/tracking")
     p.set_defaults(run=_cmd_eval_tracking)
 

@@ -75,20 +75,24 @@ def decode(
     threshold: float = DEFAULT_THRESHOLD,
     max_detections: int = MAX_DETECTIONS,
     box_scale: float = 1.0,
+    scores: np.ndarray | None = None,
 ) -> list[Detection]:
     """Decode one frame's head outputs (each (C, 24, 32)) into detections, best first;
-    ``box_scale`` multiplies every box's width and height about its centre."""
+    ``box_scale`` multiplies every box's width and height about its centre. ``scores``
+    (24, 32): read each peak's score there instead of the heatmap (Stage C's temporal mode,
+    :mod:`emts.temporal`); peaks are still the heatmap's local maxima."""
     heat = heatmap[0].astype(np.float32)
-    peaks = (heat >= cv2.dilate(heat, np.ones((3, 3), np.uint8))) & (heat >= threshold)
+    score = heat if scores is None else np.asarray(scores, np.float32)
+    peaks = (heat >= cv2.dilate(heat, np.ones((3, 3), np.uint8))) & (score >= threshold)
     ys, xs = np.nonzero(peaks)
-    order = np.argsort(-heat[ys, xs])[:max_detections]
+    order = np.argsort(-score[ys, xs])[:max_detections]
     out = []
     for y, x in zip(ys[order], xs[order], strict=True):
         w, h = box_scale * STRIDE * np.exp(np.clip(log_size[:, y, x], -4.0, 5.0))
         cx, cy = (x + offset[0, y, x]) * STRIDE, (y + offset[1, y, x]) * STRIDE
         vector = embedding[:, y, x].astype(np.float32)
         vector = vector / max(float(np.linalg.norm(vector)), 1e-12)
-        out.append(Detection(np.array([cx - w / 2, cy - h / 2, w, h]), float(heat[y, x]), vector))
+        out.append(Detection(np.array([cx - w / 2, cy - h / 2, w, h]), float(score[y, x]), vector))
     return out
 
 

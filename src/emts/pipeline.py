@@ -31,6 +31,7 @@ from emts.errors import BadInputError
 from emts.fusion import FusedDetector
 from emts.geometry import Frame, FrameGeometry
 from emts.preprocess import Preprocessor
+from emts.temporal import TemporalDetector
 from emts.tracker import AppearanceView, Candidate, TargetTracker
 from emts.verifier import FrameView, VerificationSchedule
 
@@ -158,7 +159,8 @@ class DetectorStage(Protocol):
     def __call__(self, channels: np.ndarray) -> list[Detection]: ...
 
 
-DETECTOR_MODES = ("plain", "fused")
+DETECTOR_MODES = ("temporal", "plain", "fused")
+DEFAULT_DETECTOR_MODE = "temporal"
 
 
 def network_size_of(detector) -> tuple[int, int]:
@@ -166,12 +168,18 @@ def network_size_of(detector) -> tuple[int, int]:
     return tuple(getattr(detector, "network_size", NETWORK_SIZE))
 
 
-def detector_stage(detector, mode: str = "plain"):
-    """Stage C for ``mode``: ``plain`` the network alone, ``fused`` the network scoring
+def detector_stage(detector, mode: str = DEFAULT_DETECTOR_MODE):
+    """Stage C for ``mode``: ``temporal`` (default) the network with its scores averaged
+    over time in stabilized coordinates (:class:`emts.temporal.TemporalDetector`), ``plain``
+    the network alone, frame by frame (the paper's), ``fused`` the network scoring
     compensated-difference blobs at 640x512 (:class:`emts.fusion.FusedDetector`)."""
     if mode not in DETECTOR_MODES:
         raise BadInputError(f"detector mode {mode!r}: expected one of {', '.join(DETECTOR_MODES)}")
-    return FusedDetector(detector) if mode == "fused" else detector
+    if mode == "fused":
+        return FusedDetector(detector)
+    if mode == "temporal":
+        return TemporalDetector(detector)
+    return detector
 
 
 class VerifierModel(Protocol):
@@ -292,12 +300,14 @@ class Pipeline:
         threads: int = 2,
         auto_lock: bool = True,
         precision: str = "fp32",
-        detector_mode: str = "plain",
+        detector_mode: str = DEFAULT_DETECTOR_MODE,
         backend: str = "onnxruntime",
     ) -> Pipeline:
         """The pipeline with the models shipped in the package; ``precision`` ``fp32``,
         ``int8`` or ``auto`` (the faster here, measured once: :mod:`emts.precision`);
-        ``detector_mode`` ``plain`` (the network) or ``fused`` (:mod:`emts.fusion`);
+        ``detector_mode`` ``temporal`` (the network, scores averaged over time:
+        :mod:`emts.temporal`), ``plain`` (the network, frame by frame) or ``fused``
+        (:mod:`emts.fusion`);
         ``backend`` ``onnxruntime`` (.onnx) or ``litert`` (.tflite through LiteRT/XNNPACK,
         extra ``[litert]``: :mod:`emts.litert`)."""
         from emts.detector import Detector
@@ -334,7 +344,7 @@ class Pipeline:
     def reset(self) -> None:
         """Forget everything: motion history, pending taps, lock, verifier window, counters."""
         self.front.reset()
-        if isinstance(self.detector, FusedDetector):
+        if hasattr(self.detector, "reset"):  # the stateful Stage C modes
             self.detector.reset()
         self.acquisition.reset()
         self.tracker.reset()
@@ -372,7 +382,7 @@ class Pipeline:
         ms = dict(front.ms)
         geometry = front.geometry
         t = time.perf_counter()
-        if isinstance(self.detector, FusedDetector):  # mode "fused": needs A's frames too
+        if hasattr(self.detector, "on_frame"):  # modes "temporal", "fused": need A's output
             detections = self.detector.on_frame(front)
         else:
             detections = self.detector(front.channels) if self.detector is not None else []

@@ -43,6 +43,7 @@ from emts.pipeline import MotionFrontEnd, network_content
 from emts.synth.camera import REFERENCE_WIDTH, CameraMotionConfig
 from emts.synth.plates import read_hituav
 from emts.synth.tier2 import pseudo_clip
+from emts.temporal import TemporalDetector
 
 TAU_S = 0.3  # §6: the detection threshold a user runs at
 MATCH_IOU = 0.25
@@ -78,6 +79,11 @@ class EvalFrame:
     gt: np.ndarray  # (m, 4) person boxes, WORKING px
     # Stage B at further network sizes (detectors trained at another size), same Stage A
     more_channels: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
+    motion_known: bool = True  # Stage A estimated M_t (not the identity of a first frame)
+    # a clip's earlier frames with a known motion, oldest first, for Stage C's temporal mode:
+    # ({network size: channels}, M_t WORKING); None: the frame continues the previous one's
+    # stream (uav123-person12)
+    history: list[tuple[dict[tuple[int, int], np.ndarray], np.ndarray]] | None = None
 
     def channels_at(self, size: tuple[int, int]) -> np.ndarray:
         """Stage B's channels at network ``size``."""
@@ -110,6 +116,7 @@ class EvalFrame:
             geometry=result.geometry,
             gt=gt,
             more_channels=more(result) if more is not None else {},
+            motion_known=result.motion.method != "identity",
         )
 
 
@@ -215,12 +222,16 @@ def hituav_frames(
         front = MotionFrontEnd(network_size=first)
         more = MoreSizes(others) if others else None
         results = [front.step(frame) for frame in clip.frames]
-        if more is not None:
-            for result in results[:-1]:
-                more(result)
+        history = []
+        for result in results[:-1]:
+            channels = {first: result.channels, **(more(result) if more is not None else {})}
+            if result.motion.method != "identity":
+                history.append((channels, np.asarray(result.motion.matrix)))
         last = results[-1]
         gt = last.geometry.boxes(clip.person_boxes[-1], Frame.INPUT, Frame.WORKING)
-        yield EvalFrame.of(name, last, results[-2].working, gt.reshape(-1, 4), more)
+        frame = EvalFrame.of(name, last, results[-2].working, gt.reshape(-1, 4), more)
+        frame.history = history
+        yield frame
 
 
 # --------------------------------------------------------------------------------------------
@@ -284,11 +295,35 @@ class CompensatedDifference:
 
 ChannelFn = Callable[[np.ndarray, EvalFrame], np.ndarray]
 RAW_LEVEL = "residual level not normalized"
+TEMPORAL = "temporal scores"  # Stage C's temporal mode (emts.temporal), the pipeline's default
 ABLATIONS: dict[str, ChannelFn] = {
     "full": lambda c, f: c,
     "L only": lambda c, f: np.concatenate([c[:1], np.zeros_like(c[1:])]),
     "motion only": lambda c, f: np.concatenate([np.full_like(c[:1], c[0].mean()), c[1:]]),
 }
+
+
+def temporal_boxes(stage: TemporalDetector, frame: EvalFrame) -> Boxes:
+    """Detections of Stage C's temporal mode on ``frame`` (WORKING px): a frame with a
+    ``history`` starts a new clip (the memory is reset and fed the clip's earlier frames),
+    one without continues the stream of the frame before."""
+    size = stage.network_size
+    geometry = frame.geometry_at(size)
+
+    def motion(matrix: np.ndarray) -> np.ndarray:
+        return geometry.motion(matrix, Frame.WORKING, Frame.NETWORK)
+
+    if frame.history is not None:
+        stage.reset()
+        for channels, matrix in frame.history:
+            stage.detect(channels[size], motion(matrix))
+    detections = stage.detect(
+        frame.channels_at(size), motion(frame.motion) if frame.motion_known else None
+    )
+    boxes = np.array([d.box for d in detections], float).reshape(-1, 4)
+    if len(boxes):
+        boxes = geometry.boxes(boxes, Frame.NETWORK, Frame.WORKING)
+    return boxes, np.array([d.score for d in detections], float)
 
 
 def padding_masked(channels: np.ndarray, frame: EvalFrame) -> np.ndarray:
@@ -532,8 +567,11 @@ def run_dataset(
     """Run every detector (each in every ablation), the classical sweep and, with ``fusion``,
     Stage C's ``fused`` mode on the shipped model (:data:`FUSED_NAME`) on each frame."""
     run = DatasetRun()
+    temporal = {model: TemporalDetector(detector) for model, detector in detectors.items()}
     for frame in tqdm(frames, desc=desc, total=total, unit="frame", disable=None):
         for model, detector in detectors.items():
+            boxes = temporal_boxes(temporal[model], frame)
+            run.detections.setdefault(f"{model} ({TEMPORAL})", []).append(boxes)
             ablations = dict(ABLATIONS)
             if _letterboxed(frame):
                 ablations["padding masked"] = padding_masked
@@ -555,6 +593,7 @@ def run_dataset(
             boxes, _ = fused_boxes(frame, heads, fusion)
             run.detections.setdefault(FUSED_NAME, []).append(boxes)
         frame.previous = None  # only the classical baseline and the fused mode need it
+        frame.history = None  # only the temporal mode
         run.frames.append(frame)
     return run
 

@@ -12,10 +12,17 @@ from tqdm import tqdm
 from emts.config import NETWORK_SIZE
 from emts.detector import Detection, Detector
 from emts.geometry import WORKING_GEOMETRY, Frame, FrameGeometry, working_geometry
-from emts.pipeline import MotionFrontEnd, Pipeline, network_size_of
+from emts.pipeline import (
+    DEFAULT_DETECTOR_MODE,
+    MotionFrontEnd,
+    Pipeline,
+    detector_stage,
+    network_size_of,
+)
 from emts.synth.clips import ClipSpec, render_clip
 from emts.synth.common import CONTRAST_SCALE
 from emts.synth.store import ClipSet
+from emts.temporal import TemporalDetector
 from emts.tracker import AppearanceView, Candidate, TargetTracker
 from emts.verifier import FrameView, Verifier, describe
 
@@ -53,6 +60,26 @@ def _stages_ab(clip, size: tuple[int, int]) -> tuple[np.ndarray, list[np.ndarray
     return np.stack([r.channels for r in results]), motions
 
 
+def clip_detections(
+    detector: Detector, channels: np.ndarray, motions: list, mode: str = DEFAULT_DETECTOR_MODE
+) -> list[list[Detection]]:
+    """Stage C over one clip's frames in ``mode``: ``plain`` frame by frame, ``temporal``
+    as a stream (:class:`emts.temporal.TemporalDetector`; the first frame has no motion)."""
+    if mode == "plain":
+        return [detector(c) for c in channels]
+    if mode != "temporal":
+        raise ValueError(f"detector mode {mode!r}: the bench evaluations run temporal or plain")
+    stage = TemporalDetector(detector)
+    geometry = working_geometry(network_size_of(detector))
+    out = []
+    for index, (c, matrix) in enumerate(zip(channels, motions, strict=True)):
+        motion = None
+        if index > 0:
+            motion = geometry.motion(np.asarray(matrix), Frame.WORKING, Frame.NETWORK)
+        out.append(stage.detect(c, motion))
+    return out
+
+
 def starts_on_another_person(point: np.ndarray, target: dict, persons: list[dict]) -> bool:
     """Whether ``point`` (a lock's start, working px) lies nearer another labelled person's
     centre than the target's."""
@@ -61,7 +88,11 @@ def starts_on_another_person(point: np.ndarray, target: dict, persons: list[dict
 
 
 def reacquisition(
-    bench: str | Path, detector: Detector, clips: int | None = None, appearance: bool = True
+    bench: str | Path,
+    detector: Detector,
+    clips: int | None = None,
+    appearance: bool = True,
+    detector_mode: str = DEFAULT_DETECTOR_MODE,
 ) -> dict:
     """§6.9: lock at frame 5, black out the target in one of three staggered windows, judge
     two frames later: re-locked (locked again on a measurement after the blackout) and
@@ -72,7 +103,7 @@ def reacquisition(
 
     ``appearance``: Stage D also gets the frames for its appearance measurement (SPEC §0);
     during the blackout it gets neither detections nor frames. False: detections only, the
-    paper's tracker.
+    paper's tracker. ``detector_mode``: Stage C's ``temporal`` (default) or ``plain``.
     """
     clip_set = ClipSet(bench)
     geometry = working_geometry(network_size_of(detector))
@@ -94,7 +125,7 @@ def reacquisition(
             continue
         target = max(persons, key=lambda p: p["box"][3])
         channels, motions = _stages_ab(clip, network_size_of(detector))
-        detections = [detector(c) for c in channels]
+        detections = clip_detections(detector, channels, motions, detector_mode)
         lock_candidates = _candidates(detections[LOCK_FRAME], geometry)
         if not lock_candidates:
             continue
@@ -192,7 +223,11 @@ def _link(
 
 
 def false_positives(
-    fpbench: str | Path, detector: Detector, verifier: Verifier | None, clips: int | None = None
+    fpbench: str | Path,
+    detector: Detector,
+    verifier: Verifier | None,
+    clips: int | None = None,
+    detector_mode: str = DEFAULT_DETECTOR_MODE,
 ) -> dict:
     """FP/frame on person-free clips (frames 5-18) at each tau_s, with and without Stage E.
 
@@ -210,7 +245,7 @@ def false_positives(
     for index in tqdm(indices, desc="eval fp", disable=None):
         clip = clip_set.load(index)
         channels, motions = _stages_ab(clip, network_size_of(detector))
-        detections = [detector(c) for c in channels]
+        detections = clip_detections(detector, channels, motions, detector_mode)
         for t in FP_FRAMES:
             frames += 1
             for d in detections[t]:
@@ -260,6 +295,7 @@ def autolock(
     frames: int = 300,
     seed: int = 0,
     contrast_scale: float = CONTRAST_SCALE,
+    detector_mode: str = DEFAULT_DETECTOR_MODE,
 ) -> dict:
     """§6.8: the full pipeline under auto-lock on person-free held-out footage (10-s windows
     rendered on held-out plates, movers at the curriculum's ``contrast_scale``): candidate
@@ -271,7 +307,7 @@ def autolock(
             "negative", "heldout", 1000 + seed, index, frames=frames, contrast_scale=contrast_scale
         )
         clip = render_clip(spec)
-        pipeline = Pipeline(detector, verifier, auto_lock=True)
+        pipeline = Pipeline(detector_stage(detector, detector_mode), verifier, auto_lock=True)
         verifier.reset()
         was_locked = False
         for frame in clip.frames:

@@ -1,0 +1,130 @@
+"""Stage C mode ``temporal``: the heatmap memory in stabilized coordinates (no data needed)."""
+
+import numpy as np
+import pytest
+
+from emts.detector import decode
+from emts.errors import BadInputError
+from emts.pipeline import DEFAULT_DETECTOR_MODE, Pipeline, detector_stage
+from emts.temporal import ScoreMemory, TemporalDetector, motion_in_cells
+
+STILL = np.eye(2, 3)
+
+
+def _heat(cells: dict[tuple[int, int], float]) -> np.ndarray:
+    heat = np.full((24, 32), 0.01, np.float32)
+    for (y, x), value in cells.items():
+        heat[y, x] = value
+    return heat
+
+
+class StubNetwork:
+    """Head outputs with a given heatmap per call (boxes 16x24 network px)."""
+
+    threshold = 0.3
+    box_scale = 1.0
+    network_size = (256, 192)
+
+    def __init__(self, heats: list[np.ndarray]) -> None:
+        self.heats = list(heats)
+        self.calls = 0
+
+    def raw(self, channels, residual_reference=None):
+        heat = self.heats[min(self.calls, len(self.heats) - 1)]
+        self.calls += 1
+        size = np.zeros((1, 2, 24, 32), np.float32)
+        size[0, 0], size[0, 1] = np.log(2.0), np.log(3.0)
+        offset = np.full((1, 2, 24, 32), 0.5, np.float32)
+        return [heat[None, None], size, offset, np.ones((1, 8, 24, 32), np.float32)]
+
+
+def test_a_person_who_stays_keeps_the_score_and_a_flash_fades():
+    memory = ScoreMemory(0.5)
+    for _ in range(5):
+        fused = memory.update(_heat({(10, 10): 0.4}), STILL)
+    assert fused[10, 10] == pytest.approx(0.4, abs=1e-3)
+    memory = ScoreMemory(0.5)
+    memory.update(_heat({}), STILL)
+    flash = memory.update(_heat({(10, 10): 0.8}), STILL)
+    assert flash[10, 10] == pytest.approx(0.5 * 0.8 + 0.5 * 0.01, abs=1e-3)  # half, at once
+    assert memory.update(_heat({}), STILL)[10, 10] < 0.3  # gone below tau_s a frame later
+
+
+def test_the_memory_is_carried_by_the_camera_motion():
+    memory = ScoreMemory(0.5)
+    memory.update(_heat({(10, 10): 0.8}), STILL)
+    pan = np.array([[1.0, 0, 16.0], [0, 1.0, -8.0]])  # NETWORK px: 2 cells right, 1 up
+    fused = memory.update(_heat({}), pan)
+    assert fused[9, 12] == pytest.approx(0.405, abs=1e-3)  # landed where the scene went
+    assert fused[10, 10] < 0.1 and fused[13, 8] < 0.1  # not where it was; no blur elsewhere
+    cells = motion_in_cells(pan)
+    np.testing.assert_allclose(cells, [[1, 0, 2], [0, 1, -1]], atol=1e-9)
+
+
+def test_a_frame_without_camera_motion_restarts_the_memory():
+    memory = ScoreMemory(0.5)
+    memory.update(_heat({(10, 10): 0.8}), STILL)
+    assert memory.update(_heat({}), None)[10, 10] == pytest.approx(0.01)  # no motion: as is
+    assert memory.update(_heat({}), STILL)[10, 10] == pytest.approx(0.01)  # nothing carried
+    with pytest.raises(BadInputError):
+        ScoreMemory(1.0)
+
+
+def test_decode_keeps_the_heatmaps_peaks_and_reads_their_scores_from_the_memory():
+    heat = _heat({(5, 5): 0.25, (5, 6): 0.2, (15, 20): 0.9})
+    scores = _heat({(5, 5): 0.45, (5, 6): 0.6, (15, 20): 0.2})
+    heads = StubNetwork([heat]).raw(None)
+    found = decode(*(h[0] for h in heads), threshold=0.3, scores=scores)
+    # (5, 6) scores higher but is no peak of the heatmap; (15, 20) is a peak below tau_s
+    assert len(found) == 1 and found[0].score == pytest.approx(0.45)
+    np.testing.assert_allclose(found[0].box, [5.5 * 8 - 8, 5.5 * 8 - 12, 16, 24], atol=1e-4)
+    plain = decode(*(h[0] for h in heads), threshold=0.3)
+    assert [d.score for d in plain] == [pytest.approx(0.9)]
+
+
+def test_the_pipeline_runs_the_temporal_mode_by_default_and_resets_it():
+    assert DEFAULT_DETECTOR_MODE == "temporal"
+    person = _heat({(10, 10): 0.6})
+    flash = _heat({(10, 10): 0.6, (3, 25): 0.9})
+    network = StubNetwork([person, person, flash, person])
+    stage = detector_stage(network)
+    assert isinstance(stage, TemporalDetector)
+    pipeline = Pipeline(stage, None, auto_lock=False)
+    frame = np.random.default_rng(0).integers(0, 255, (512, 640), dtype=np.uint8)
+    for _ in range(2):  # no motion on the first frame, nothing carried into the second
+        scores = [s for _, s in pipeline.step(frame).detections]
+        assert scores == [pytest.approx(0.6, abs=1e-3)]
+    scores = sorted(s for _, s in pipeline.step(frame).detections)  # a flash: half its score
+    assert scores == [pytest.approx(0.455, abs=1e-3), pytest.approx(0.6, abs=1e-3)]
+    pipeline.reset()
+    network.heats, network.calls = [flash], 0
+    scores = sorted(s for _, s in pipeline.step(frame).detections)  # forgotten: as it is
+    assert scores == [pytest.approx(0.6, abs=1e-3), pytest.approx(0.9, abs=1e-3)]
+
+
+def test_the_plain_mode_is_the_network_frame_by_frame():
+    network = StubNetwork([_heat({(10, 10): 0.6})])
+    assert detector_stage(network, "plain") is network
+
+
+def test_the_real_suite_starts_each_pseudo_clip_afresh_and_replays_its_frames():
+    from emts.eval.real import EvalFrame, temporal_boxes
+    from emts.geometry import FrameGeometry
+
+    geometry = FrameGeometry((640, 512))
+    person, nothing = _heat({(10, 10): 0.6}), _heat({})
+    network = StubNetwork([person, person, nothing, nothing])
+    stage = TemporalDetector(network)
+    channels = np.zeros((3, 192, 256), np.float32)
+
+    def frame(history):
+        image = np.zeros((512, 640), np.uint8)
+        return EvalFrame("f", channels, image, None, STILL, image, geometry, np.zeros((0, 4)),
+                         history=history)  # fmt: skip
+
+    first = temporal_boxes(stage, frame([({(256, 192): channels}, STILL)]))  # replay, then score
+    assert network.calls == 2 and first[1].tolist() == [pytest.approx(0.6, abs=1e-3)]
+    _, scores = temporal_boxes(stage, frame(None))  # the stream goes on: the memory fades
+    assert max(scores) == pytest.approx(0.5 * 0.01 + 0.5 * 0.6, abs=1e-3)
+    _, scores = temporal_boxes(stage, frame([]))  # a new clip: nothing carried from the last
+    assert network.calls == 4 and scores.tolist() == []
