@@ -18,9 +18,12 @@ neighbours are never merged and boxes never lag; only the ranking uses the past.
 without a camera motion (a stream's first frame, a new frame size, both of Stage A's
 estimators failed) restarts the memory from the next frame.
 
-Measured with the shipped detector (``emts eval real``: the rows "(temporal scores)"):
-person12 AP@0.25 0.466 -> 0.544, HIT-UAV val persons 0.440 -> 0.446 at 256x192 and 0.745
--> 0.755 at 512x384 (false positives per image 0.66 -> 0.36). Torch-free: numpy + OpenCV.
+Measured with the shipped detector (``emts eval real --seeds 3``: the rows "(temporal
+scores)"): person12 AP@0.25 0.466 -> 0.533 (at tau_s 0.3 recall 0.55 -> 0.47, false
+positives 0.28 -> 0.09 a frame); HIT-UAV val persons / + vehicles 0.450 / 0.420 -> 0.453 /
+0.426 at 256x192 and 0.747 / 0.711 -> 0.756 / 0.724 at 512x384 (false positives per image
+0.64 -> 0.38). a was chosen on person12 and HIT-UAV val seed 0 among 0.3 / 0.5 / 0.7 (0.7:
+person12 better, HIT-UAV worse). Torch-free: numpy + OpenCV.
 """
 
 from __future__ import annotations

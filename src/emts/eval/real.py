@@ -829,7 +829,11 @@ def write_real_report(
         "`padding masked` (letterboxed input only) = R and D zeroed outside the letterbox "
         "content (the pipeline does this since), `residual level not normalized` = Stage B's "
         "channels fed as they are, without the detector's residual-level normalization "
-        "(`emts.channels.normalize_residual_level`, on in every other row). "
+        "(`emts.channels.normalize_residual_level`, on in every other row). `temporal "
+        "scores` = Stage C's temporal mode, the pipeline's default (`emts.temporal`: peaks "
+        "scored by a heatmap memory carried by the camera motion; person12 as one stream, "
+        "each HIT-UAV pseudo-clip's frames 2-3 fed before frame 4 is scored); every other "
+        "row is the network frame by frame. "
         "`classical k=K` = compensated differencing at 640x512 with threshold K x the frame's "
         "median residual; the best K (by AP@0.25) is marked.",
         "",
