@@ -75,8 +75,10 @@ def test_decode_keeps_the_heatmaps_peaks_and_reads_their_scores_from_the_memory(
     scores = _heat({(5, 5): 0.45, (5, 6): 0.6, (15, 20): 0.2})
     heads = StubNetwork([heat]).raw(None)
     found = decode(*(h[0] for h in heads), threshold=0.3, scores=scores)
-    # (5, 6) scores higher but is no peak of the heatmap; (15, 20) is a peak below tau_s
-    assert len(found) == 1 and found[0].score == pytest.approx(0.45)
+    # (5, 6) scores higher but is no peak of the heatmap; (15, 20) is a sighting on this frame
+    # (heatmap 0.9) that the memory scores below tau_s
+    assert [(round(d.score, 2), round(d.raw_score, 2)) for d in found] == [(0.45, 0.25), (0.2, 0.9)]
+    assert [d.sighting for d in found] == [pytest.approx(0.25), pytest.approx(0.9)]
     np.testing.assert_allclose(found[0].box, [5.5 * 8 - 8, 5.5 * 8 - 12, 16, 24], atol=1e-4)
     plain = decode(*(h[0] for h in heads), threshold=0.3)
     assert [d.score for d in plain] == [pytest.approx(0.9)]
@@ -128,3 +130,21 @@ def test_the_real_suite_starts_each_pseudo_clip_afresh_and_replays_its_frames():
     assert max(scores) == pytest.approx(0.5 * 0.01 + 0.5 * 0.6, abs=1e-3)
     _, scores = temporal_boxes(stage, frame([]))  # a new clip: nothing carried from the last
     assert network.calls == 4 and scores.tolist() == []
+
+
+def test_a_locked_track_is_fed_what_this_frame_sighted_and_acquisition_what_passed_tau():
+    nothing, person = _heat({}), _heat({(10, 10): 0.5})
+    network = StubNetwork([nothing, nothing, person])
+    pipeline = Pipeline(detector_stage(network), None, auto_lock=False)
+    fed = []
+    update = pipeline.tracker.update
+    pipeline.tracker.update = lambda motion, candidates, **kw: (
+        fed.append(candidates) or update(motion, candidates, **kw)
+    )
+    frame = np.random.default_rng(0).integers(0, 255, (512, 640), dtype=np.uint8)
+    for _ in range(3):
+        result = pipeline.step(frame)
+    # the person comes in at 0.5 on the heatmap, ~0.25 in the memory: no detection yet ...
+    assert result.detections == []
+    # ... but Stage D is fed the sighting, scored by this frame's heatmap
+    assert [round(c.score, 3) for c in fed[-1]] == [0.5]

@@ -699,6 +699,8 @@ def _cmd_detect(args: argparse.Namespace) -> int:
                 detections = stage.on_frame(result)
             else:
                 detections = stage(result.channels)
+            # the temporal mode also decodes this frame's sightings its memory scores lower
+            detections = [d for d in detections if d.score >= args.threshold]
             boxes = result.geometry.boxes(
                 np.array([d.box for d in detections]).reshape(-1, 4), Frame.NETWORK, Frame.INPUT
             )

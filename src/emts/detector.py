@@ -35,6 +35,14 @@ class Detection:
     box: np.ndarray  # [x, y, w, h], top-left edge
     score: float
     embedding: np.ndarray  # (8,) unit vector
+    # The network's own heatmap at the peak on this frame, where ``score`` is another (Stage
+    # C's temporal mode scores by a memory of the past frames: :mod:`emts.temporal`)
+    raw_score: float | None = None
+
+    @property
+    def sighting(self) -> float:
+        """This frame's evidence alone: ``raw_score`` where there is one, else ``score``."""
+        return self.score if self.raw_score is None else self.raw_score
 
 
 def default_model_path() -> Path:
@@ -80,10 +88,12 @@ def decode(
     """Decode one frame's head outputs (each (C, 24, 32)) into detections, best first;
     ``box_scale`` multiplies every box's width and height about its centre. ``scores``
     (24, 32): read each peak's score there instead of the heatmap (Stage C's temporal mode,
-    :mod:`emts.temporal`); peaks are still the heatmap's local maxima."""
+    :mod:`emts.temporal`), its heatmap value going to ``raw_score``; peaks are still the
+    heatmap's local maxima, kept where either value reaches ``threshold``."""
     heat = heatmap[0].astype(np.float32)
     score = heat if scores is None else np.asarray(scores, np.float32)
-    peaks = (heat >= cv2.dilate(heat, np.ones((3, 3), np.uint8))) & (score >= threshold)
+    either = heat if scores is None else np.maximum(heat, score)
+    peaks = (heat >= cv2.dilate(heat, np.ones((3, 3), np.uint8))) & (either >= threshold)
     ys, xs = np.nonzero(peaks)
     order = np.argsort(-score[ys, xs])[:max_detections]
     out = []
@@ -92,7 +102,9 @@ def decode(
         cx, cy = (x + offset[0, y, x]) * STRIDE, (y + offset[1, y, x]) * STRIDE
         vector = embedding[:, y, x].astype(np.float32)
         vector = vector / max(float(np.linalg.norm(vector)), 1e-12)
-        out.append(Detection(np.array([cx - w / 2, cy - h / 2, w, h]), float(score[y, x]), vector))
+        box = np.array([cx - w / 2, cy - h / 2, w, h])
+        raw = None if scores is None else float(heat[y, x])
+        out.append(Detection(box, float(score[y, x]), vector, raw))
     return out
 
 

@@ -153,6 +153,17 @@ def _stage_a_mask(geometry: FrameGeometry) -> np.ndarray | None:
     return cv2.resize(mask, STAGE_A_SIZE, interpolation=cv2.INTER_NEAREST)
 
 
+def _candidates(detections, geometry: FrameGeometry, raw: bool = False) -> list[Candidate]:
+    """Stage D's candidates (WORKING px) of NETWORK-px detections, scored by their score or,
+    with ``raw``, by this frame's evidence alone (:attr:`emts.detector.Detection.sighting`)."""
+    boxes_net = np.array([d.box for d in detections]).reshape(-1, 4)
+    boxes_work = geometry.boxes(boxes_net, Frame.NETWORK, Frame.WORKING)
+    return [
+        Candidate(b[:2] + b[2:] / 2, b[2:], d.sighting if raw else d.score, d.embedding)
+        for b, d in zip(boxes_work, detections, strict=True)
+    ]
+
+
 class DetectorStage(Protocol):
     """Stage C: ``[L, R, D]`` (3, H, W) -> detections in NETWORK px."""
 
@@ -389,12 +400,18 @@ class Pipeline:
         ms["C"] = (time.perf_counter() - t) * 1e3
 
         t = time.perf_counter()
+        # Stage C's output (and what acquisition chooses from): detections whose score passes
+        # tau_s. A locked track is fed every *sighting* instead -- this frame's evidence alone
+        # (the temporal mode's memory would delay a person reappearing from behind a tree,
+        # and the track has its own memory: the Kalman filter and the appearance template).
+        threshold = getattr(self.detector, "threshold", 0.0)
+        decoded, detections = detections, [d for d in detections if d.score >= threshold]
         boxes_net = np.array([d.box for d in detections]).reshape(-1, 4)
-        boxes_work = geometry.boxes(boxes_net, Frame.NETWORK, Frame.WORKING)
-        candidates = [
-            Candidate(b[:2] + b[2:] / 2, b[2:], d.score, d.embedding)
-            for b, d in zip(boxes_work, detections, strict=True)
-        ]
+        candidates = _candidates(detections, geometry)
+        sightings = candidates
+        if any(d.raw_score is not None for d in decoded):
+            sighted = [d for d in decoded if d.sighting >= threshold]
+            sightings = _candidates(sighted, geometry, raw=True)
         decision = self.acquisition.step(
             geometry,
             front.working,
@@ -409,7 +426,7 @@ class Pipeline:
         self._release = False
         state = self.tracker.update(
             front.motion.matrix,
-            candidates,
+            sightings,
             verdict=self.verification.verdict_for_tracker(),
             lock=decision.lock,
             release=release,

@@ -18,6 +18,13 @@ neighbours are never merged and boxes never lag; only the ranking uses the past.
 without a camera motion (a stream's first frame, a new frame size, both of Stage A's
 estimators failed) restarts the memory from the next frame.
 
+Peaks whose heatmap alone passes the threshold are decoded too, with their heatmap value as
+``Detection.raw_score``: what Stage C reports and acquisition chooses from are the detections
+whose *score* passes tau_s; a locked track is fed the *sightings*
+(:attr:`emts.detector.Detection.sighting`): it has a memory of its own, and the temporal one
+would delay a person coming out from behind a tree (person12, `--occlude 60:90`: recovered in
+7 frames instead of 3 when the track was fed the temporal scores).
+
 Measured with the shipped detector (``emts eval real --seeds 3``: the rows "(temporal
 scores)"): person12 AP@0.25 0.466 -> 0.533 (at tau_s 0.3 recall 0.55 -> 0.47, false
 positives 0.28 -> 0.09 a frame); HIT-UAV val persons / + vehicles 0.450 / 0.420 -> 0.453 /
@@ -141,7 +148,9 @@ class TemporalDetector:
         residual_reference: float | None = None,
     ) -> list[Detection]:
         """Detections (NETWORK px, best first) of one frame: Stage B's channels and Stage A's
-        ``M_t`` in NETWORK px (None: no motion known; the memory restarts)."""
+        ``M_t`` in NETWORK px (None: no motion known; the memory restarts). Every peak whose
+        score *or* heatmap passes the threshold: keep ``score >= threshold`` for Stage C's
+        output, ``sighting >= threshold`` for a locked track (module doc)."""
         heat, size, offset, embedding = self.detector.raw(channels, residual_reference)
         scores = self.memory.update(heat[0][0], motion_network)
         return decode(

@@ -36,11 +36,17 @@ THRESHOLDS = (0.3, 0.5, 0.7)
 LINK_RADIUS = 16.0  # network px
 
 
-def _candidates(detections: list[Detection], geometry: FrameGeometry) -> list[Candidate]:
+def _candidates(
+    detections: list[Detection], geometry: FrameGeometry, threshold: float = 0.0
+) -> list[Candidate]:
+    """Stage D's candidates: the detections sighted on this frame (``sighting`` >= threshold;
+    in the temporal mode a locked track is fed this frame's evidence, as in the pipeline)."""
     out = []
     for d in detections:
+        if d.sighting < threshold:
+            continue
         box = geometry.boxes([d.box], Frame.NETWORK, Frame.WORKING)[0]
-        out.append(Candidate(box[:2] + box[2:] / 2, box[2:], d.score, d.embedding))
+        out.append(Candidate(box[:2] + box[2:] / 2, box[2:], d.sighting, d.embedding))
     return out
 
 
@@ -126,7 +132,7 @@ def reacquisition(
         target = max(persons, key=lambda p: p["box"][3])
         channels, motions = _stages_ab(clip, network_size_of(detector))
         detections = clip_detections(detector, channels, motions, detector_mode)
-        lock_candidates = _candidates(detections[LOCK_FRAME], geometry)
+        lock_candidates = _candidates(detections[LOCK_FRAME], geometry, detector.threshold)
         if not lock_candidates:
             continue
         tap = _centre(target["box"])
@@ -148,7 +154,7 @@ def reacquisition(
             state, reassociated = None, False
             for t in range(LOCK_FRAME + 1, check + 1):
                 hidden = first <= t <= last
-                seen = [] if hidden else _candidates(detections[t], geometry)
+                seen = [] if hidden else _candidates(detections[t], geometry, detector.threshold)
                 view = None if hidden or not appearance else AppearanceView.of(clip.frames[t])
                 state = tracker.update(motions[t], seen, view=view)
                 reassociated |= t > last and state.measured_by is not None
