@@ -633,6 +633,18 @@ def _recipe_overrides(args: argparse.Namespace) -> dict:
     return out
 
 
+def _cmd_ensemble(args: argparse.Namespace) -> int:
+    _require_train_extra()
+    from emts.ensemble import merge_detectors
+    from emts.precision import named_model
+
+    _check_writable("--out", Path(args.out))
+    meta = merge_detectors([named_model(m) for m in args.models], args.out)
+    scales = meta.get("emts_box_scale", "none (not every member records one)")
+    print(f"ensemble of {len(args.models)} detectors: {args.out} (box scales: {scales})")
+    return 0
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
     _require_train_extra()
     from emts.train.export import export_onnx, load_trained, reshape_onnx
@@ -1471,6 +1483,18 @@ def _add_training(sub) -> None:
     )
     p.add_argument("--no-cache", action="store_true", help="build the windows afresh")
     p.set_defaults(run=_cmd_train_verifier)
+
+    p = sub.add_parser(
+        "ensemble",
+        help="average several trained detectors in one ONNX graph (needs emts[train])",
+        description="Put detector ONNX files side by side behind one input: heatmap, log-size "
+        "and offset averaged, the first member's embedding (emts.ensemble). The result runs "
+        "wherever a detector does (--model). Measured under 'Real footage' in the README: "
+        "better detection AP on real footage, worse tracking with Stage D as tuned.",
+    )
+    p.add_argument("models", nargs="+", help="detector .onnx files (or 'thermal'), two or more")
+    p.add_argument("--out", required=True, help="the ensemble's ONNX file")
+    p.set_defaults(run=_cmd_ensemble)
 
     p = sub.add_parser("export", help="export a trained detector to ONNX (needs emts[train])")
     p.add_argument("model", help="model.pt of a training run (or a detector .onnx to reshape)")
