@@ -1489,7 +1489,7 @@ def _add_training(sub) -> None:
         help="average several trained detectors in one ONNX graph (needs emts[train])",
         description="Put detector ONNX files side by side behind one input: heatmap, log-size "
         "and offset averaged, the first member's embedding (emts.ensemble). The result runs "
-        "wherever a detector does (--model). Measured under 'Real footage' in the README: "
+        "wherever a detector does (--model). Measured in the README ('Ensembles', Detector): "
         "better detection AP on real footage, worse tracking with Stage D as tuned.",
     )
     p.add_argument("models", nargs="+", help="detector .onnx files (or 'thermal'), two or more")
