@@ -828,8 +828,9 @@ def _add_eval_real(eval_sub) -> None:
         help="real-footage suite: uav123-person12 and HIT-UAV val, models vs classical baseline",
         description="Recall/FP/AP on uav123-person12 frames 1-201 and AP on HIT-UAV val "
         "pseudo-clips (persons; persons + vehicles) for the shipped model and every --model, "
-        "their channel ablations and the classical compensated-difference baseline (threshold "
-        "swept). Writes report.md, metrics.json, PR curves and contact sheets.",
+        "frame by frame and in Stage C's temporal mode, their channel ablations and the "
+        "classical compensated-difference baseline (threshold swept). Writes report.md, "
+        "metrics.json, PR curves and contact sheets.",
     )
     p.add_argument("--out", default="reports/real", help="report folder (default: %(default)s)")
     p.add_argument(
