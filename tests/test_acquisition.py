@@ -57,6 +57,20 @@ def test_tap_on_a_detection_takes_its_box():
     np.testing.assert_allclose(decision.lock.centre, person.centre)
 
 
+def test_a_detection_far_wider_than_the_person_under_the_tap_gives_way_to_the_blob():
+    working = _with_person(_ground(), 300, 200)  # a 12x30 person
+    for width, source in ((16.0, "tap:detection"), (30.0, "tap:blob")):
+        acquisition = LockAcquisition(auto_lock=False)
+        acquisition.request(Tap.make(301, 203))
+        coarse = Candidate(np.array([306.0, 200.0]), np.array([width, 34.0]), 0.6, E[2])
+        decision = _step(acquisition, working, [coarse])
+        assert decision.lock.source == source
+        if source == "tap:blob":  # the person's box, the detection's embedding
+            np.testing.assert_allclose(decision.lock.centre, [300, 200], atol=2.5)
+            np.testing.assert_allclose(decision.lock.size, [12, 30], atol=3)
+            np.testing.assert_array_equal(decision.lock.embedding, E[2])
+
+
 def test_tap_without_a_detection_locks_at_once_on_the_blob_under_the_finger():
     acquisition = LockAcquisition(auto_lock=False)
     working = _with_person(_ground(), 300, 200)

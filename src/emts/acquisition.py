@@ -6,9 +6,10 @@ This stage sits between the detector (C) and the tracker (D). Each frame it retu
 camera motion, so nothing outside the stages calls into D or E.
 
 * **Operator tap** (SPEC §0): locks at once, on the frame the tap refers to, on the person
-  under the point: the detection whose box holds the point if there is one, else the
-  appearance blob around the point (a dark or bright region that stands out from the local
-  ground), else a default-sized box centred on the point. A tap with a box (a drag, or a
+  under the point: the detection whose box holds the point if there is one (unless its box is
+  more than 1.5x as wide as the blob under the point: then the blob's box, with the
+  detection's embedding), else the appearance blob around the point (a dark or bright region
+  that stands out from the local ground), else a default-sized box centred on the point. A tap with a box (a drag, or a
   ground station's rectangle) uses the box as given. A tap made on the frame last shown is
   carried to the next frame by that frame's camera motion.
 * **Auto-lock** (§6.7): the strongest detection, spatially stable (carried by the camera
@@ -236,11 +237,16 @@ class LockAcquisition:
             for k in candidates
             if np.all(np.abs(point - k.centre) <= k.size / 2 * (1 + c.tap_detection_margin))
         ]
+        blob = blob_box(working, point, c)
+        if blob is not None and np.hypot(*(blob[:2] - point)) > blob[3]:
+            blob = None  # not the person under the point
         if under:
             nearest = min(under, key=lambda k: float(np.hypot(*(k.centre - point))))
-            return LockCommand.from_candidate(nearest, "tap:detection")
-        blob = blob_box(working, point, c)
-        if blob is not None and np.hypot(*(blob[:2] - point)) <= blob[3]:
+            if blob is None or nearest.size[0] <= c.tap_detection_max_widen * blob[2]:
+                return LockCommand.from_candidate(nearest, "tap:detection")
+            # the detection's box is far wider than the person: the blob's box, its embedding
+            return LockCommand(blob[:2], blob[2:], nearest.embedding, "tap:blob")
+        if blob is not None:
             return LockCommand(blob[:2], blob[2:], None, "tap:blob")
         return LockCommand(point, np.array(c.tap_default_size, float), None, "tap:default")
 

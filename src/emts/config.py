@@ -154,6 +154,10 @@ class AcquisitionConfig:
     autolock_threshold: float = 0.35  # §6.7: the auto-lock stands at P(human) >= 0.35
     # A tap takes the detection whose box (grown by this fraction) holds the tapped point ...
     tap_detection_margin: float = 0.25
+    # ... unless that box is this many times wider than the blob under the point (below): a
+    # coarse box whose appearance template would hold ground beside the person and slide on
+    # it (a distilled detector's 41-px box on person12's 19-px walker, tap at frame 25)
+    tap_detection_max_widen: float = 1.5
     # ... else the blob around the point that differs from the local ground level (median of
     # this (w, h) window, WORKING px) by at least this many gray levels ...
     tap_window: tuple[int, int] = (81, 121)
