@@ -9,9 +9,9 @@ camera motion, so nothing outside the stages calls into D or E.
   under the point: the detection whose box holds the point if there is one (unless its box is
   more than 1.5x as wide as the blob under the point: then the blob's box, with the
   detection's embedding), else the appearance blob around the point (a dark or bright region
-  that stands out from the local ground), else a default-sized box centred on the point. A tap with a box (a drag, or a
-  ground station's rectangle) uses the box as given. A tap made on the frame last shown is
-  carried to the next frame by that frame's camera motion.
+  that stands out from the local ground), else a default-sized box centred on the point. A
+  tap with a box (a drag, or a ground station's rectangle) uses the box as given. A tap made
+  on the frame last shown is carried to the next frame by that frame's camera motion.
 * **Auto-lock** (§6.7): the strongest detection, spatially stable (carried by the camera
   motion) for 3 consecutive frames, is locked *provisionally*; the lock is reported only once
   the verifier accepts it (P(human) >= 0.35) and released if it does not. A re-lock the
