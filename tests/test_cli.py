@@ -470,3 +470,11 @@ def test_detect_runs_at_another_network_size_and_refuses_a_bad_one(tmp_path, cap
     records = [json.loads(line) for line in jsonl.read_text().splitlines()]
     assert len(records) == 4 and records[-1]["detections"]
     _expect_one_line_error(capsys, [*argv, "--network-size", "500x384"], "network size 500x384")
+
+
+def test_the_detector_modes_on_the_command_line_are_the_pipelines():
+    from emts.cli import DETECTOR_MODE_HELP
+    from emts.pipeline import DEFAULT_DETECTOR_MODE, DETECTOR_MODES
+
+    assert tuple(DETECTOR_MODE_HELP) == DETECTOR_MODES
+    assert DETECTOR_MODES[0] == DEFAULT_DETECTOR_MODE  # the command line's default is the first

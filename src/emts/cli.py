@@ -1058,27 +1058,26 @@ def _add_eval_verifier(eval_sub) -> None:
     p.set_defaults(run=_cmd_eval_verifier)
 
 
-def _add_detector_mode(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--detector-mode",
-        choices=["temporal", "plain", "fused"],
-        default="temporal",
-        help="Stage C: temporal (the network, its scores averaged over the last frames in "
-        "stabilized coordinates; emts.temporal), plain (the network, frame by frame, as in "
-        "the paper) or fused (compensated-difference blobs at 640x512 scored by the network; "
-        "emts.fusion) (default: %(default)s)",
-    )
-    _add_network_size(p)
+DETECTOR_MODE_HELP = {  # Stage C's modes (emts.pipeline.DETECTOR_MODES), the default first
+    "temporal": "the network, its scores averaged over the last frames in stabilized "
+    "coordinates; emts.temporal",
+    "plain": "the network, frame by frame, as in the paper",
+    "fused": "compensated-difference blobs at 640x512 scored by the network; emts.fusion",
+}
 
 
-def _add_bench_detector_mode(p: argparse.ArgumentParser) -> None:
+def _add_detector_mode(
+    p: argparse.ArgumentParser, modes=tuple(DETECTOR_MODE_HELP), network_size: bool = True
+) -> None:
+    described = ", ".join(f"{m} ({DETECTOR_MODE_HELP[m]})" for m in modes)
     p.add_argument(
         "--detector-mode",
-        choices=["temporal", "plain"],
-        default="temporal",
-        help="Stage C: temporal (scores averaged over the clip's frames; emts.temporal) or "
-        "plain (frame by frame) (default: %(default)s)",
+        choices=list(modes),
+        default=modes[0],
+        help=f"Stage C: {described} (default: %(default)s)",
     )
+    if network_size:
+        _add_network_size(p)
 
 
 def _add_network_size(p: argparse.ArgumentParser) -> None:
@@ -1576,7 +1575,7 @@ def _add_training(sub) -> None:
         action="store_true",
         help="Stage D without its appearance measurement (the paper's tracker)",
     )
-    _add_bench_detector_mode(p)
+    _add_detector_mode(p, ("temporal", "plain"), network_size=False)
     p.add_argument("--out", default="reports/tracking")
     p.set_defaults(run=_cmd_eval_tracking)
     p = eval_sub.add_parser("fp", help="FP/frame on the person-free bench, with/without verifier")
@@ -1585,7 +1584,7 @@ def _add_training(sub) -> None:
     p.add_argument("--model", type=named_model, help=MODEL_HELP)
     p.add_argument("--verifier", help="ONNX verifier (default: the shipped model)")
     p.add_argument("--no-verifier", action="store_true")
-    _add_bench_detector_mode(p)
+    _add_detector_mode(p, ("temporal", "plain"), network_size=False)
     p.add_argument("--out", default="reports/tracking")
     p.set_defaults(run=_cmd_eval_tracking)
     p = eval_sub.add_parser("autolock", help="verified false locks per hour on person-free footage")
@@ -1601,7 +1600,7 @@ def _add_training(sub) -> None:
     )
     p.add_argument("--model", type=named_model, help=MODEL_HELP)
     p.add_argument("--verifier", help="ONNX verifier (default: the shipped model)")
-    _add_bench_detector_mode(p)
+    _add_detector_mode(p, ("temporal", "plain"), network_size=False)
     p.add_argument("--out", default="reports/tracking")
     p.set_defaults(run=_cmd_eval_tracking)
 

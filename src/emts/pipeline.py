@@ -153,14 +153,19 @@ def _stage_a_mask(geometry: FrameGeometry) -> np.ndarray | None:
     return cv2.resize(mask, STAGE_A_SIZE, interpolation=cv2.INTER_NEAREST)
 
 
-def _candidates(detections, geometry: FrameGeometry, raw: bool = False) -> list[Candidate]:
-    """Stage D's candidates (WORKING px) of NETWORK-px detections, scored by their score or,
-    with ``raw``, by this frame's evidence alone (:attr:`emts.detector.Detection.sighting`)."""
-    boxes_net = np.array([d.box for d in detections]).reshape(-1, 4)
+def candidates_of(
+    detections, geometry: FrameGeometry, threshold: float = 0.0, sightings: bool = False
+) -> list[Candidate]:
+    """Stage D's candidates (WORKING px) of NETWORK-px detections whose score reaches
+    ``threshold``; with ``sightings``, scored (and kept) by this frame's evidence alone
+    (:attr:`emts.detector.Detection.sighting`: what a locked track is fed)."""
+    kept = [(d, d.sighting if sightings else d.score) for d in detections]
+    kept = [(d, score) for d, score in kept if score >= threshold]
+    boxes_net = np.array([d.box for d, _ in kept]).reshape(-1, 4)
     boxes_work = geometry.boxes(boxes_net, Frame.NETWORK, Frame.WORKING)
     return [
-        Candidate(b[:2] + b[2:] / 2, b[2:], d.sighting if raw else d.score, d.embedding)
-        for b, d in zip(boxes_work, detections, strict=True)
+        Candidate(b[:2] + b[2:] / 2, b[2:], score, d.embedding)
+        for b, (d, score) in zip(boxes_work, kept, strict=True)
     ]
 
 
@@ -407,11 +412,10 @@ class Pipeline:
         threshold = getattr(self.detector, "threshold", 0.0)
         decoded, detections = detections, [d for d in detections if d.score >= threshold]
         boxes_net = np.array([d.box for d in detections]).reshape(-1, 4)
-        candidates = _candidates(detections, geometry)
+        candidates = candidates_of(detections, geometry)
         sightings = candidates
         if any(d.raw_score is not None for d in decoded):
-            sighted = [d for d in decoded if d.sighting >= threshold]
-            sightings = _candidates(sighted, geometry, raw=True)
+            sightings = candidates_of(decoded, geometry, threshold, sightings=True)
         decision = self.acquisition.step(
             geometry,
             front.working,

@@ -163,9 +163,19 @@ class TemporalDetector:
             scores=scores,
         )
 
+    def detect_working(
+        self, channels: np.ndarray, motion_working: np.ndarray | None, geometry
+    ) -> list[Detection]:
+        """:meth:`detect` with Stage A's ``M_t`` as it comes, in WORKING px (None: no motion
+        known), mapped to NETWORK px by the frame's :class:`emts.geometry.FrameGeometry`."""
+        motion = None
+        if motion_working is not None:
+            motion = geometry.motion(np.asarray(motion_working), Frame.WORKING, Frame.NETWORK)
+        return self.detect(channels, motion)
+
     def on_frame(self, front) -> list[Detection]:
         """Detections of a :class:`emts.pipeline.FrontEndResult` (Stages A and B's output)."""
-        motion = None
-        if front.motion.method != "identity" and not front.size_changed:
-            motion = front.geometry.motion(front.motion.matrix, Frame.WORKING, Frame.NETWORK)
-        return self.detect(front.channels, motion)
+        known = front.motion.method != "identity" and not front.size_changed
+        return self.detect_working(
+            front.channels, front.motion.matrix if known else None, front.geometry
+        )

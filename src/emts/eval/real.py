@@ -309,17 +309,12 @@ def temporal_boxes(stage: TemporalDetector, frame: EvalFrame) -> Boxes:
     one without continues the stream of the frame before."""
     size = stage.network_size
     geometry = frame.geometry_at(size)
-
-    def motion(matrix: np.ndarray) -> np.ndarray:
-        return geometry.motion(matrix, Frame.WORKING, Frame.NETWORK)
-
     if frame.history is not None:
         stage.reset()
         for channels, matrix in frame.history:
-            stage.detect(channels[size], motion(matrix))
-    detections = stage.detect(
-        frame.channels_at(size), motion(frame.motion) if frame.motion_known else None
-    )
+            stage.detect_working(channels[size], matrix, geometry)
+    motion = frame.motion if frame.motion_known else None
+    detections = stage.detect_working(frame.channels_at(size), motion, geometry)
     boxes = np.array([d.box for d in detections], float).reshape(-1, 4)
     if len(boxes):
         boxes = geometry.boxes(boxes, Frame.NETWORK, Frame.WORKING)

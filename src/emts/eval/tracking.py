@@ -16,6 +16,7 @@ from emts.pipeline import (
     DEFAULT_DETECTOR_MODE,
     MotionFrontEnd,
     Pipeline,
+    candidates_of,
     detector_stage,
     network_size_of,
 )
@@ -23,7 +24,7 @@ from emts.synth.clips import ClipSpec, render_clip
 from emts.synth.common import CONTRAST_SCALE
 from emts.synth.store import ClipSet
 from emts.temporal import TemporalDetector
-from emts.tracker import AppearanceView, Candidate, TargetTracker
+from emts.tracker import AppearanceView, TargetTracker
 from emts.verifier import FrameView, Verifier, describe
 
 GEOMETRY = WORKING_GEOMETRY  # the paper's NETWORK frame: height bins and the link radius
@@ -34,20 +35,6 @@ SUCCESS_RADIUS = 20.0  # px (640x512 frame)
 FP_FRAMES = range(4, 18)  # frames 5-18, as the detection bench
 THRESHOLDS = (0.3, 0.5, 0.7)
 LINK_RADIUS = 16.0  # network px
-
-
-def _candidates(
-    detections: list[Detection], geometry: FrameGeometry, threshold: float = 0.0
-) -> list[Candidate]:
-    """Stage D's candidates: the detections sighted on this frame (``sighting`` >= threshold;
-    in the temporal mode a locked track is fed this frame's evidence, as in the pipeline)."""
-    out = []
-    for d in detections:
-        if d.sighting < threshold:
-            continue
-        box = geometry.boxes([d.box], Frame.NETWORK, Frame.WORKING)[0]
-        out.append(Candidate(box[:2] + box[2:] / 2, box[2:], d.sighting, d.embedding))
-    return out
 
 
 def _centre(box) -> np.ndarray:
@@ -77,13 +64,10 @@ def clip_detections(
         raise ValueError(f"detector mode {mode!r}: the bench evaluations run temporal or plain")
     stage = TemporalDetector(detector)
     geometry = working_geometry(network_size_of(detector))
-    out = []
-    for index, (c, matrix) in enumerate(zip(channels, motions, strict=True)):
-        motion = None
-        if index > 0:
-            motion = geometry.motion(np.asarray(matrix), Frame.WORKING, Frame.NETWORK)
-        out.append(stage.detect(c, motion))
-    return out
+    return [
+        stage.detect_working(c, matrix if index > 0 else None, geometry)
+        for index, (c, matrix) in enumerate(zip(channels, motions, strict=True))
+    ]
 
 
 def starts_on_another_person(point: np.ndarray, target: dict, persons: list[dict]) -> bool:
@@ -132,7 +116,10 @@ def reacquisition(
         target = max(persons, key=lambda p: p["box"][3])
         channels, motions = _stages_ab(clip, network_size_of(detector))
         detections = clip_detections(detector, channels, motions, detector_mode)
-        lock_candidates = _candidates(detections[LOCK_FRAME], geometry, detector.threshold)
+        # Stage D is fed the detections sighted on each frame, as in the pipeline
+        lock_candidates = candidates_of(
+            detections[LOCK_FRAME], geometry, detector.threshold, sightings=True
+        )
         if not lock_candidates:
             continue
         tap = _centre(target["box"])
@@ -154,7 +141,11 @@ def reacquisition(
             state, reassociated = None, False
             for t in range(LOCK_FRAME + 1, check + 1):
                 hidden = first <= t <= last
-                seen = [] if hidden else _candidates(detections[t], geometry, detector.threshold)
+                seen = (
+                    []
+                    if hidden
+                    else candidates_of(detections[t], geometry, detector.threshold, sightings=True)
+                )
                 view = None if hidden or not appearance else AppearanceView.of(clip.frames[t])
                 state = tracker.update(motions[t], seen, view=view)
                 reassociated |= t > last and state.measured_by is not None
