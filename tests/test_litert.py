@@ -191,7 +191,7 @@ def test_a_verifier_file_is_refused_as_a_detector():
 def test_pipeline_default_runs_litert_int8():
     from emts.pipeline import Pipeline
 
-    pipeline = Pipeline.default(threads=1, precision="int8", backend="litert")
+    pipeline = Pipeline.default(threads=1, precision="int8", backend="litert", model="default")
     assert pipeline.detector.path == shipped_model("detector", "int8", "litert")
     assert pipeline.verifier.session.path.name == "verifier.int8.tflite"
     result = pipeline.step(np.full((512, 640), 128, np.uint8))

@@ -373,7 +373,7 @@ def test_cli_track_sends_one_status_per_frame(tmp_path):
     )
     assert code == 0
     lines = [json.loads(line) for line in jsonl.read_text().splitlines()]
-    assert len(lines) == 3 and set(lines[0]) == {"frame", "mode", "target", "ms"}
+    assert len(lines) == 3 and set(lines[0]) == {"frame", "mode", "target", "ms", "detector"}
     statuses = peer.drain("CAMERA_TRACKING_IMAGE_STATUS", 0.3)
     assert len(statuses) == 3
     assert [s.tracking_status != 0 for s in statuses] == [

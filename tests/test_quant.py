@@ -223,7 +223,7 @@ def test_auto_picks_the_precision_that_runs_faster(monkeypatch, int8_seconds, ex
 def test_pipeline_default_runs_the_int8_models():
     from emts.pipeline import Pipeline
 
-    pipeline = Pipeline.default(threads=1, precision="int8")
+    pipeline = Pipeline.default(threads=1, precision="int8", model="default")
     assert pipeline.detector.path == INT8
     result = pipeline.step(np.full((512, 640), 128, np.uint8))
     assert result.index == 0

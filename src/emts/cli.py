@@ -35,12 +35,21 @@ from emts.io import (
     signals_held,
     source_files,
 )
+from emts.litert import DEFAULT_BACKEND
+from emts.modality import AUTO, DEFAULT
 from emts.precision import named_model
 from emts.synth.common import CONTRAST_SCALE
 
 MODEL_HELP = (
     "ONNX detector, or thermal: the thermal camera model, which runs at 512x384 (default: the "
     "shipped model)"
+)
+INPUT_MODEL_HELP = (
+    "detector: auto = picked from the first frame with content -- the thermal camera model "
+    "(runs at 512x384) for frames without colour (uint16, single-channel, or equal B, G, R: "
+    "a white- or black-hot thermal video), the default model for colour; default; thermal "
+    "(also for a thermal video in a colour palette); or an ONNX/.tflite file "
+    "(default: %(default)s)"
 )
 
 log = logging.getLogger("emts")
@@ -115,6 +124,46 @@ def _add_threads(p) -> None:
     )
 
 
+def input_model(text: str) -> str | None:
+    """``--model`` of the commands that run on a user's stream: ``auto`` (the default) or
+    ``default`` (None: the default model) unless a file of that name exists here, else as
+    :func:`emts.precision.named_model` (``thermal``, a file)."""
+    if text in (AUTO, DEFAULT) and not Path(text).exists():
+        return None if text == DEFAULT else AUTO
+    return named_model(text)
+
+
+def _add_input_model(p) -> None:
+    p.add_argument("--model", type=input_model, default=AUTO, help=INPUT_MODEL_HELP)
+
+
+def _stage_c(args: argparse.Namespace):
+    """Stage C of a command run on a user's stream: ``--model`` (auto: a
+    :class:`emts.modality.DetectorChoice`), ``--precision``, ``--backend``, ``--threads``,
+    ``--threshold``, ``--network-size``, ``--detector-mode``."""
+    from emts.detector import Detector
+    from emts.pipeline import detector_stage, shipped_stage
+    from emts.precision import DEFAULT_PRECISION, model_for
+
+    options = {"network_size": args.network_size}
+    if getattr(args, "threshold", None) is not None:
+        options["threshold"] = args.threshold
+    precision = getattr(args, "precision", None)
+    backend = getattr(args, "backend", None)
+    threads = getattr(args, "threads", 2)
+    if args.model == AUTO:
+        return shipped_stage(
+            AUTO,
+            args.detector_mode,
+            precision or DEFAULT_PRECISION,
+            threads,
+            backend or DEFAULT_BACKEND,
+            **options,
+        )
+    model = model_for("detector", args.model, precision, threads, backend)
+    return detector_stage(Detector(model, threads=threads, **options), args.detector_mode)
+
+
 def _add_network_options(p) -> None:
     """Detection threshold, detector model, threads and frame rate: what every command
     that runs the network on a stream takes."""
@@ -124,7 +173,7 @@ def _add_network_options(p) -> None:
         default=0.3,
         help="detection score tau_s in [0, 1] (default: %(default)s)",
     )
-    p.add_argument("--model", type=named_model, help=MODEL_HELP)
+    _add_input_model(p)
     _add_threads(p)
     _add_fps(p)
 
@@ -683,18 +732,15 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_detect(args: argparse.Namespace) -> int:
-    from emts.detector import Detector
     from emts.geometry import Frame
-    from emts.pipeline import MotionFrontEnd, detector_stage
-    from emts.precision import model_for
+    from emts.modality import DetectorChoice
+    from emts.pipeline import MotionFrontEnd, network_size_of
 
     _check_outputs(args.source, {"--jsonl": args.jsonl})
-    model = model_for("detector", args.model, args.precision, args.threads, args.backend)
-    detector = Detector(
-        model, threads=args.threads, threshold=args.threshold, network_size=args.network_size
-    )
-    stage = detector_stage(detector, args.detector_mode)
-    front = MotionFrontEnd(network_size=detector.network_size)
+    stage = _stage_c(args)
+    choice = stage if isinstance(stage, DetectorChoice) else None
+    stage = None if choice is not None else stage  # --model auto: chosen by the frames
+    front = MotionFrontEnd(network_size=network_size_of(stage))
     frames_in = open_source(args.source, fps=args.fps, placeholders=True)
     with frames_in, JsonlWriter(args.jsonl) as records:
         bar = tqdm(frames_in, total=frames_in.length, desc="detect", unit="frame", disable=None)
@@ -704,10 +750,15 @@ def _cmd_detect(args: argparse.Namespace) -> int:
                 records.write({"frame": index, "skipped": frame.reason})
                 continue
             try:
+                if stage is None:
+                    stage = choice.stage_for(frame)  # None while the frames are uniform
+                    front.use_network_size(network_size_of(stage))
                 result = front.step(frame)
             except BadInputError as error:
                 raise BadInputError(f"frame {index}: {error}") from None
-            if hasattr(stage, "on_frame"):  # modes "temporal" and "fused"
+            if stage is None:
+                detections = []
+            elif hasattr(stage, "on_frame"):  # modes "temporal" and "fused"
                 detections = stage.on_frame(result)
             else:
                 detections = stage(result.channels)
@@ -890,9 +941,8 @@ def _add_labelled_clip(p: argparse.ArgumentParser) -> None:
 
 def _cmd_eval_track(args: argparse.Namespace) -> int:
     _require_train_extra()
-    from emts.detector import Detector
     from emts.eval.track_eval import TrackEvalConfig, evaluate_track, parse_span, write_report
-    from emts.pipeline import Pipeline, detector_stage
+    from emts.pipeline import Pipeline
     from emts.track import LockRequest
     from emts.verifier import Verifier
     from emts.verifier import default_model_path as default_verifier
@@ -915,9 +965,7 @@ def _cmd_eval_track(args: argparse.Namespace) -> int:
     verifier = None
     if not args.no_verifier and (args.verifier or default_verifier().is_file()):
         verifier = Verifier(args.verifier)
-    detector = Detector(args.model, threads=2, network_size=args.network_size)
-    stage = detector_stage(detector, args.detector_mode)
-    pipeline = Pipeline(stage, verifier, auto_lock=auto)
+    pipeline = Pipeline(_stage_c(args), verifier, auto_lock=auto)
     config = TrackEvalConfig(
         lock_frame=lock_frame,
         lock_point=point,
@@ -990,7 +1038,7 @@ def _add_eval_track(eval_sub) -> None:
     p.add_argument(
         "--gust", type=_INDEX, metavar="SEED", help="warp the clip along a gusty camera path"
     )
-    p.add_argument("--model", type=named_model, help=MODEL_HELP)
+    _add_input_model(p)
     p.add_argument("--verifier", help="ONNX verifier (default: the shipped model)")
     p.add_argument("--no-verifier", action="store_true", help="run without Stage E")
     p.add_argument("--out", default="reports/track", help="report folder (default: %(default)s)")
@@ -1136,8 +1184,7 @@ def _add_stream_options(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_track(args: argparse.Namespace) -> int:
-    from emts.detector import Detector
-    from emts.pipeline import Pipeline, detector_stage
+    from emts.pipeline import Pipeline
     from emts.precision import model_for
     from emts.track import LockRequest, run_track
     from emts.verifier import Verifier
@@ -1153,20 +1200,7 @@ def _cmd_track(args: argparse.Namespace) -> int:
     verifier = None
     if not args.no_verifier and (args.verifier or default_verifier().is_file()):
         verifier = Verifier(model_for("verifier", args.verifier, args.precision, 1, args.backend))
-    pipeline = Pipeline(
-        detector_stage(
-            Detector(
-                model_for("detector", args.model, args.precision, args.threads, args.backend),
-                threads=args.threads,
-                threshold=args.threshold,
-                network_size=args.network_size,
-            ),
-            args.detector_mode,
-        ),
-        verifier,
-        auto_lock=lock.auto,
-        threads=args.threads,
-    )
+    pipeline = Pipeline(_stage_c(args), verifier, auto_lock=lock.auto, threads=args.threads)
     with contextlib.ExitStack() as stack:
         hook = None
         if args.mavlink:
@@ -1252,8 +1286,8 @@ def _add_tracking(sub) -> None:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from emts.detector import Detector
     from emts.pipeline import Pipeline
+    from emts.precision import model_for
     from emts.serve import serve
     from emts.verifier import Verifier
     from emts.verifier import default_model_path as default_verifier
@@ -1261,17 +1295,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     follow = _gimbal_follow(args)
     verifier = None
     if not args.no_verifier and (args.verifier or default_verifier().is_file()):
-        verifier = Verifier(args.verifier)
+        verifier = Verifier(model_for("verifier", args.verifier, args.precision, 1, args.backend))
     pipeline = Pipeline(
-        Detector(
-            args.model,
-            threads=args.threads,
-            threshold=args.threshold,
-            network_size=args.network_size,
-        ),
-        verifier,
-        auto_lock=not args.no_auto_lock,
-        threads=args.threads,
+        _stage_c(args), verifier, auto_lock=not args.no_auto_lock, threads=args.threads
     )
     return serve(
         args.source,
@@ -1312,7 +1338,8 @@ def _add_serve(sub) -> None:
         "--no-auto-lock", action="store_true", help="lock only on the operator's click or box"
     )
     _add_stream_options(p)
-    _add_network_size(p)
+    cli_quant.add_precision(p)
+    _add_detector_mode(p)
     p.set_defaults(run=_cmd_serve)
 
 

@@ -30,7 +30,8 @@ from emts.ego_motion import EgoMotion, EgoMotionEstimator
 from emts.errors import BadInputError
 from emts.fusion import FusedDetector
 from emts.geometry import Frame, FrameGeometry
-from emts.preprocess import Preprocessor
+from emts.modality import AUTO, DEFAULT, MODEL_CHOICES, DetectorChoice
+from emts.preprocess import Preprocessor, validate_frame
 from emts.temporal import TemporalDetector
 from emts.tracker import AppearanceView, Candidate, TargetTracker
 from emts.verifier import FrameView, VerificationSchedule
@@ -104,6 +105,17 @@ class MotionFrontEnd:
         self.channels.reset()
         self._corner_mask_for = None
         self._index = 0
+
+    def use_network_size(self, network_size: tuple[int, int]) -> None:
+        """Feed a detector of another input size from the next frame on: Stage A's history
+        is kept (its working frame does not change), Stage B's restarts."""
+        size = (int(network_size[0]), int(network_size[1]))
+        if size == self.network_size:
+            return
+        self.network_size = size
+        self.preprocess.network_size = size
+        self.preprocess.geometry = None  # rebuilt for the new size by the next frame
+        self.channels = MotionChannels(self.channels.config, size)
 
     def step(self, frame: np.ndarray) -> FrontEndResult:
         """Run Stages A and B on one frame (any size; uint8 or uint16; gray, BGR or BGRA)."""
@@ -184,18 +196,82 @@ def network_size_of(detector) -> tuple[int, int]:
     return tuple(getattr(detector, "network_size", NETWORK_SIZE))
 
 
+def check_detector_mode(mode: str) -> str:
+    if mode not in DETECTOR_MODES:
+        raise BadInputError(f"detector mode {mode!r}: expected one of {', '.join(DETECTOR_MODES)}")
+    return mode
+
+
 def detector_stage(detector, mode: str = DEFAULT_DETECTOR_MODE):
     """Stage C for ``mode``: ``temporal`` (default) the network with its scores averaged
     over time in stabilized coordinates (:class:`emts.temporal.TemporalDetector`), ``plain``
     the network alone, frame by frame (the paper's), ``fused`` the network scoring
     compensated-difference blobs at 640x512 (:class:`emts.fusion.FusedDetector`)."""
-    if mode not in DETECTOR_MODES:
-        raise BadInputError(f"detector mode {mode!r}: expected one of {', '.join(DETECTOR_MODES)}")
+    check_detector_mode(mode)
     if mode == "fused":
         return FusedDetector(detector)
     if mode == "temporal":
         return TemporalDetector(detector)
     return detector
+
+
+def shipped_detector(
+    variant: str = DEFAULT,
+    precision: str = "fp32",
+    threads: int = 2,
+    backend: str = "onnxruntime",
+    fp32_fallback: bool = False,
+    **options,
+):
+    """The shipped detector ``variant`` (``default`` or ``thermal``) for ``precision`` and
+    ``backend``; ``options`` go to :class:`emts.detector.Detector` (``threshold``,
+    ``network_size``). With ``fp32_fallback`` a variant shipped without that precision's file
+    (the thermal model has no int8) runs in fp32, with a warning; else that is an error."""
+    from emts.detector import Detector
+    from emts.precision import model_path
+
+    name = "" if variant == DEFAULT else variant
+    try:
+        path = model_path("detector", precision, threads, backend, name)
+    except BadInputError as error:
+        if not (fp32_fallback and name) or precision == "fp32":
+            raise
+        log.warning("%s; running the %s detector in fp32", error, variant)
+        path = model_path("detector", "fp32", threads, backend, name)
+    return Detector(path, threads=threads, **options)
+
+
+def shipped_stage(
+    model: str = AUTO,
+    mode: str = DEFAULT_DETECTOR_MODE,
+    precision: str = "fp32",
+    threads: int = 2,
+    backend: str = "onnxruntime",
+    **options,
+):
+    """Stage C from the shipped detectors: ``model`` ``auto`` (a
+    :class:`emts.modality.DetectorChoice`: the thermal model for frames without colour, the
+    default model for colour, the thermal one in fp32 where its ``precision`` is not
+    shipped), ``default`` or ``thermal``; ``mode`` as :func:`detector_stage`; ``options`` as
+    :func:`shipped_detector`."""
+    if model not in MODEL_CHOICES:
+        raise BadInputError(f"model {model!r}: expected one of {', '.join(MODEL_CHOICES)}")
+    check_detector_mode(mode)  # one line now, not at the first frame
+    from emts.precision import check_backend, check_precision
+
+    check_precision(precision)
+    if check_backend(backend) == "litert":
+        from emts.litert import require_litert
+
+        require_litert()
+
+    def make(variant: str):
+        detector = shipped_detector(
+            variant, precision, threads, backend, fp32_fallback=model == AUTO, **options
+        )
+        return detector_stage(detector, mode)
+
+    return DetectorChoice(make) if model == AUTO else make(model)
 
 
 class VerifierModel(Protocol):
@@ -275,7 +351,8 @@ class Pipeline:
     what one stage tells another travels as an argument.
 
     Args:
-        detector: Stage C (default: the shipped model); None: no detections.
+        detector: Stage C, or a :class:`emts.modality.DetectorChoice` (picked on the first
+            frame with content, and again after :meth:`reset`); None: no detections.
         verifier: Stage E (default: the shipped model); None disables verification.
         tracker_config / verifier_config / acquisition_config: stage parameters.
         auto_lock: lock on its own (§6.7) when no operator tap is given.
@@ -300,8 +377,9 @@ class Pipeline:
         acquisition_config: AcquisitionConfig | None = None,
     ) -> None:
         cv2.setNumThreads(threads)
-        self.front = MotionFrontEnd(network_size=network_size_of(detector))
-        self.detector = detector
+        self._choice = detector if isinstance(detector, DetectorChoice) else None
+        self.detector = None if self._choice is not None else detector
+        self.front = MotionFrontEnd(network_size=network_size_of(self.detector))
         self.verifier = verifier
         self.acquisition = LockAcquisition(auto_lock, verifier is not None, acquisition_config)
         self.tracker = TargetTracker(tracker_config or TrackerConfig())
@@ -318,27 +396,27 @@ class Pipeline:
         precision: str = "fp32",
         detector_mode: str = DEFAULT_DETECTOR_MODE,
         backend: str = "onnxruntime",
+        model: str = AUTO,
     ) -> Pipeline:
-        """The pipeline with the models shipped in the package; ``precision`` ``fp32``,
+        """The pipeline with the models shipped in the package; ``model`` ``auto`` (the
+        thermal detector for frames without colour, the default one for colour:
+        :mod:`emts.modality`), ``default`` or ``thermal``; ``precision`` ``fp32``,
         ``int8`` or ``auto`` (the faster here, measured once: :mod:`emts.precision`);
         ``detector_mode`` ``temporal`` (the network, scores averaged over time:
         :mod:`emts.temporal`), ``plain`` (the network, frame by frame) or ``fused``
         (:mod:`emts.fusion`);
         ``backend`` ``onnxruntime`` (.onnx) or ``litert`` (.tflite through LiteRT/XNNPACK,
         extra ``[litert]``: :mod:`emts.litert`)."""
-        from emts.detector import Detector
         from emts.precision import model_path
         from emts.verifier import Verifier, default_model_path
 
+        stage = shipped_stage(model, detector_mode, precision, threads, backend)
         verifier = None
         if default_model_path().is_file():
             verifier = Verifier(model_path("verifier", precision, 1, backend), threads=1)
         else:
             log.warning("no verifier model shipped: running without Stage E")
-        detector = Detector(model_path("detector", precision, threads, backend), threads=threads)
-        return cls(
-            detector_stage(detector, detector_mode), verifier, auto_lock=auto_lock, threads=threads
-        )
+        return cls(stage, verifier, auto_lock=auto_lock, threads=threads)
 
     @property
     def auto_lock(self) -> bool:
@@ -360,6 +438,8 @@ class Pipeline:
     def reset(self) -> None:
         """Forget everything: motion history, pending taps, lock, verifier window, counters."""
         self.front.reset()
+        if self._choice is not None:
+            self.detector = None  # chosen again on the next frame with content
         if hasattr(self.detector, "reset"):  # the stateful Stage C modes
             self.detector.reset()
         self.acquisition.reset()
@@ -391,9 +471,26 @@ class Pipeline:
         self.acquisition.reset()
         self._release = True
 
+    @property
+    def chosen_model(self) -> str | None:
+        """The shipped detector a ``DetectorChoice`` picked (``default`` / ``thermal``), or
+        None (not chosen yet, or no choice given)."""
+        if self._choice is None or self.detector is None:
+            return None
+        return self._choice.chosen
+
+    def _choose(self, frame: np.ndarray) -> None:
+        stage = self._choice.stage_for(validate_frame(frame))
+        if stage is None:
+            return  # a uniform frame: Stages A-B run, Stage C waits for content
+        self.detector = stage
+        self.front.use_network_size(network_size_of(stage))
+
     def step(self, frame: np.ndarray) -> FrameResult:
         """Run one frame through Stages A-E."""
         start = time.perf_counter()
+        if self.detector is None and self._choice is not None:
+            self._choose(frame)
         front = self.front.step(frame)  # A, B
         ms = dict(front.ms)
         geometry = front.geometry

@@ -106,6 +106,7 @@ class TrackSummary:
     locked_frames: int = 0
     reacquisitions: int = 0
     skipped: int = 0
+    detector: str | None = None  # what --model auto picked (emts.modality), if it did
     ms: dict[str, Reservoir] = field(
         default_factory=lambda: {s: Reservoir() for s in (*STAGES, "total")}
     )
@@ -125,8 +126,10 @@ class TrackSummary:
         lines = [
             f"{self.frames} frames, locked {lock:.1%} of them, {self.reacquisitions} reacquisitions"
             + (f", {self.skipped} bad frames skipped" if self.skipped else ""),
-            "stage   median ms   p90 ms",
         ]
+        if self.detector:
+            lines.append(f"detector: {self.detector} (picked from the frames by --model auto)")
+        lines.append("stage   median ms   p90 ms")
         for stage, reservoir in self.ms.items():
             if len(reservoir):
                 median, p90 = reservoir.quantile(0.5), reservoir.quantile(0.9)
@@ -153,6 +156,8 @@ def run_track(
     replacement for a video's own. An interrupted run (an exception, Ctrl-C, or SIGTERM/SIGHUP
     through the command line) still finishes the video, the JSON lines and the timeline.
     ``hook``: called after each frame (see :data:`FrameHook`); the JSON lines do not change.
+    With ``--model auto`` (:mod:`emts.modality`) the line of the frame where the detector is
+    picked carries ``"detector": "default" | "thermal"``, and the summary says which.
     """
     from emts.draw import annotate, timeline
 
@@ -187,6 +192,8 @@ def run_track(
                         )
                     continue
                 line = record(result, index)
+                if pipeline.chosen_model != summary.detector:  # --model auto has picked
+                    summary.detector = line["detector"] = pipeline.chosen_model
                 history.add({"mode": line["mode"], "target": line["target"]})
                 summary.add(result)
                 if hook:

@@ -39,7 +39,9 @@ from emts.errors import BadInputError
 from emts.eval.metrics import ImageResult, _iou, coco_ap, match
 from emts.fusion import FusionConfig, blob_features, compensated_residual, fusion_config
 from emts.geometry import Frame, FrameGeometry
+from emts.modality import DEFAULT, VARIANT_FOR, frame_modality
 from emts.pipeline import MotionFrontEnd, network_content
+from emts.precision import shipped_model
 from emts.synth.camera import REFERENCE_WIDTH, CameraMotionConfig
 from emts.synth.plates import read_hituav
 from emts.synth.tier2 import pseudo_clip
@@ -551,6 +553,24 @@ def classical_name(k: float) -> str:
     return f"classical k={k:g}"
 
 
+def auto_detector(first_image: str | Path) -> tuple[str, Detector]:
+    """(variant, detector): the shipped detector ``--model auto`` runs on a set whose frames
+    are read like ``first_image`` (:mod:`emts.modality`), at its own run size."""
+    image = cv2.imread(str(first_image), cv2.IMREAD_UNCHANGED)
+    if image is None:
+        raise BadInputError(f"{first_image}: missing or unreadable")
+    variant = VARIANT_FOR.get(frame_modality(image), DEFAULT)
+    path = shipped_model("detector", "fp32", variant="" if variant == DEFAULT else variant)
+    return variant, Detector(path, threshold=EVAL_THRESHOLD)
+
+
+AUTO_PREFIX = "--model auto"
+
+
+def auto_name(variant: str) -> str:
+    return f"{AUTO_PREFIX}: {variant} ({TEMPORAL})"
+
+
 def run_dataset(
     frames: Iterator[EvalFrame],
     detectors: dict[str, Detector],
@@ -558,12 +578,19 @@ def run_dataset(
     total: int | None = None,
     classical: CompensatedDifference | None = None,
     fusion: FusionConfig | None = None,
+    auto: tuple[str, Detector] | None = None,
 ) -> DatasetRun:
     """Run every detector (each in every ablation), the classical sweep and, with ``fusion``,
-    Stage C's ``fused`` mode on the shipped model (:data:`FUSED_NAME`) on each frame."""
+    Stage C's ``fused`` mode on the shipped model (:data:`FUSED_NAME`) on each frame; with
+    ``auto`` (:func:`auto_detector`), what the pipeline runs by default on these frames."""
     run = DatasetRun()
     temporal = {model: TemporalDetector(detector) for model, detector in detectors.items()}
+    if auto is not None:
+        temporal[auto_name(auto[0])] = TemporalDetector(auto[1])
     for frame in tqdm(frames, desc=desc, total=total, unit="frame", disable=None):
+        if auto is not None:
+            name = auto_name(auto[0])
+            run.detections.setdefault(name, []).append(temporal_boxes(temporal[name], frame))
         for model, detector in detectors.items():
             boxes = temporal_boxes(temporal[model], frame)
             run.detections.setdefault(f"{model} ({TEMPORAL})", []).append(boxes)
@@ -733,14 +760,16 @@ def evaluate_real(
     sections: dict[str, dict] = {}
     sheets: dict[str, list] = {}
 
+    auto = auto_detector(Path(person12) / "frames" / "000001.jpg")
     sizes = [detectors["shipped"].network_size, *(d.network_size for d in detectors.values())]
     run = run_dataset(
-        person12_frames(person12, network_sizes=sizes),
+        person12_frames(person12, network_sizes=[*sizes, auto[1].network_size]),
         detectors,
         "eval real: person12",
         total=PERSON12_FRAMES,
         classical=classical,
         fusion=fusion_config(detectors["shipped"].network_size),
+        auto=auto,
     )
     section = {name: person_metrics(run.results(name)) for name in run.detections}
     sections["uav123-person12 frames 1-201 (RGB, 640x360)"] = section
@@ -749,7 +778,11 @@ def evaluate_real(
     del run
 
     root = Path(hituav)
-    total = len(read_hituav(root, split)[:hituav_images])
+    entries = read_hituav(root, split)[:hituav_images]
+    total = len(entries)
+    auto = auto_detector(root / split / entries[0][0]) if entries else None
+    if auto is not None:
+        sizes = [*sizes, auto[1].network_size]
     pooled = f"{total} stills" + (f" x seeds {seed}-{seed + seeds - 1}" if seeds > 1 else "")
     for variant, title in HITUAV_VARIANTS.items():
         frames = itertools.chain.from_iterable(
@@ -763,6 +796,7 @@ def evaluate_real(
             total=total * seeds,
             classical=classical,
             fusion=fusion_config(detectors["shipped"].network_size),
+            auto=auto,
         )
         section = {name: multi_person_metrics(run.results(name)) for name in run.detections}
         sections[f"HIT-UAV {split} ({pooled}), {title}"] = section
@@ -828,7 +862,9 @@ def write_real_report(
         "scores` = Stage C's temporal mode, the pipeline's default (`emts.temporal`: peaks "
         "scored by a heatmap memory carried by the camera motion; person12 as one stream, "
         "each HIT-UAV pseudo-clip's frames 2-3 fed before frame 4 is scored); every other "
-        "row is the network frame by frame. "
+        "row is the network frame by frame. `--model auto: V` = what the pipeline runs by "
+        "default on the set's frames (`emts.modality`: the thermal model at its 512x384 for "
+        "frames without colour, the default model for colour), in the temporal mode. "
         "`classical k=K` = compensated differencing at 640x512 with threshold K x the frame's "
         "median residual; the best K (by AP@0.25) is marked.",
         "",
@@ -837,7 +873,7 @@ def write_real_report(
     for title, section in sections.items():
         best = _best_classical(section)
         slug = _slug(title)[:40]
-        curve_names = [*models, best]
+        curve_names = [*models, *(n for n in section if n.startswith(AUTO_PREFIX)), best]
         _plot_pr(section, curve_names, out / f"pr_{slug}.png", title)
         person12 = "fp_per_frame@0.3" in next(iter(section.values()))
         lines += [f"## {title}", ""]
