@@ -98,6 +98,29 @@ def test_a_coasting_track_takes_no_detection_farther_than_a_walker_could_have_go
     assert tracker.update(np.eye(2, 3), [_candidate(310, 200, E[0])]).associated == 0
 
 
+def test_the_relock_radius_grows_with_the_walk_a_hidden_walker_keeps_up():
+    def lost_after_walking(speed, hidden):
+        tracker = TargetTracker()
+        tracker.lock(_candidate(300, 200, E[0]))
+        for step in range(1, 11):  # walking at `speed` px/frame in x, then hidden
+            tracker.update(np.eye(2, 3), [_candidate(300 + speed * step, 200, E[0])])
+        for _ in range(hidden):
+            state = tracker.update(np.eye(2, 3), [])
+        assert state.mode == "reacquire"
+        return tracker
+
+    # A walker of 3 px/frame who turned back while hidden: 20 frames later 55 px behind the
+    # coasted prediction. A standing target's radius grows 5 % of a height a frame.
+    standing = lost_after_walking(0.0, 20)
+    assert standing._relock_radius() == pytest.approx(24.0 * (1 + 0.05 * 20))
+    walker = lost_after_walking(3.0, 20)
+    assert walker._relock_radius() > 55.0
+    prediction = walker.image_box()[0]
+    state = walker.update(np.eye(2, 3), [_candidate(prediction[0] - 55, 200, E[0])])
+    assert state.event == "relock"
+    assert lost_after_walking(15.0, 60)._relock_radius() == 96.0  # the cap
+
+
 def test_relock_reinitializes_position_and_velocity_instead_of_a_kalman_jump():
     tracker = TargetTracker()
     tracker.lock(_candidate(300, 200, E[0]))

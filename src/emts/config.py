@@ -107,8 +107,13 @@ class TrackerConfig:
     walk_speed: tuple[float, float] = (0.7, 15.0)  # (min, max) stabilized px/frame of a walker
     relock_min_pace: float = 2.0  # re-lock chain: mean stabilized px/frame from first to last
     pace_fps: float = 10.0  # ... at this frame rate (person12's); scaled to the stream's
-    relock_max_radius: float = 64.0  # re-lock searches at most this far (stabilized px) ...
+    relock_max_radius: float = 96.0  # re-lock searches at most this far (stabilized px) ...
     relock_growth: float = 0.05  # ... within a body height growing by this many per lost frame
+    # ... or by this many times the walk's speed before the loss, whichever is more: a walker
+    # hidden behind a tree keeps walking, and may turn, while the coasted prediction slows
+    # down (demo scenes: 30-frame occlusions left walkers 45-80 px from it, outside a radius
+    # growing by heights alone and capped at 64 px).
+    relock_walk: float = 1.5
     # Stall: a track measured by its appearance alone that stops dead after walking has most
     # likely slid onto an occluder's edge that looks like the target (a bright crown over a
     # warm walker): its pace over the last ``stall_frames`` fell below ``stall_ratio`` x its

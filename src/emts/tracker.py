@@ -822,11 +822,14 @@ class TargetTracker:
 
     def _relock_radius(self) -> float:
         """How far from the coasted prediction the target can be by now (stabilized px): a
-        body height, growing by ``relock_growth`` heights per frame since the last
-        measurement, at most ``relock_max_radius``."""
+        body height, growing per frame since the last measurement by ``relock_growth``
+        heights or ``relock_walk`` times the walk's speed (before the loss, when lost),
+        whichever is more, at most ``relock_max_radius``."""
         c = self.config
         height = max(float(self.x[5]) / self._scale(), 1.0)
-        return min(c.relock_max_radius, height * (1.0 + c.relock_growth * self.misses))
+        velocity = self._lost_velocity if self.mode == "reacquire" else self.x[2:4]
+        walk = c.relock_walk * float(np.hypot(*velocity))
+        return min(c.relock_max_radius, height + max(c.relock_growth * height, walk) * self.misses)
 
     def _try_relock(self, candidates, measurements, gammas, view):
         c = self.config
