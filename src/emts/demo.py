@@ -90,7 +90,12 @@ def demo_scene(seed: int = 0) -> Scene:
     )
 
 
-def run_demo(out_dir: Path, frames: int = 150, seed: int = 0) -> dict:
+def run_demo(
+    out_dir: Path, frames: int = 150, seed: int = 0, pipeline: Pipeline | None = None, quiet=False
+) -> dict:
+    """Render the demo scene of ``seed``, tap the person at frame 5 and track them with
+    ``pipeline`` (default: ``Pipeline.default``); write the demo's files and return its
+    summary (``quiet``: print nothing)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     clip, labels = render_scene(demo_scene(seed), frames, np.random.default_rng(seed + 1))
     with VideoWriter(out_dir / "input.mp4") as video:
@@ -98,7 +103,7 @@ def run_demo(out_dir: Path, frames: int = 150, seed: int = 0) -> dict:
             video.write(cv2.cvtColor(frame, cv2.COLOR_GRAY2BGR))
     truth = labels[TAP_FRAME]["persons"][0]["box"]
     tap = LockRequest(False, truth[0] + truth[2] / 2, truth[1] + truth[3] / 2, TAP_FRAME)
-    pipeline = Pipeline.default(auto_lock=False)
+    pipeline = pipeline or Pipeline.default(auto_lock=False)
     summary = run_track(
         clip.frames,
         tap,
@@ -130,6 +135,8 @@ def run_demo(out_dir: Path, frames: int = 150, seed: int = 0) -> dict:
         "latency_ms": {k: round(v, 3) for k, v in summary.latency_ms().items()},
     }
     (out_dir / "summary.json").write_text(json.dumps(report, indent=2) + "\n")
+    if quiet:
+        return report
     print(summary.text())
     within = f"{report['target_within_20px_share']:.0%}"
     print(
