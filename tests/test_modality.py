@@ -80,13 +80,21 @@ def test_auto_waits_for_a_frame_with_content_and_keeps_the_motion_history():
     assert results[1].ego_motion.matrix[0, 2] == pytest.approx(3.0, abs=0.3)
 
 
-def test_auto_runs_the_thermal_model_in_fp32_where_its_int8_is_not_shipped(caplog):
-    if shipped_model("detector", "int8", variant="thermal").is_file():
-        pytest.skip("an int8 thermal model is shipped")
+def test_auto_runs_the_thermal_model_in_fp32_where_its_int8_is_not_shipped(caplog, monkeypatch):
+    from emts import precision
+
+    shipped = precision.shipped_model
+    assert shipped("detector", "int8", variant="thermal").is_file()  # it ships for onnxruntime
+
+    def without_thermal_int8(kind, precision="fp32", backend="onnxruntime", variant=""):
+        path = shipped(kind, precision, backend, variant)
+        return path.with_name("none.onnx") if (variant, precision) == ("thermal", "int8") else path
+
+    monkeypatch.setattr(precision, "shipped_model", without_thermal_int8)
     pipeline = Pipeline.default(threads=1, precision="int8")
     with caplog.at_level(logging.WARNING, logger="emts"):
         pipeline.step(_gray_frame())
-    assert pipeline.detector.path == shipped_model("detector", "fp32", variant="thermal")
+    assert pipeline.detector.path == shipped("detector", "fp32", variant="thermal")
     assert any("fp32" in r.getMessage() for r in caplog.records)
     # asked for by name, the missing file stays an error that says how to make it
     with pytest.raises(BadInputError, match="emts quantize detector --model thermal"):

@@ -148,6 +148,8 @@ def cmd_quantize(args: argparse.Namespace) -> int:
         write_provenance,
     )
 
+    if args.float_convs < 1:
+        raise BadInputError(f"--float-convs {args.float_convs}: expected >= 1")
     source = Path(args.model) if args.model else shipped_model(args.kind, "fp32")
     if not source.is_file():
         raise BadInputError(f"{source}: no such model")
@@ -170,7 +172,14 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     if streaming:
         calibration = with_caches(source, calibration, args.tsm_caches or "propagated")
     float_input = args.input_conv == "float"
-    out = quantize(source, args.out, calibration, args.calibration, float_input_conv=float_input)
+    out = quantize(
+        source,
+        args.out,
+        calibration,
+        args.calibration,
+        float_input_conv=float_input,
+        float_convs=args.float_convs,
+    )
     provenance = {
         "model": out.name,
         "sha256": sha256(out),
@@ -178,7 +187,7 @@ def cmd_quantize(args: argparse.Namespace) -> int:
         "format": "ONNX QDQ, weights int8 per-channel symmetric, activations uint8 per-tensor "
         "asymmetric (onnxruntime static quantization)"
         + (
-            "; the input stage (up to the first convolution, included) stays float"
+            f"; the input stage (up to convolution {args.float_convs}, included) stays float"
             if float_input
             else ""
         ),
@@ -241,6 +250,15 @@ def add_quantize(sub) -> None:
         "keeps the input unquantized (one uint8 scale over [L, R, D] rounds small residuals "
         "away, over the verifier's 40 descriptors its small features); int8 quantizes it "
         "too (default: %(default)s)",
+    )
+    p.add_argument(
+        "--float-convs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --input-conv float: the float input stage reaches the N-th convolution "
+        "(default: %(default)s, the first; the thermal model ships with 2: quantizing its "
+        "stem's output cost 0.018 AP@0.25 on HIT-UAV)",
     )
     p.set_defaults(run=cmd_quantize)
 
