@@ -33,7 +33,7 @@ from emts.errors import BadInputError
 from emts.eval.detect import EVAL_THRESHOLD, NetworkDetect, evaluate_bench
 from emts.eval.metrics import ImageResult, coco_ap
 from emts.litert import litert_available
-from emts.precision import shipped_model
+from emts.precision import shipped_model, shipped_variant
 
 THREADS = (1, 2)
 PIPELINE_FRAMES = 300
@@ -177,11 +177,14 @@ def model_latency(models: dict[str, Path], kind: str, feed: np.ndarray, runs: in
 
 
 def pipeline_latency(
-    rounds: int = PIPELINE_ROUNDS, frames: int = PIPELINE_FRAMES, litert: bool = False
+    rounds: int = PIPELINE_ROUNDS,
+    frames: int = PIPELINE_FRAMES,
+    litert: bool = False,
+    model: str | None = None,
 ) -> dict:
     """``emts bench`` end to end at fp32 and int8 (and, with ``litert``, both again on the
     LiteRT backend: rows "fp32 LiteRT", "int8 LiteRT"), alternating, median of the rounds'
-    medians."""
+    medians; ``model``: a shipped variant's fp32 file (its own files), else the default."""
     from emts.bench import run_bench
 
     runs = [("fp32", "onnxruntime"), ("int8", "onnxruntime")]
@@ -194,7 +197,11 @@ def pipeline_latency(
             for precision, backend in runs:
                 gc.collect()  # the previous pipeline's runtime threads end first
                 report = run_bench(
-                    frames=frames, threads=threads, precision=precision, backend=backend
+                    frames=frames,
+                    threads=threads,
+                    model=model,
+                    precision=precision,
+                    backend=backend,
                 )
                 key = f"{threads} threads"
                 row = precision if backend == "onnxruntime" else f"{precision} LiteRT"
@@ -428,7 +435,9 @@ def evaluate_quant(
     from emts.train.quantize import detector_calibration, quantize
 
     fp32_path = Path(model) if model else shipped_model("detector", "fp32")
-    int8_path = Path(int8) if int8 else shipped_model("detector", "int8")
+    # a shipped variant (--model thermal) is compared with its own int8 and LiteRT files
+    variant = shipped_variant("detector", fp32_path) or ""
+    int8_path = Path(int8) if int8 else shipped_model("detector", "int8", variant=variant)
     for path in (fp32_path, int8_path):
         if not path.is_file():
             raise BadInputError(f"{path}: no such model (make the int8 one with emts quantize)")
@@ -437,13 +446,13 @@ def evaluate_quant(
         raise BadInputError(f"{hituav}: no HIT-UAV val split (val.json) there; pass --hituav")
     out.mkdir(parents=True, exist_ok=True)
     previous = out / "metrics.json"
-    litert = litert_available()
-    lite = {}
-    if litert:
-        lite = {
-            "float LiteRT": shipped_model("detector", "fp32", "litert"),
-            "int8 LiteRT": shipped_model("detector", "int8", "litert"),
-        }
+    lite = {
+        "float LiteRT": shipped_model("detector", "fp32", "litert", variant),
+        "int8 LiteRT": shipped_model("detector", "int8", "litert", variant),
+    }
+    litert = litert_available() and all(path.is_file() for path in lite.values())
+    if not litert:
+        lite = {}
     # fp32 LiteRT is the float model to 1e-5 (tests/test_litert.py): only its int8 is scored
     lite_scored = {name: path for name, path in lite.items() if name == "int8 LiteRT"}
 
@@ -477,7 +486,8 @@ def evaluate_quant(
                 names |= {name: path.name for name, path in missing.items()}
                 command += f" (scored {', '.join(missing)} here)"
         else:
-            calibration = detector_calibration(sets)
+            size = Detector(fp32_path, threads=1).network_size  # the model's run size
+            calibration = detector_calibration(sets, network_size=size)
             calibration_source = calibration.source
             moving = quantize(  # the shipped recipe (`emts quantize`'s defaults) but the estimator
                 fp32_path,
@@ -510,7 +520,7 @@ def evaluate_quant(
                 np.random.default_rng(0).random((1, 40, 16), np.float32),
                 latency_runs,
             ),
-            "pipeline": pipeline_latency(litert=litert),
+            "pipeline": pipeline_latency(litert=litert, model=str(fp32_path) if variant else None),
         }
         state_after = machine_state()
     ratios = {}
