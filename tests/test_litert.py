@@ -119,6 +119,43 @@ def test_int8_detector_follows_the_float_model_like_the_onnx_int8(channels):
     assert np.abs(heat - heat_onnx_int8).mean() < INT8_HEATMAP_MEAN / 4
 
 
+def test_the_thermal_tflite_files_were_converted_from_its_fp32_onnx():
+    for precision in ("fp32", "int8"):
+        tflite = shipped_model("detector", precision, "litert", "thermal")
+        provenance = json.loads(tflite.with_name(tflite.name + ".json").read_text())
+        assert provenance["sha256"] == sha256(tflite)
+        source = shipped_model("detector", "fp32", variant="thermal")
+        assert provenance["from"]["sha256"] == sha256(source), (
+            f"the thermal model changed: run `emts export-litert detector --model thermal "
+            f"--precision {precision} --out {tflite}` again"
+        )
+
+
+@needs_litert
+def test_the_thermal_int8_tflite_follows_its_onnx_int8_at_512x384():
+    """Both keep the stem and the next convolution float (`--float-convs 2`)."""
+    from emts.pipeline import MotionFrontEnd
+    from emts.synth.still_clip import gusty_clip
+
+    front = MotionFrontEnd(network_size=(512, 384))
+    x = np.stack([front.step(f).channels for f in gusty_clip(6, seed=3).frames][2:])
+    x = x.astype(np.float32)
+
+    def run(precision, backend):
+        from emts.detector import load_session
+
+        path = shipped_model("detector", precision, backend, "thermal")
+        session = load_session(path, "detector", 1)
+        return session.run(None, {session.get_inputs()[0].name: x})[0]
+
+    heat_fp32, heat_onnx_int8 = run("fp32", "onnxruntime"), run("int8", "onnxruntime")
+    heat = run("int8", "litert")
+    assert heat.shape == heat_fp32.shape == (4, 1, 48, 64)
+    assert np.abs(heat - heat_fp32).mean() < INT8_HEATMAP_MEAN
+    assert np.abs(heat - heat_onnx_int8).max() < INT8_HEATMAP_MAX
+    assert np.abs(heat - heat_onnx_int8).mean() < INT8_HEATMAP_MEAN / 4
+
+
 @needs_litert
 def test_int8_detector_takes_float_input_and_quantizes_after_its_first_convolution():
     from ai_edge_litert.interpreter import Interpreter

@@ -251,15 +251,7 @@ def add_quantize(sub) -> None:
         "away, over the verifier's 40 descriptors its small features); int8 quantizes it "
         "too (default: %(default)s)",
     )
-    p.add_argument(
-        "--float-convs",
-        type=int,
-        default=1,
-        metavar="N",
-        help="with --input-conv float: the float input stage reaches the N-th convolution "
-        "(default: %(default)s, the first; the thermal model ships with 2: quantizing its "
-        "stem's output cost 0.018 AP@0.25 on HIT-UAV)",
-    )
+    _add_float_convs(p)
     p.set_defaults(run=cmd_quantize)
 
 
@@ -281,6 +273,8 @@ def cmd_export_litert(args: argparse.Namespace) -> int:
     )
 
     require_converter()
+    if args.float_convs < 1:
+        raise BadInputError(f"--float-convs {args.float_convs}: expected >= 1")
     out = Path(args.out)
     if out.suffix != ".tflite":
         raise BadInputError(f"--out {out}: must end in .tflite")
@@ -302,7 +296,14 @@ def cmd_export_litert(args: argparse.Namespace) -> int:
     int8 = args.precision == "int8"
     float_input = int8 and args.input_conv == "float"
     convert(
-        args.kind, source, out, args.precision, calibration if int8 else None, float_input, size
+        args.kind,
+        source,
+        out,
+        args.precision,
+        calibration if int8 else None,
+        float_input,
+        size,
+        args.float_convs,
     )
     # Fidelity against onnxruntime on the source, over a slice of the calibration stream
     # (every 25th sample: 40 detector frames by default).
@@ -312,8 +313,9 @@ def cmd_export_litert(args: argparse.Namespace) -> int:
         "sha256": sha256(out),
         "bytes": out.stat().st_size,
         "format": (
-            "LiteRT flatbuffer, int8 but the input stage: float32 input and first "
-            "convolution; then weights int8 per-channel symmetric, activations and outputs "
+            f"LiteRT flatbuffer, int8 but the input stage: float32 input and first "
+            f"{args.float_convs} convolution(s); then weights int8 per-channel symmetric, "
+            "activations and outputs "
             "int8 per-tensor asymmetric (min-max ranges; PT2E through litert-torch)"
             if float_input
             else "LiteRT flatbuffer, full integer: weights int8 per-channel symmetric, "
@@ -379,7 +381,20 @@ def add_export_litert(sub) -> None:
         "does; the model takes a float32 input) or quantize it too, full integer "
         "(default: %(default)s)",
     )
+    _add_float_convs(p)
     p.set_defaults(run=cmd_export_litert)
+
+
+def _add_float_convs(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--float-convs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --input-conv float: the float input stage reaches the N-th convolution "
+        "(default: %(default)s, the first; the thermal model ships with 2: quantizing its "
+        "stem's output cost 0.018 AP@0.25 on HIT-UAV)",
+    )
 
 
 def cmd_eval_quant(args: argparse.Namespace) -> int:

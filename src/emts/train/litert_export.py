@@ -115,11 +115,20 @@ class _FloatInput(nn.Sequential):
     verifier's first convolution) to stay float in int8 conversion."""
 
 
-def _keep_input_float(kind: str, module: nn.Module) -> nn.Module:
-    if kind == "detector":
+def _keep_input_float(kind: str, module: nn.Module, convs: int = 1) -> nn.Module:
+    """Mark the first ``convs`` convolutions float: 1 (the stem; the verifier's first), or for
+    the detector 2 (also stage 1's first, depthwise, convolution with its ReLU: as ``emts
+    quantize --float-convs 2``)."""
+    if kind == "detector" and convs in (1, 2):
         module.model.stem = _FloatInput(*module.model.stem)
-    else:
+        if convs == 2:
+            block = module.model.stage1[0]
+            layers = list(block)
+            module.model.stage1[0] = nn.Sequential(_FloatInput(*layers[:3]), *layers[3:])
+    elif kind == "verifier" and convs == 1:
         module.features[0] = _FloatInput(module.features[0])
+    else:
+        raise BadInputError(f"--float-convs {convs}: the LiteRT {kind} keeps 1 or 2 float")
     return module
 
 
@@ -155,6 +164,7 @@ def convert(
     calibration: Calibration | None = None,
     float_input_conv: bool = False,
     network_size: tuple[int, int] | None = None,
+    float_convs: int = 1,
 ) -> Path:
     """Write the ``.tflite`` of the ``kind`` ONNX model ``source`` to ``out``: ``fp32``, or
     ``int8`` calibrated on ``calibration`` (required then). ``float_input_conv`` keeps the
@@ -185,7 +195,7 @@ def convert(
 
         floats = ()
         if float_input_conv:
-            module, floats = _keep_input_float(kind, module), (_FloatInput,)
+            module, floats = _keep_input_float(kind, module, float_convs), (_FloatInput,)
         quantizer = _int8_quantizer(floats)
         graph = torch.export.export(module, example).module()
         graph = quantize_pt2e.prepare_pt2e(graph, quantizer)
