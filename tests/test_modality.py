@@ -158,3 +158,18 @@ def test_emts_track_says_which_detector_it_picked(tmp_path, capsys, colour):
     assert lines[1]["detector"] == picked
     assert all("detector" not in line for line in lines[2:])
     assert f"detector: {picked}" in capsys.readouterr().err
+
+
+def test_emts_detect_says_which_detector_it_picked(tmp_path):
+    import json
+
+    from emts.cli import main
+
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    for i in range(3):
+        cv2.imwrite(str(folder / f"{i:03d}.png"), np.roll(_gray_frame(), 2 * i, axis=1))
+    out = tmp_path / "d.jsonl"
+    assert main(["detect", str(folder), "--jsonl", str(out), "--threads", "1"]) == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [line.get("detector") for line in lines] == ["thermal", None, None]

@@ -749,10 +749,12 @@ def _cmd_detect(args: argparse.Namespace) -> int:
                 log.warning("frame %d skipped: %s", index, frame.reason)
                 records.write({"frame": index, "skipped": frame.reason})
                 continue
+            picked = None
             try:
                 if stage is None:
                     stage = choice.stage_for(frame)  # None while the frames are uniform
                     front.use_network_size(network_size_of(stage))
+                    picked = choice.chosen if stage is not None else None
                 result = front.step(frame)
             except BadInputError as error:
                 raise BadInputError(f"frame {index}: {error}") from None
@@ -767,15 +769,16 @@ def _cmd_detect(args: argparse.Namespace) -> int:
             boxes = result.geometry.boxes(
                 np.array([d.box for d in detections]).reshape(-1, 4), Frame.NETWORK, Frame.INPUT
             )
-            records.write(
-                {
-                    "frame": index,
-                    "detections": [
-                        {"box": [round(float(v), 2) for v in box], "score": round(d.score, 4)}
-                        for box, d in zip(boxes, detections, strict=True)
-                    ],
-                }
-            )
+            line = {
+                "frame": index,
+                "detections": [
+                    {"box": [round(float(v), 2) for v in box], "score": round(d.score, 4)}
+                    for box, d in zip(boxes, detections, strict=True)
+                ],
+            }
+            if picked:  # --model auto has picked, on this frame (as emts track says)
+                line["detector"] = picked
+            records.write(line)
     return 0
 
 
@@ -1560,6 +1563,7 @@ def _add_training(sub) -> None:
         "detect",
         help="run Stages A-C and write detections as JSON lines",
         description="One JSON object per frame: {frame, detections: [{box: [x, y, w, h], score}]} "
+        "(plus detector: default|thermal on the frame where --model auto picked it) "
         "in the input's pixels. SOURCE as for emts channels.",
     )
     p.add_argument("source", metavar="SOURCE")
