@@ -533,11 +533,13 @@ def test_a_vetoed_tap_lock_does_not_move_onto_a_detection_that_looks_less_like_t
     assert states[-1].centre[0] > 215
 
 
-def test_a_track_the_verifier_accepts_is_never_re_anchored():
+def _accepted_walk_on_the_shadow(frames: int, config=None):
+    """As :func:`_vetoed_walk` with the track on the shadow and the walker detected, but the
+    verifier accepts the track: the events of frames 1..``frames``."""
     from emts.tracker import AppearanceView, LockCommand
 
     ground = _ground()
-    tracker = TargetTracker()
+    tracker = TargetTracker(config)
     view = AppearanceView.of(_walker_with_shadow(ground, 200))
     tracker.update(
         np.eye(2, 3),
@@ -548,12 +550,26 @@ def test_a_track_the_verifier_accepts_is_never_re_anchored():
     tracker.x[0] += 20.0
     tracker._capture(view)
     events = []
-    for t in range(1, 9):
+    for t in range(1, frames + 1):
         x = 200.0 + 3 * t
         view = AppearanceView.of(_walker_with_shadow(ground, x))
         state = tracker.update(np.eye(2, 3), [_candidate(x, 200, E[1])], verdict=True, view=view)
         events.append(state.event)
+    return events, state
+
+
+def test_a_track_the_verifier_accepts_is_re_anchored_only_after_8_appearance_only_frames():
+    events, _ = _accepted_walk_on_the_shadow(8)
     assert "relock" not in events
+    # held by the appearance match alone beside a detected person who fits the tapped look
+    # better: after 8 such frames and 3 at a steady offset, the track moves onto them
+    events, state = _accepted_walk_on_the_shadow(14)
+    assert events.index("relock") == 10
+    assert abs(state.centre[0] - (200 + 3 * 14)) < 3
+    from emts.config import TrackerConfig
+
+    events, state = _accepted_walk_on_the_shadow(14, TrackerConfig(reanchor_after_appearance=0))
+    assert "relock" not in events and state.centre[0] > 215
 
 
 # ------------------------------------------------------------ the template's upper part

@@ -130,6 +130,12 @@ class TrackerConfig:
     reanchor_consistency: float = 0.25  # offset change allowed per frame, in body heights
     reanchor_margin: float = 0.1  # the tapped look fits the detection by this much NCC more
     reanchor_min_height: float = 0.75  # a detection at least this fraction of the track's height
+    # ... and likewise, unvetoed, after this many consecutive frames measured by the appearance
+    # match alone (0: off), reaching this many body heights: the match re-made after an
+    # occlusion on the walker's shadow held it there while the detector found the walker a
+    # height away (demo scenes, since 2026-11-28).
+    reanchor_after_appearance: int = 8
+    reanchor_appearance_reach: float = 1.5
     give_up_after: int = 300  # frames without a measurement before reacquire gives up (search)
     coast_velocity_keep: float = 0.95  # velocity decays while coasting (a stop is likelier)
 

@@ -380,6 +380,7 @@ class TargetTracker:
         self.reference_contrast: float | None = None  # the same, slow: the target's own
         self._occluded = False  # the last match dropped suddenly: wait for a strong one
         self._detected_only = 0  # consecutive locked frames measured by a detection alone
+        self._appearance_only = 0  # ... by the appearance match alone
         self._previous: tuple[np.ndarray, np.ndarray] | None = None  # (working, G) at t-1
         # Stall check: (stabilized position, velocity, template, a detection took part) after
         # each of the last stall_frames + 1 measured locked frames.
@@ -676,6 +677,7 @@ class TargetTracker:
         # The look changed (the person turned, left the shade) and only the detector follows
         # them: after relearn_after such frames the template is taken afresh where they are.
         self._detected_only = self._detected_only + 1 if measured_by == "detection" else 0
+        self._appearance_only = self._appearance_only + 1 if measured_by == "appearance" else 0
         relearn = c.relearn_after
         if relearn and self._detected_only >= relearn and view is not None and verdict is not False:
             self._retake_look(view)
@@ -687,6 +689,7 @@ class TargetTracker:
         self.typical_peak = self.typical_contrast = self.reference_contrast = None
         self._occluded = False
         self._detected_only = 0
+        self._appearance_only = 0
 
     def _reanchor(self, candidates, measurements, view) -> int | None:
         """Move a vetoed operator's lock onto a detection that stays beside it (see
@@ -700,17 +703,26 @@ class TargetTracker:
         """
         c = self.config
         first = self._first_look
-        if not (c.reanchor_frames and self._doubted and first is not None and view is not None):
+        drifting = bool(c.reanchor_after_appearance) and (
+            self._appearance_only >= c.reanchor_after_appearance
+        )
+        if not (
+            c.reanchor_frames
+            and (self._doubted or drifting)
+            and first is not None
+            and view is not None
+        ):
             self._anchor_offsets = []
             return None
         height = max(float(self.x[5]) / self._scale(), 1.0)
+        reach = height * (c.reanchor_appearance_reach if drifting and not self._doubted else 1.0)
         offsets = {i: m[:2] - self.x[:2] for i, m in enumerate(measurements)}
         # A detection of the whole person (a head alone would shrink the track onto it) ...
         least = c.reanchor_min_height * float(self.x[5])
         near = [
             i
             for i, d in offsets.items()
-            if np.hypot(*d) <= height and candidates[i].size[1] >= least
+            if np.hypot(*d) <= reach and candidates[i].size[1] >= least
         ]
         # ... and only where the operator's target, as tapped, fits better than where the
         # track is: the walker's shadow is detected beside them too, and walks with them.
