@@ -7,8 +7,9 @@ and XVID round trips of HIT-UAV stills here); a colour camera's do not (uav123-p
 sunlit plaza: half of its pixels spread over 15 levels, 99 % under 36-58). Frames without
 colour go to the thermal model (``detector.thermal.onnx``, trained for thermal's small people,
 run at 512x384), colour frames to the default model. A thermal video in a colour palette
-(ironbow, rainbow) looks like colour here: pass ``--model thermal`` for it, and ``--model
-default`` for a monochrome visible-light camera.
+(ironbow and the like) looks like colour here: pass ``--model thermal`` for it (a rainbow
+palette is not monotonic in brightness: record white- or black-hot), and ``--model default``
+for a monochrome visible-light camera.
 
 The choice is made once, on the first frame that has content (a uniform frame -- a black
 leader, a lens cap -- tells nothing), and again after :meth:`emts.pipeline.Pipeline.reset`.

@@ -703,9 +703,7 @@ class TargetTracker:
         """
         c = self.config
         first = self._first_look
-        drifting = bool(c.reanchor_after_appearance) and (
-            self._appearance_only >= c.reanchor_after_appearance
-        )
+        drifting = 0 < c.reanchor_after_appearance <= self._appearance_only
         if not (
             c.reanchor_frames
             and (self._doubted or drifting)

@@ -40,8 +40,7 @@ from emts.eval.metrics import ImageResult, _iou, coco_ap, match
 from emts.fusion import FusionConfig, blob_features, compensated_residual, fusion_config
 from emts.geometry import Frame, FrameGeometry
 from emts.modality import DEFAULT, VARIANT_FOR, frame_modality
-from emts.pipeline import MotionFrontEnd, network_content
-from emts.precision import shipped_model
+from emts.pipeline import MotionFrontEnd, network_content, shipped_detector
 from emts.synth.camera import REFERENCE_WIDTH, CameraMotionConfig
 from emts.synth.plates import read_hituav
 from emts.synth.tier2 import pseudo_clip
@@ -560,8 +559,7 @@ def auto_detector(first_image: str | Path) -> tuple[str, Detector]:
     if image is None:
         raise BadInputError(f"{first_image}: missing or unreadable")
     variant = VARIANT_FOR.get(frame_modality(image), DEFAULT)
-    path = shipped_model("detector", "fp32", variant="" if variant == DEFAULT else variant)
-    return variant, Detector(path, threshold=EVAL_THRESHOLD)
+    return variant, shipped_detector(variant, threshold=EVAL_THRESHOLD)
 
 
 AUTO_PREFIX = "--model auto"
@@ -585,12 +583,11 @@ def run_dataset(
     ``auto`` (:func:`auto_detector`), what the pipeline runs by default on these frames."""
     run = DatasetRun()
     temporal = {model: TemporalDetector(detector) for model, detector in detectors.items()}
-    if auto is not None:
-        temporal[auto_name(auto[0])] = TemporalDetector(auto[1])
+    auto_stage = None if auto is None else (auto_name(auto[0]), TemporalDetector(auto[1]))
     for frame in tqdm(frames, desc=desc, total=total, unit="frame", disable=None):
-        if auto is not None:
-            name = auto_name(auto[0])
-            run.detections.setdefault(name, []).append(temporal_boxes(temporal[name], frame))
+        if auto_stage is not None:
+            name, stage = auto_stage
+            run.detections.setdefault(name, []).append(temporal_boxes(stage, frame))
         for model, detector in detectors.items():
             boxes = temporal_boxes(temporal[model], frame)
             run.detections.setdefault(f"{model} ({TEMPORAL})", []).append(boxes)
