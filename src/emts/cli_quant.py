@@ -18,7 +18,8 @@ def add_precision(p: argparse.ArgumentParser) -> None:
         choices=PRECISIONS,
         default=None,
         help=f"shipped models to run: fp32, int8, or auto = whichever runs faster on this "
-        f"machine, measured once at start-up (default: {DEFAULT_PRECISION}); not with --model",
+        f"machine, measured once at start-up (default: {DEFAULT_PRECISION}); for the shipped "
+        "models (--model auto, default, thermal), not a --model FILE",
     )
     p.add_argument(
         "--backend",
