@@ -1,0 +1,20 @@
+"""Candidate O: person12 frames 1-201 through Stages A-C for each detector given (`shipped` = the
+shipped default model), temporal and plain: recall / FP per frame at tau_s 0.3 / AP@0.25 / AP@0.5.
+
+    python person12.py ../shared/data/uav123-person12 shipped runs/ft_rgb_s0/model.onnx ...
+"""
+import sys, numpy as np
+from emts.eval.real import person12_frames, temporal_boxes, EVAL_THRESHOLD, person_metrics, network_boxes
+from emts.eval.metrics import ImageResult
+from emts.detector import Detector
+from emts.temporal import TemporalDetector
+frames=list(person12_frames(sys.argv[1]))
+for path in sys.argv[2:]:
+    det = Detector(None if path=="shipped" else path, threshold=EVAL_THRESHOLD, network_size=(256,192))
+    st=TemporalDetector(det); rt=[]; rp=[]
+    for f in frames:
+        b,s=temporal_boxes(st,f); rt.append(ImageResult(f.gt,np.zeros(1,bool),b,s))
+        b,s=network_boxes(det,f,f.channels); rp.append(ImageResult(f.gt,np.zeros(1,bool),b,s))
+    mt=person_metrics(rt); mp=person_metrics(rp)
+    k=lambda m: "%.3f / %.3f / %.3f / %.3f" % (m["recall@0.3"], m["fp_per_frame@0.3"], m["AP@0.25"], m["AP@0.5"])
+    print(f"{path:30s} temporal {k(mt)}   plain {k(mp)}", flush=True)
