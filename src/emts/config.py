@@ -31,10 +31,13 @@ class EgoMotionConfig:
     corner_block_size: int = 3  # measured: sharper corners, lower registration error than 5-7
     # Corners are re-detected every this many frames (1: every frame, as §3.2); in between,
     # the previous frame's RANSAC inliers, where LK found them, are tracked on (saves the
-    # Shi-Tomasi pass, a third of Stage A). Measured at 4: gust accuracy within noise, but on
-    # the real 10-fps clip uav123-person12 the shipped detector's AP@0.25 0.087 -> 0.074 and
-    # fused 0.134 -> 0.106 (2: 0.084 / 0.125), so the default stays every frame (README).
-    corner_refresh_every: int = 1
+    # Shi-Tomasi pass, a third of Stage A). Measured at 4: gust accuracy within noise. On the
+    # real 10-fps clip uav123-person12 it first cost the detector of 2026-11-26 AP@0.25
+    # (0.087 -> 0.074), so the default was every frame; with the detector and Stage C's
+    # temporal mode that ship since 2026-11-27 it costs nothing there (recall / FP per frame /
+    # AP@0.25 0.468 / 0.090 / 0.532 -> 0.463 / 0.060 / 0.543), hence 4 (README, "Stages A
+    # and B").
+    corner_refresh_every: int = 4
     corner_refresh_fraction: float = 0.5  # ... and sooner when fewer inliers than this x max
     lk_window: int = 11  # px at 320x256 (odd); measured: 11 beats 15-21 in error and time
     lk_levels: int = 3  # pyramid levels above the base: reach ~ window * 2**levels
