@@ -1,7 +1,9 @@
 """Stage A: camera ego-motion between consecutive frames (§3.2, eq. 1).
 
-Shi-Tomasi corners on a 320x256 downsample are tracked with pyramidal Lucas-Kanade, and a
-4-DoF similarity (rotation, uniform scale, translation) is fitted by RANSAC. When too few
+Shi-Tomasi corners on a 320x256 downsample are tracked with pyramidal Lucas-Kanade (the corners
+are detected every ``EgoMotionConfig.corner_refresh_every`` frames, 4 by default; in between the
+previous step's RANSAC inliers are tracked on -- §3.2 detects them every frame), and a 4-DoF
+similarity (rotation, uniform scale, translation) is fitted by RANSAC. When too few
 tracks survive or too few agree (snow, water, fog), Hanning-windowed phase correlation on a
 small downsample (160x128 by default; §3.2's 96x72 via ``EgoMotionConfig.phase_size``) gives
 a translation-only motion; when that fails too, the motion is the
