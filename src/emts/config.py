@@ -35,8 +35,8 @@ class EgoMotionConfig:
     # real 10-fps clip uav123-person12 it first cost the detector of 2026-11-26 AP@0.25
     # (0.087 -> 0.074), so the default was every frame; with the detector and Stage C's
     # temporal mode that ship since 2026-11-27 it costs nothing there (recall / FP per frame /
-    # AP@0.25 0.468 / 0.090 / 0.532 -> 0.463 / 0.060 / 0.543), hence 4 (README, "Stages A
-    # and B").
+    # AP@0.25 0.468 / 0.090 / 0.532 -> 0.463 / 0.060 / 0.543) and every tracking suite is
+    # unchanged or better, hence 4 (README, "Latency and robustness").
     corner_refresh_every: int = 4
     corner_refresh_fraction: float = 0.5  # ... and sooner when fewer inliers than this x max
     lk_window: int = 11  # px at 320x256 (odd); measured: 11 beats 15-21 in error and time
