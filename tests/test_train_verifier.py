@@ -163,3 +163,22 @@ def test_registration_noise_offsets_a_clips_motions_coherently():
     np.testing.assert_allclose([n[:, :2] for n in noisy.motions], [p[:, :2] for p in plain.motions])
     assert np.abs(shifts.mean(axis=0)).max() > 2 * shifts.std(axis=0).max() / np.sqrt(len(shifts))
     assert 0.05 < shifts.std(axis=0).mean() < 0.4  # the per-frame part, sigma / 3
+
+
+def test_a_stored_clip_set_can_be_served_at_a_lower_frame_rate(tmp_path):
+    from emts.synth.generate import generate_set
+    from emts.synth.store import ClipSet
+    from emts.train.data import StoredClips
+    from emts.train.verifier import strided_clip
+
+    generate_set("tier1", tmp_path, clips=1, workers=1, progress=False)
+    full = StoredClips(tmp_path, "tier1")
+    slow = StoredClips(tmp_path, "tier1", frame_stride=3)
+    assert len(full.light[0]) == 18 and len(slow.light[0]) == 6
+    expected = strided_clip(ClipSet(tmp_path)[0], 3)
+    np.testing.assert_array_equal(slow.light[0][4], full.light[0][12])  # L: the same frame
+    np.testing.assert_array_equal(
+        slow.difference[0], expected.channels[:, 2].astype(np.float16)
+    )  # D: between frames 3 apart, Stage A/B run afresh
+    assert not np.array_equal(slow.difference[0][4], full.difference[0][12])
+    assert slow.labels[0]["frames"][4]["persons"] == full.labels[0]["frames"][12]["persons"]

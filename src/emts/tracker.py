@@ -21,7 +21,9 @@ Two measurements feed the filter under the same Mahalanobis gate (eq. ``eq:gates
 A vetoed operator's lock is not dropped (the operator decides) but may be **re-anchored**: a
 detection of the whole person held beside the track for a few frames, where the target's
 look at the tap fits better than at the track, becomes its new origin (the template had slid
-onto the walker's legs and shadow).
+onto the walker's legs and shadow). The same re-anchor opens, unvetoed, after
+``TrackerConfig.reanchor_after_appearance`` frames measured by the appearance match alone
+(after an occlusion the match had re-made the lock on the walker's shadow and held it there).
 
 Modes: ``"search"`` (no lock), ``"locked"``, ``"reacquire"`` (coasting after 8 consecutive
 frames without a measurement, a verifier veto, or the target leaving the image). A re-lock
@@ -692,12 +694,14 @@ class TargetTracker:
         self._appearance_only = 0
 
     def _reanchor(self, candidates, measurements, view) -> int | None:
-        """Move a vetoed operator's lock onto a detection that stays beside it (see
+        """Move a vetoed operator's lock -- or one measured by its appearance match alone for
+        ``reanchor_after_appearance`` frames -- onto a detection that stays beside it (see
         ``TrackerConfig.reanchor_frames``); the index of that detection if it was done.
 
         The detection continuing the streak (its offset from the prediction changed by at most
         ``reanchor_consistency`` body heights), or else the best-scored one within a body
-        height, extends it. At ``reanchor_frames`` the detection becomes the new origin
+        height (``reanchor_appearance_reach`` heights when only the appearance run opened it),
+        extends it. At ``reanchor_frames`` the detection becomes the new origin
         (position and size; the walk's velocity is kept) and the appearance is taken afresh
         there.
         """

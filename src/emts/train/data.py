@@ -24,6 +24,7 @@ from emts.synth.plates import hituav_split, read_hituav
 from emts.synth.store import ClipSet
 from emts.synth.tier2 import pseudo_clip
 from emts.train.targets import STRIDE, FrameTargets, build_targets
+from emts.train.verifier import strided_clip
 
 TIER2_VEHICLE_MOTION = 0.5  # share of Tier-2 clips whose parked vehicles drive off (negatives)
 
@@ -145,6 +146,9 @@ class StoredClips:
     motion; teaching the detector to fire on it teaches appearance alone). 0 keeps them all.
     ``network_size``: the channels' size; other than the paper's 256x192 (the set's cached
     D) the clip's frames are run through Stages A and B again at that size on load.
+    ``frame_stride``: each clip as a camera at 1/n of its frame rate delivers it
+    (:func:`emts.train.verifier.strided_clip`: every n-th frame, Stages A and B afresh; 3: the
+    curriculum's 30 fps as 10 fps, candidate P in ``reports/real/candidates/p_low_fps``).
     """
 
     def __init__(
@@ -154,6 +158,7 @@ class StoredClips:
         progress=None,
         still_speed: float = 0.0,
         network_size: tuple[int, int] = NETWORK_SIZE,
+        frame_stride: int = 1,
     ) -> None:
         clip_set = ClipSet(folder)
         self.source = source
@@ -164,7 +169,7 @@ class StoredClips:
         self.labels: list[dict] = []
         items = range(len(clip_set))
         for position in progress(items, desc=f"load {Path(folder).name}") if progress else items:
-            clip = clip_set[position]
+            clip = strided_clip(clip_set[position], frame_stride)
             channels = clip.channels
             if self.network_size != NETWORK_SIZE:
                 channels = channels_at(clip.frames, self.network_size)

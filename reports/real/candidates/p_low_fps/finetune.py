@@ -1,6 +1,7 @@
-"""Candidate P (experiment): the shipped default detector fine-tuned 1,500 steps on the curriculum with
-part of its clips seen at a third of their frame rate (every 3rd frame: 10 fps, the rate of UAV123's clips
-and of export-rule thermal cameras), against the same fine-tune at 30 fps only (candidate O's control).
+"""Candidate P (experiment): the shipped default detector fine-tuned 1,500 steps on the
+curriculum with part of its clips seen at a third of their frame rate (every 3rd frame: 10 fps,
+the rate of UAV123's clips and of export-rule thermal cameras), against the same fine-tune at
+30 fps only (candidate O's control).
 
     python reports/real/candidates/p_low_fps/finetune.py --out runs/ft_s3_s0 --seed 0
 """
@@ -10,14 +11,10 @@ import time
 from pathlib import Path
 
 import cv2
-import numpy as np
 import torch
-from tqdm import tqdm
 
 import emts.train.loop as loop
 from emts.detector import default_model_path
-from emts.pipeline import channels_at
-from emts.synth.store import ClipSet
 from emts.train.adapt import AdaptConfig
 from emts.train.data import StoredClips, Tier2Stills
 from emts.train.export import detector_from_onnx, export_onnx
@@ -28,30 +25,13 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--out", required=True)
 parser.add_argument("--seed", type=int, default=0)
 parser.add_argument("--steps", type=int, default=1500)
-parser.add_argument("--share", type=float, default=0.5, help="share of Tier-1 / negative samples at 10 fps")
+parser.add_argument(
+    "--share", type=float, default=0.5, help="share of Tier-1 / negative samples at 10 fps"
+)
 args = parser.parse_args()
 out = Path(args.out)
 out.mkdir(parents=True, exist_ok=True)
 size = (256, 192)
-
-
-def strided(folder: str, source: str) -> StoredClips:
-    """A clip set with every clip's frames 0, 3, 6, ... run through Stages A and B again."""
-    clips = StoredClips.__new__(StoredClips)
-    clips.source, clips.still_speed, clips.network_size = source, 0.0, size
-    clips.light, clips.difference, clips.labels = [], [], []
-    clip_set = ClipSet(folder)
-    for position in tqdm(range(len(clip_set)), desc=f"10 fps {Path(folder).name}"):
-        clip = clip_set[position]
-        channels = channels_at(clip.frames[::STRIDE], size)
-        labels = dict(clip.labels)
-        labels["frames"] = clip.labels["frames"][::STRIDE]
-        clips.light.append(np.rint(channels[:, 0] * 255).astype(np.uint8))
-        clips.difference.append(channels[:, 2].astype(np.float16))
-        clips.labels.append(labels)
-    return clips
-
-
 share = args.share
 mixture = {
     "tier1": 0.5 * (1 - share),
@@ -66,16 +46,24 @@ torch.manual_seed(args.seed)
 cv2.setNumThreads(1)
 sources = {
     "tier1": StoredClips("data/tier1", "tier1", network_size=size),
-    "tier1_10fps": strided("data/tier1", "tier1"),
+    "tier1_10fps": StoredClips("data/tier1", "tier1", network_size=size, frame_stride=STRIDE),
     "negative": StoredClips("data/negatives", "negative", network_size=size),
-    "negative_10fps": strided("data/negatives", "negative"),
+    "negative_10fps": StoredClips(
+        "data/negatives", "negative", network_size=size, frame_stride=STRIDE
+    ),
     "tier2": Tier2Stills("../shared/data/hit-uav", network_size=size),
 }
 model = detector_from_onnx(default_model_path()).to(memory_format=torch.channels_last)
 optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
 start = time.perf_counter()
 state = loop.run_phases(
-    model, optimizer, sources, [("finetune", cfg.steps, cfg.mixture)], cfg.training(), out, freeze_bn=True
+    model,
+    optimizer,
+    sources,
+    [("finetune", cfg.steps, cfg.mixture)],
+    cfg.training(),
+    out,
+    freeze_bn=True,
 )
 model.eval()
 export_onnx(model, out / "model.onnx", any_size=True)
