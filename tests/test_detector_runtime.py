@@ -11,7 +11,7 @@ from emts.channels import (
     residual_gain,
     residual_level,
 )
-from emts.detector import Detector, decode
+from emts.detector import Detector, decode, session_options
 from emts.errors import BadInputError
 
 
@@ -39,6 +39,32 @@ def test_decode_geometry_and_unit_embeddings():
     cx, cy = (20 + 0.25) * 8, (10 + 0.75) * 8
     np.testing.assert_allclose(d.box, [cx - 8, cy - 16, 16, 32], rtol=1e-6)
     assert abs(np.linalg.norm(d.embedding) - 1) < 1e-6
+
+
+def test_decode_reads_every_peak_at_its_own_cell():
+    heat, size, offset, embedding = _heads({(3, 4): 0.7, (12, 25): 0.9, (20, 10): 0.5})
+    size[:, 12, 25] = np.log([3.0, 5.0])
+    offset[:, 20, 10] = [0.1, 0.9]
+    embedding[:, 3, 4] = np.arange(8)
+    scores = np.zeros((24, 32), np.float32)
+    scores[3, 4], scores[12, 25], scores[20, 10] = 0.2, 0.8, 0.6  # (3, 4): heatmap alone passes
+    found = decode(heat, size, offset, embedding, threshold=0.4, box_scale=2.0, scores=scores)
+    assert [(round(d.score, 2), round(d.raw_score, 2)) for d in found] == [
+        (0.8, 0.9),
+        (0.6, 0.5),
+        (0.2, 0.7),
+    ]
+    np.testing.assert_allclose(found[0].box, [25.5 * 8 - 24, 12.5 * 8 - 40, 48, 80], rtol=1e-6)
+    np.testing.assert_allclose(found[1].box[:2], [10.1 * 8 - 8, 20.9 * 8 - 8], rtol=1e-6)
+    np.testing.assert_allclose(found[2].embedding, np.arange(8) / np.linalg.norm(np.arange(8)))
+    assert decode(heat, size, offset, embedding, threshold=0.95) == []
+
+
+def test_sessions_stop_spinning_when_a_run_returns():
+    # a worker spinning between frames steals the second core from Stages A, B, D and E
+    options = session_options(2)
+    assert options.get_session_config_entry("session.force_spinning_stop") == "1"
+    assert options.intra_op_num_threads == 2
 
 
 def test_missing_model_is_a_clear_error(tmp_path):

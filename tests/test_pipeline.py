@@ -6,13 +6,14 @@ import cv2
 import numpy as np
 import pytest
 
+from emts.config import VerifierConfig
 from emts.detector import Detection
 from emts.errors import BadInputError
 from emts.eval.detect import ClassicalDetector
 from emts.pipeline import Pipeline
 from emts.synth.still_clip import gusty_clip
 from emts.track import LockRequest, run_track
-from emts.verifier import describe, roi_pair
+from emts.verifier import _FARNEBACK, describe, roi_pair
 
 
 class BlobDetector:
@@ -111,6 +112,27 @@ def test_verifier_descriptor_sees_motion_only_where_things_move():
     moving = describe(*roi_pair(channels, np.array([100, 60, 12, 30])))
     assert still.shape == moving.shape == (40,)
     assert moving[::5].mean() > 10 * max(still[::5].mean(), 1e-3)
+
+
+def test_verifier_descriptor_is_per_cell_mean_and_weighted_orientation_histogram():
+    # the descriptor computed in one pass against its definition, cell by cell (head to legs)
+    rng = np.random.default_rng(3)
+    first = cv2.GaussianBlur(rng.integers(0, 255, (48, 24), np.uint8), (5, 5), 0)
+    second = np.roll(first, (1, -2), axis=(0, 1))
+    c = VerifierConfig()
+    flow = cv2.calcOpticalFlowFarneback(first, second, None, **_FARNEBACK)
+    magnitude, angle = cv2.cartToPolar(flow[..., 0], flow[..., 1])
+    bins = (angle / (2 * np.pi) * c.orientation_bins).astype(int) % c.orientation_bins
+    columns, rows = c.grid
+    rh, rw = 48 // rows, 24 // columns
+    expected = []
+    for r in range(rows):
+        for k in range(columns):
+            m = magnitude[r * rh : (r + 1) * rh, k * rw : (k + 1) * rw].ravel()
+            b = bins[r * rh : (r + 1) * rh, k * rw : (k + 1) * rw].ravel()
+            histogram = np.bincount(b, weights=m, minlength=c.orientation_bins) / m.size
+            expected += [m.mean(), *histogram]
+    np.testing.assert_allclose(describe(first, second), expected, rtol=1e-5, atol=1e-7)
 
 
 def test_demo_writes_every_output(tmp_path):

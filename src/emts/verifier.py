@@ -15,6 +15,7 @@ motion -- 2.5x the pixels on a small person (:class:`FrameView`).
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from dataclasses import dataclass
 from importlib import resources
@@ -139,15 +140,28 @@ def describe(
     magnitude, angle = cv2.cartToPolar(flow[..., 0], flow[..., 1])
     bins = (angle / (2 * np.pi) * c.orientation_bins).astype(int) % c.orientation_bins
     columns, rows = c.grid
-    rh, rw = magnitude.shape[0] // rows, magnitude.shape[1] // columns
-    out = np.zeros((rows, columns, 1 + c.orientation_bins), np.float32)
-    for r in range(rows):
-        for k in range(columns):
-            cell = (slice(r * rh, (r + 1) * rh), slice(k * rw, (k + 1) * rw))
-            m, b = magnitude[cell].ravel(), bins[cell].ravel()
-            out[r, k, 0] = m.mean()
-            out[r, k, 1:] = np.bincount(b, weights=m, minlength=c.orientation_bins) / m.size
+    cells, size = _cell_index(magnitude.shape, rows, columns)
+    m = magnitude[: cells.shape[0], : cells.shape[1]].ravel()
+    b = bins[: cells.shape[0], : cells.shape[1]].ravel()
+    count, k = rows * columns, c.orientation_bins
+    out = np.empty((count, 1 + k), np.float32)
+    # per cell (head to legs, row-major): mean magnitude, then the magnitude-weighted
+    # orientation histogram over the cell's pixels -- every cell in one pass
+    histogram = np.bincount(cells.ravel() * k + b, weights=m, minlength=count * k)
+    out[:, 0] = np.bincount(cells.ravel(), weights=m, minlength=count) / size
+    out[:, 1:] = histogram.reshape(count, k) / size
     return out.reshape(-1)
+
+
+@functools.cache
+def _cell_index(shape: tuple[int, int], rows: int, columns: int) -> tuple[np.ndarray, int]:
+    """(cell number of every pixel of the cells' area, pixels per cell) for a ``rows`` x
+    ``columns`` grid over an image of ``shape`` (rows of pixels beyond the grid left out)."""
+    rh, rw = shape[0] // rows, shape[1] // columns
+    r, k = np.divmod(np.arange(rows * columns), columns)
+    cells = np.repeat(np.repeat((r * columns + k).reshape(rows, columns), rh, 0), rw, 1)
+    cells.setflags(write=False)
+    return cells, rh * rw
 
 
 def default_model_path() -> Path:
