@@ -265,14 +265,15 @@ class Detector:
         """Head outputs for a (3, H, W) or (B, 3, H, W) float32 stack at :attr:`network_size`
         (the model's input, e.g. the paper's (3, 192, 256); residual level
         normalized first to ``residual_reference``, by default the detector's own)."""
-        x = channels[None] if channels.ndim == 3 else channels
-        if (x.shape[-1], x.shape[-2]) != self.network_size:
+        if (channels.shape[-1], channels.shape[-2]) != self.network_size:
             raise BadInputError(
                 f"detector runs at {self.network_size[0]}x{self.network_size[1]}, got channels "
-                f"of {x.shape[-1]}x{x.shape[-2]} (build Stage B for Detector.network_size)"
+                f"of {channels.shape[-1]}x{channels.shape[-2]} (build Stage B for "
+                "Detector.network_size)"
             )
         reference = self.residual_reference if residual_reference is None else residual_reference
-        x = normalize_residual_level(x, reference)
+        x = normalize_residual_level(channels, reference)  # one frame: no batch copy
+        x = x[None] if x.ndim == 3 else x
         return self.session.run(None, {self.input_name: np.ascontiguousarray(x, np.float32)})
 
     def __call__(

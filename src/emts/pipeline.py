@@ -593,8 +593,9 @@ def _appearance_view(frame: np.ndarray, front: FrontEndResult) -> AppearanceView
 
 def _clamp_box(box: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     """``[x, y, w, h]`` cut to the image ``size`` (keeps at least 1 px of width and height)."""
-    x0 = float(np.clip(box[0], 0, size[0] - 1))
-    y0 = float(np.clip(box[1], 0, size[1] - 1))
-    x1 = float(np.clip(box[0] + box[2], x0 + 1, size[0]))
-    y1 = float(np.clip(box[1] + box[3], y0 + 1, size[1]))
+    x, y, w, h = (float(v) for v in box)  # (builtin min/max: np.clip on scalars is ~10x slower)
+    x0 = min(max(x, 0.0), size[0] - 1.0)
+    y0 = min(max(y, 0.0), size[1] - 1.0)
+    x1 = min(max(x + w, x0 + 1.0), float(size[0]))
+    y1 = min(max(y + h, y0 + 1.0), float(size[1]))
     return np.array([x0, y0, x1 - x0, y1 - y0])
