@@ -1,5 +1,8 @@
-"""Fine-tune the shipped default detector 1,500 steps: on colour-like (procedural) plates only
-(--rgb) or on the whole curriculum (control), seed --seed."""
+"""Fine-tune the shipped default detector 1,500 steps on the Tier-1 and negative clips under
+--data (default: `make data`'s `data/`) plus HIT-UAV Tier-2 stills (candidate O's control
+recipe); --rgb keeps the colour-like (procedural) plates only (candidate O). Candidate Q
+(`../q_drone_shadow/`) runs it once with --data pointing at sets generated with its patch
+applied, once without."""
 
 import argparse
 import time
@@ -19,6 +22,7 @@ p.add_argument("--out", required=True)
 p.add_argument("--rgb", action="store_true")
 p.add_argument("--seed", type=int, default=0)
 p.add_argument("--steps", type=int, default=1500)
+p.add_argument("--data", default="data")
 a = p.parse_args()
 out = Path(a.out)
 out.mkdir(parents=True, exist_ok=True)
@@ -43,7 +47,10 @@ def clips(folder, kind):
     return s
 
 
-sources = {"tier1": clips("data/tier1", "tier1"), "negative": clips("data/negatives", "negative")}
+sources = {
+    "tier1": clips(f"{a.data}/tier1", "tier1"),
+    "negative": clips(f"{a.data}/negatives", "negative"),
+}
 if not a.rgb:
     sources["tier2"] = Tier2Stills("../shared/data/hit-uav", network_size=size)
 model = detector_from_onnx(default_model_path()).to(memory_format=torch.channels_last)
