@@ -204,3 +204,22 @@ def test_an_exact_warp_at_384x288_leaves_no_residual_inside(aerial_scene):
         motion_in_network(np.array([[1.0, 0.0, 16.0], [0.0, 1.0, -8.0]]), (384, 288)),
         [[1, 0, 9.0], [0, 1, -4.5]],
     )
+
+
+def test_stage_b_warps_by_stage_a_homography_where_it_has_one(aerial_scene):
+    """An oblique camera's change of perspective: the homography registers the ground, the
+    similarity that approximates it leaves misregistration in R."""
+    centre = np.array([[1, 0, 320.0], [0, 1, 256.0], [0, 0, 1]])
+    truth = centre @ np.array([[1, 0, 4.0], [0, 1, -3.0], [0, 4e-5, 1]]) @ np.linalg.inv(centre)
+    base = np.vstack([BASE, [0, 0, 1]])
+    first, second = (
+        np.clip(cv2.warpPerspective(aerial_scene, m @ base, (640, 512)), 0, 255).astype(np.uint8)
+        for m in (np.eye(3), truth)
+    )
+    approximate = truth[:2] / truth[2, 2]  # the affine part: what a similarity fit gets near
+    without = _channels(first, second, approximate)
+    stage_b = MotionChannels()
+    stage_b.update(first, EgoMotion())
+    with_h = stage_b.update(second, EgoMotion(approximate.copy(), "lk", 100, 1.0, truth.copy()))
+    assert np.percentile(with_h[1][INTERIOR], 99) < 0.02 and with_h[1][INTERIOR].mean() < 0.005
+    assert with_h[1][INTERIOR].mean() < 0.5 * without[1][INTERIOR].mean()

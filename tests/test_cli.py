@@ -37,11 +37,14 @@ def test_channels_writes_one_json_line_per_frame_in_input_pixels(tmp_path, aeria
     assert main(["channels", str(folder), "--out", str(video), "--jsonl", str(jsonl)]) == 0
     records = [json.loads(line) for line in jsonl.read_text().splitlines()]
     assert [r["frame"] for r in records] == [0, 1, 2, 3]
-    assert set(records[1]) == {"frame", "M", "method", "tracks", "inlier_ratio"}
+    assert set(records[1]) == {"frame", "M", "method", "tracks", "inlier_ratio", "H"}
     assert records[0]["M"] == [[1, 0, 0], [0, 1, 0]] and records[0]["method"] == "identity"
+    assert records[0]["H"] is None  # no motion yet: Stage B had nothing to warp
     for record in records[1:]:
         assert record["method"] == "lk"
         np.testing.assert_allclose(record["M"], [[1, 0, 10.0], [0, 1, 0]], atol=0.25)
+        # a pure shift: Stage B's homography is that shift too, in the input's pixels
+        np.testing.assert_allclose(record["H"], [[1, 0, 10.0], [0, 1, 0], [0, 0, 1]], atol=0.25)
     capture = cv2.VideoCapture(str(video))
     assert int(capture.get(cv2.CAP_PROP_FRAME_COUNT)) == 4
 

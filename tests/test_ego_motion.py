@@ -181,3 +181,65 @@ def test_carried_corners_stay_inside_the_content_mask(aerial_scene, monkeypatch)
     for corners in starts:
         columns = corners[:, 0].astype(int)
         assert columns.min() >= 40 and columns.max() < 200
+
+
+def _tilt(strength: float = 4e-5) -> np.ndarray:
+    """3x3 change of perspective about the frame's centre (an oblique camera pitching), with
+    a small shift: frame corners move 3-8 px more than a similarity can explain."""
+    centre = np.array([[1, 0, 320.0], [0, 1, 256.0], [0, 0, 1]])
+    tilt = np.array([[1.0, 0.0, 4.0], [0.0, 1.0, -3.0], [0.0, strength, 1.0]])
+    return centre @ tilt @ np.linalg.inv(centre)
+
+
+def _perspective_pair(scene: np.ndarray, motion: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    base = np.vstack([similarity(0.0, 1.0, -80.0, -80.0), [0, 0, 1]])
+    first = cv2.warpPerspective(scene, base, (640, 512), flags=cv2.INTER_LINEAR)
+    second = cv2.warpPerspective(scene, motion @ base, (640, 512), flags=cv2.INTER_LINEAR)
+    return tuple(np.clip(f, 0, 255).astype(np.uint8) for f in (first, second))
+
+
+def _corners(matrix: np.ndarray) -> np.ndarray:
+    corners = np.array([[0, 639, 0, 639], [0, 0, 511, 511], [1, 1, 1, 1]], float)
+    mapped = (
+        np.vstack([matrix, [0, 0, 1]])[:3] @ corners
+        if matrix.shape == (2, 3)
+        else (matrix @ corners)
+    )
+    return mapped[:2] / mapped[2]
+
+
+def test_a_change_of_perspective_is_recovered_as_a_homography(aerial_scene):
+    truth = _tilt()
+    estimate = _estimate(*_perspective_pair(aerial_scene, truth))
+    assert estimate.method == "lk" and estimate.homography is not None
+    assert np.abs(_corners(estimate.homography) - _corners(truth)).max() < 0.5
+    # the similarity cannot follow it: that is what Stage B would have warped by
+    assert np.abs(_corners(estimate.matrix) - _corners(truth)).max() > 3.0
+
+
+def test_a_similarity_comes_back_as_a_homography_equal_to_it(aerial_scene):
+    base = similarity(0.0, 1.0, -80.0, -80.0)
+    motion = similarity(*GUST_PAIRS[next(iter(GUST_PAIRS))])
+    estimate = _estimate(render(aerial_scene, base), render(aerial_scene, compose(motion, base)))
+    assert estimate.homography is not None
+    assert np.abs(_corners(estimate.homography) - _corners(motion)).max() < 0.2
+
+
+def test_homography_switched_off_or_implausible_is_none(aerial_scene):
+    pair = _perspective_pair(aerial_scene, _tilt())
+    assert _estimate(*pair, EgoMotionConfig(homography=False)).homography is None
+    # a fit that moves a corner farther from the similarity than allowed is not trusted
+    strict = EgoMotionConfig(homography_max_deviation=1.0)
+    estimate = _estimate(*pair, strict)
+    assert estimate.method == "lk" and estimate.homography is None
+
+
+def test_no_homography_without_corner_tracks():
+    blank = np.full((512, 640), 90, np.uint8)
+    assert _estimate(blank, blank.copy()).homography is None
+
+
+def test_homography_value_is_read_only(aerial_scene):
+    estimate = _estimate(*_perspective_pair(aerial_scene, _tilt()))
+    with pytest.raises(ValueError):
+        estimate.homography[0, 0] = 2.0

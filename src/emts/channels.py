@@ -276,7 +276,9 @@ class MotionChannels:
 
         Args:
             frame: 640x512 uint8 gray working frame.
-            motion: Stage A's estimate of the motion from the previous frame to ``frame``.
+            motion: Stage A's estimate of the motion from the previous frame to ``frame``:
+                the previous frame is warped by its ``homography`` where Stage A has one,
+                else by its similarity ``matrix``.
             content: optional bool (H, W) mask of the letterbox content
                 (:func:`content_mask`); R and D are zeroed outside it. None: only the
                 padding columns on each side are zeroed.
@@ -294,7 +296,16 @@ class MotionChannels:
         if previous is None:
             stack[1:] = 0.0
             return stack
-        if self.config.ego_compensation:
+        if self.config.ego_compensation and motion.homography is not None:
+            layout = self._layout
+            warped = cv2.warpPerspective(
+                previous,
+                layout.to_network @ motion.homography @ layout.from_network,
+                size,
+                flags=cv2.INTER_LINEAR,
+                borderMode=cv2.BORDER_REPLICATE,
+            )
+        elif self.config.ego_compensation:
             warped = cv2.warpAffine(
                 previous,
                 motion_in_network(motion.matrix, size),

@@ -268,12 +268,16 @@ def _open_clip_set(folder: str):
 
 def _motion_record(index: int, result) -> dict:
     matrix = result.motion_in_input() if index > 0 else np.eye(2, 3)
+    homography = result.homography_in_input()
     return {
         "frame": index,
         "M": [[round(float(v), 6) for v in row] for row in matrix],
         "method": result.motion.method,
         "tracks": int(result.motion.tracks),
         "inlier_ratio": round(float(result.motion.inlier_ratio), 4),
+        "H": None
+        if homography is None
+        else [[float(f"{v:.9g}") for v in row] for row in homography],
     }
 
 

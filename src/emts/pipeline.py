@@ -68,6 +68,16 @@ class FrontEndResult:
         """``M_t`` (2x3) in the input's own pixel coordinates."""
         return self.geometry.motion(self.motion.matrix, Frame.WORKING, Frame.INPUT)
 
+    def homography_in_input(self) -> np.ndarray | None:
+        """Stage A's homography (3x3, frame t-1 -> t; what Stage B warped by) in the input's
+        own pixel coordinates, or None when Stage B warped by ``M_t``."""
+        if self.motion.homography is None:
+            return None
+        g = self.geometry
+        h = g.matrix(Frame.WORKING, Frame.INPUT) @ self.motion.homography
+        h = h @ g.matrix(Frame.INPUT, Frame.WORKING)
+        return h / h[2, 2]
+
 
 class MotionFrontEnd:
     """Stages A and B over a stream of frames of any supported size and dtype.
