@@ -1767,7 +1767,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--jsonl",
         default="ego.jsonl",
         help="one JSON object per frame: M (input px, frame i-1 -> i), method, tracks, "
-        "inlier_ratio; '-' for stdout (default: %(default)s)",
+        "inlier_ratio, H (the homography Stage B warped by, input px; null: it used M); "
+        "'-' for stdout (default: %(default)s)",
     )
     p.add_argument(
         "--no-ego",
