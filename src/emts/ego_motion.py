@@ -222,8 +222,10 @@ class EgoMotionEstimator:
         error_similarity = np.mean(
             np.sum((points @ similarity[:, :2].T + similarity[:, 2] - targets) ** 2, axis=1)
         )
-        mapped = points @ homography[:2, :2].T + homography[:2, 2]
-        mapped /= (points @ homography[2, :2] + homography[2, 2])[:, None]
+        scale = points @ homography[2, :2] + homography[2, 2]
+        if np.any(scale <= 1e-6):  # a track sent through the horizon: a degenerate fit
+            return None
+        mapped = (points @ homography[:2, :2].T + homography[:2, 2]) / scale[:, None]
         error_homography = np.mean(np.sum((mapped - targets) ** 2, axis=1))
         if error_homography > (1.0 - c.homography_min_gain) * error_similarity:
             return None
