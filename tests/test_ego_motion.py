@@ -6,6 +6,7 @@ from conftest import compose, render, similarity, snow_scene
 from emts.config import EgoMotionConfig
 from emts.ego_motion import EgoMotion, EgoMotionEstimator
 from emts.errors import BadInputError
+from emts.geometry import lift
 from emts.metrics import GUST_PAIRS, registration_error
 
 KNOWN_MOTIONS = {"still": (0.0, 1.0, 0.0, 0.0), **GUST_PAIRS}
@@ -200,11 +201,7 @@ def _perspective_pair(scene: np.ndarray, motion: np.ndarray) -> tuple[np.ndarray
 
 def _corners(matrix: np.ndarray) -> np.ndarray:
     corners = np.array([[0, 639, 0, 639], [0, 0, 511, 511], [1, 1, 1, 1]], float)
-    mapped = (
-        np.vstack([matrix, [0, 0, 1]])[:3] @ corners
-        if matrix.shape == (2, 3)
-        else (matrix @ corners)
-    )
+    mapped = (lift(matrix) if matrix.shape == (2, 3) else matrix) @ corners
     return mapped[:2] / mapped[2]
 
 

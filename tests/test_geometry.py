@@ -130,3 +130,12 @@ def test_unusable_network_sizes_are_refused(size):
 
     with pytest.raises(BadInputError, match="network size"):
         network_letterbox(size)
+
+
+def test_a_homography_is_expressed_in_another_frame_like_the_affine_it_lifts():
+    geometry = FrameGeometry((1280, 720))
+    affine = np.array([[1.01, -0.02, 5.0], [0.02, 1.01, -3.0]])
+    expected = geometry.motion(affine, Frame.WORKING, Frame.INPUT)
+    mapped = geometry.homography(2.0 * lift(affine), Frame.WORKING, Frame.INPUT)  # any scale
+    np.testing.assert_allclose(mapped[:2], expected, atol=1e-12)
+    np.testing.assert_allclose(mapped[2], [0, 0, 1], atol=1e-12)

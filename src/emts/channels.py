@@ -296,7 +296,9 @@ class MotionChannels:
         if previous is None:
             stack[1:] = 0.0
             return stack
-        if self.config.ego_compensation and motion.homography is not None:
+        if not self.config.ego_compensation:
+            warped = previous
+        elif motion.homography is not None:
             layout = self._layout
             warped = cv2.warpPerspective(
                 previous,
@@ -305,7 +307,7 @@ class MotionChannels:
                 flags=cv2.INTER_LINEAR,
                 borderMode=cv2.BORDER_REPLICATE,
             )
-        elif self.config.ego_compensation:
+        else:
             warped = cv2.warpAffine(
                 previous,
                 motion_in_network(motion.matrix, size),
@@ -313,8 +315,6 @@ class MotionChannels:
                 flags=cv2.INTER_LINEAR,
                 borderMode=cv2.BORDER_REPLICATE,
             )
-        else:
-            warped = previous
         np.subtract(current, warped, out=stack[2])  # eq. 2: D = I_t - warped
         # The padding columns hold no image: no motion there (else the replicated edge
         # column, shifted by the warp, paints a stripe the detector could learn as a cue).

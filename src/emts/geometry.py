@@ -216,6 +216,12 @@ class FrameGeometry:
         """Express a 2x3 motion (frame t-1 -> frame t, both in ``src``) in ``dst``."""
         return (self._matrices[src, dst] @ lift(affine) @ self._matrices[dst, src])[:2]
 
+    def homography(self, h: np.ndarray, src: Frame, dst: Frame) -> np.ndarray:
+        """Express a 3x3 homography (frame t-1 -> frame t, both in ``src``) in ``dst``,
+        scaled so that its last element is 1."""
+        mapped = self._matrices[src, dst] @ np.asarray(h, np.float64) @ self._matrices[dst, src]
+        return mapped / mapped[2, 2]
+
     def to_working(self, image: np.ndarray) -> np.ndarray:
         """Letterbox an input-sized image into the 640x512 working frame."""
         return self.input_to_working.apply(image)

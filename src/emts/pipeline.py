@@ -73,10 +73,7 @@ class FrontEndResult:
         own pixel coordinates, or None when Stage B warped by ``M_t``."""
         if self.motion.homography is None:
             return None
-        g = self.geometry
-        h = g.matrix(Frame.WORKING, Frame.INPUT) @ self.motion.homography
-        h = h @ g.matrix(Frame.INPUT, Frame.WORKING)
-        return h / h[2, 2]
+        return self.geometry.homography(self.motion.homography, Frame.WORKING, Frame.INPUT)
 
 
 class MotionFrontEnd:
