@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from emts.config import TrackerConfig
 from emts.tracker import Candidate, TargetTracker
 
 E = np.eye(8)
@@ -341,6 +342,57 @@ def test_appearance_search_prefers_a_match_near_the_prediction_over_a_slightly_b
     with_prior = template.search(image, np.eye(3), centre, 13.0, prior=0.3)
     assert abs(bare[1][0] - 49.0) < 1.0 and bare[0] > 0.99
     assert abs(with_prior[1][0] - 37.0) < 1.0 and with_prior[0] < bare[0]
+
+
+def _sunlit_walker(person_at, shadow_at, stride=0):
+    """A colour frame (BGR): paving, a walker (a blue shirt as bright as the paving, a face,
+    dark trousers whose legs are ``stride`` px apart) and their cast shadow below them -- the
+    paving darkened, its colour kept -- larger and darker than the walker's own contrast."""
+    ground = np.array([140.0, 150.0, 165.0])
+    image = np.tile(ground, (96, 96, 1)).astype(np.float32)
+    sx, sy = shadow_at
+    image[sy : sy + 24, sx - 1 : sx + 9] *= 0.3
+    x, y = person_at
+    image[y : y + 10, x : x + 8] = [200.0, 140.0, 110.0]  # shirt
+    image[y - 3 : y, x + 2 : x + 6] = [80.0, 120.0, 190.0]  # face
+    for leg in (x + 1 - stride // 2, x + 5 + stride // 2):  # trousers: shadow-like to the rule
+        image[y + 10 : y + 18, leg : leg + 2] *= 0.3
+    return image
+
+
+def test_object_pixels_keep_the_person_and_drop_their_shadow_and_the_ground():
+    from emts.tracker import object_pixels
+
+    image = _sunlit_walker((40, 30), (40, 48))
+    mask = object_pixels(image)
+    assert mask[34, 44] == 1 and mask[28, 43] == 1  # shirt, face
+    assert mask[65, 45] == 0 and mask[10, 10] == 0  # shadow, ground
+    gray = np.repeat(image.mean(axis=2, keepdims=True), 3, axis=2)
+    assert object_pixels(gray) is None and object_pixels(image[..., 0]) is None
+
+
+def test_a_colour_template_follows_the_walker_not_their_shadow():
+    # person12 past its labels (tapped at frame 200): the walker's shadow, dark and sharp under
+    # their feet, matched the template better than the walker as they walked on, and the lock
+    # slid onto it. Here the walker strides and steps 2 px up while their shadow, which a
+    # gray template matches best, moves 3 px down.
+    from emts.tracker import AppearanceTemplate
+
+    config = TrackerConfig(appearance_margin=0.1)
+    before = _sunlit_walker((40, 30), (40, 46))
+    after = _sunlit_walker((41, 28), (41, 49), stride=2)
+    centre, size = np.array([44.0, 40.0]), np.array([12.0, 24.0])
+    found = {}
+    for weight in (0.0, config.appearance_object_weight, 1.0):
+        template = AppearanceTemplate(object_weight=weight)
+        template.capture(before, np.eye(3), centre, size, config)
+        assert (template.weight is not None) == (weight > 0)
+        found[weight] = template.search(after, np.eye(3), centre, 10.0)[1]
+        # re-locks search by the plain NCC whatever the weight
+        assert np.allclose(template.peaks(after, np.eye(3), centre, 10.0, 0.3)[0][1], found[0.0])
+    for weight in (config.appearance_object_weight, 1.0):
+        assert np.hypot(*(found[weight] - (centre + [1, -2]))) < 1.0
+    assert found[0.0][1] - centre[1] > 2.0  # the plain NCC: pulled down with the shadow
 
 
 def test_relock_pace_is_a_ground_speed_scaled_to_the_streams_frame_rate():

@@ -111,6 +111,14 @@ class TrackerConfig:
     # pulled the match down onto itself (person12 gust seeds 4 and 25). 0.6 lost the person at
     # --remove 150:165. Automatic locks keep the whole box (see TargetTracker._capture).
     appearance_upper: float = 0.8
+    # On colour frames a locked track's NCC is blended with the NCC over the template's own
+    # target samples (not the ground, not a shadow on it: emts.tracker.object_pixels), with
+    # this weight (0: off; re-locks keep the plain NCC). person12 tapped at frame 200, past
+    # its labels (CSRT pseudo-labels to 300): the walker's cast shadow pulled the plain match
+    # and the lock onto itself by frame ~250 (lock recall 0.43); the masked NCC alone held
+    # (1.00) but, on ~50 samples, also matched inpainted ground where the person was hidden
+    # (--remove 150:165 0.81, gust 2 0.46); 0.5 did not hold the walker (0.54), 0.6-0.85 did.
+    appearance_object_weight: float = 0.7
     appearance_threshold: float = 0.3  # NCC peak that counts as a measurement while locked
     appearance_noise: float = 2.0  # px^2, R of the NCC position measurement (stabilized px)
     search_radius: tuple[float, float] = (10.0, 48.0)  # (min, max) stabilized px, from 3 sigma
