@@ -371,6 +371,41 @@ def test_object_pixels_keep_the_person_and_drop_their_shadow_and_the_ground():
     assert object_pixels(gray) is None and object_pixels(image[..., 0]) is None
 
 
+def test_masked_ncc_is_opencvs_masked_match_in_gray_and_refuses_flat_ground():
+    import cv2
+
+    from emts.tracker import _masked_ncc
+
+    rng = np.random.default_rng(1)
+    window = (rng.random((60, 50, 3)) * 255).astype(np.float32)
+    patch = window[10:40, 12:30].copy()
+    mask = (rng.random((30, 18)) > 0.6).astype(np.float32)
+    ours = _masked_ncc(window, patch, mask)
+    gray = [cv2.cvtColor(a, cv2.COLOR_BGR2GRAY) for a in (window, patch)]
+    reference = cv2.matchTemplate(*gray, cv2.TM_CCOEFF_NORMED, mask=mask)
+    assert np.abs(ours - reference).max() < 1e-4 and ours[10, 12] > 0.999
+    window[:, :25] = 90.0  # flat ground on the left: no defined NCC there
+    assert (_masked_ncc(window, patch, mask)[:, :5] == -1.0).all()
+
+
+def test_the_template_margin_is_never_the_targets_own():
+    # person12 gust seed 25 (a zoomed path): colourful paving inside the template's margin
+    # counted as the target and pulled the match off them by frame 12
+    from emts.tracker import AppearanceTemplate, object_pixels
+
+    config = TrackerConfig(appearance_margin=0.25)
+    image = _sunlit_walker((40, 30), (40, 46))
+    image[20:50, 35:37] = [40.0, 60.0, 200.0]  # a red paving border just beside the walker
+    assert object_pixels(image)[30, 35] == 1  # not ground: the rule alone would keep it
+    template = AppearanceTemplate()
+    centre, size = np.array([44.0, 36.0]), np.array([10.0, 24.0])  # box x 39-49
+    template.capture(image, np.eye(3), centre, size, config)  # margin: x 34-39
+    h, w = template.weight.shape
+    bx, by = (round(f * n) for f, n in zip(template.inner, (w, h), strict=True))
+    assert (bx, by) == (2, 6)
+    assert template.weight[:, :bx].sum() == 0 and template.weight[by:-by, bx:-bx].sum() > 0
+
+
 def test_a_colour_template_follows_the_walker_not_their_shadow():
     # person12 past its labels (tapped at frame 200): the walker's shadow, dark and sharp under
     # their feet, matched the template better than the walker as they walked on, and the lock
@@ -527,16 +562,28 @@ def _walker_with_shadow(ground, walker_x):
     return image.astype(np.uint8)
 
 
-def _vetoed_walk(track_on_shadow: bool, detect_shadow: bool, config=None):
+def _tinted(image):
+    """A gray frame as a colour one: every sample's B, G, R in the same ratios (so a shadow
+    on the ground keeps the ground's colour), bright samples clipped toward white."""
+    gray = image.astype(np.float32)
+    return np.clip(np.stack([0.85 * gray, 0.95 * gray, gray], axis=2), 0, 255).astype(np.uint8)
+
+
+def _vetoed_walk(track_on_shadow: bool, detect_shadow: bool, config=None, colour=False):
     """Tap the walker; the track sits on them, or (``track_on_shadow``: the template slid)
     on their shadow; the verifier vetoes the track once; each frame a detection on the walker
     or on the shadow, whose embedding fails the track's gate (as the detector's embedding of
     a changed look can). The states of frames 1-8."""
     from emts.tracker import AppearanceView, LockCommand
 
+    def view_of(image):
+        return (
+            AppearanceView(_tinted(image), np.eye(3), image) if colour else AppearanceView.of(image)
+        )
+
     ground = _ground()
     tracker = TargetTracker(config)
-    view = AppearanceView.of(_walker_with_shadow(ground, 200))
+    view = view_of(_walker_with_shadow(ground, 200))
     tracker.update(
         np.eye(2, 3),
         [],
@@ -550,7 +597,7 @@ def _vetoed_walk(track_on_shadow: bool, detect_shadow: bool, config=None):
     for t in range(1, 9):
         x = 200.0 + 3 * t
         seen = [_candidate(x + 20 if detect_shadow else x, 200, E[1])]
-        view = AppearanceView.of(_walker_with_shadow(ground, x))
+        view = view_of(_walker_with_shadow(ground, x))
         states.append(
             tracker.update(np.eye(2, 3), seen, verdict=False if t == 1 else None, view=view)
         )
@@ -583,6 +630,19 @@ def test_a_vetoed_tap_lock_does_not_move_onto_a_detection_that_looks_less_like_t
     states = _vetoed_walk(False, True, TrackerConfig(reanchor_margin=-2.0))
     assert "relock" in [s.event for s in states]
     assert states[-1].centre[0] > 215
+
+
+def test_on_colour_frames_a_vetoed_tap_lock_is_not_re_anchored_onto_a_shadow():
+    # person12 tapped at frame 0: at frame 236 a vetoed lock on the walker was re-anchored
+    # onto their cast shadow, detected below them, and walked with it from there
+    from emts.config import TrackerConfig
+
+    loose = {"reanchor_margin": -2.0}  # the tapped look's check off: the shadow would win
+    states = _vetoed_walk(False, True, TrackerConfig(**loose), colour=True)
+    assert "relock" not in [s.event for s in states]
+    assert abs(states[-1].centre[0] - (200 + 3 * 8)) < 5  # still on the walker
+    states = _vetoed_walk(False, True, TrackerConfig(reanchor_own_share=0.0, **loose), True)
+    assert "relock" in [s.event for s in states]
 
 
 def _accepted_walk_on_the_shadow(frames: int, config=None):

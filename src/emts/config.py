@@ -112,12 +112,13 @@ class TrackerConfig:
     # --remove 150:165. Automatic locks keep the whole box (see TargetTracker._capture).
     appearance_upper: float = 0.8
     # On colour frames a locked track's NCC is blended with the NCC over the template's own
-    # target samples (not the ground, not a shadow on it: emts.tracker.object_pixels), with
-    # this weight (0: off; re-locks keep the plain NCC). person12 tapped at frame 200, past
-    # its labels (CSRT pseudo-labels to 300): the walker's cast shadow pulled the plain match
-    # and the lock onto itself by frame ~250 (lock recall 0.43); the masked NCC alone held
-    # (1.00) but, on ~50 samples, also matched inpainted ground where the person was hidden
-    # (--remove 150:165 0.81, gust 2 0.46); 0.5 did not hold the walker (0.54), 0.6-0.85 did.
+    # target samples (inside the box, not the ground, not a shadow on it:
+    # emts.tracker.object_pixels), with this weight (0: off; re-locks keep the plain NCC).
+    # person12 tapped at frame 200, past its labels (CSRT pseudo-labels to 300): the walker's
+    # cast shadow pulled the plain match and the lock onto itself by frame ~250 (lock recall
+    # 0.43 -> 1.00). The masked NCC alone (~50 samples) also matched flat inpainted ground
+    # where the person was hidden (--remove 150:165 0.81, gust 2 0.46); 0.5 did not hold the
+    # walker past frame 200 (0.54), 0.6-0.85 did.
     appearance_object_weight: float = 0.7
     appearance_threshold: float = 0.3  # NCC peak that counts as a measurement while locked
     appearance_noise: float = 2.0  # px^2, R of the NCC position measurement (stabilized px)
@@ -161,6 +162,11 @@ class TrackerConfig:
     reanchor_frames: int = 3  # 0: off
     reanchor_consistency: float = 0.25  # offset change allowed per frame, in body heights
     reanchor_margin: float = 0.1  # the tapped look fits the detection by this much NCC more
+    # On colour frames, not onto a detection whose box holds less than this fraction of the
+    # track's share of own-target samples (emts.tracker.object_pixels; 0: off): the walker's
+    # cast shadow is detected below them and walks with them. person12 tapped at frame 0,
+    # pseudo-labels to 300: a vetoed lock re-anchored onto it at frame 236 (0.79 -> 1.00).
+    reanchor_own_share: float = 0.5
     reanchor_min_height: float = 0.75  # a detection at least this fraction of the track's height
     # ... and likewise, unvetoed, after this many consecutive frames measured by the appearance
     # match alone (0: off), reaching this many body heights: the match re-made after an

@@ -161,6 +161,8 @@ class AppearanceTemplate:
         self.weight: np.ndarray | None = None
         self.step = 1.0  # px per sample
         self.offset = np.zeros(2)  # the template's centre minus the target's (g's domain px)
+        self.inner = (0.0, 0.0)  # the margin's share of the template's width, height
+        self._blends = 0
 
     @staticmethod
     def sample(
@@ -205,6 +207,8 @@ class AppearanceTemplate:
         patch = self.sample(image, g, top_left, samples, self.step)
         self.patch = patch if float(patch.std()) > 1e-3 else None  # a flat patch matches anything
         self.weight = None
+        # the margin's samples are the ground around the target, not the target
+        self.inner = (config.appearance_margin / grow, config.appearance_margin / grow)
         if self.patch is not None and self.object_weight > 0:
             self.weight = self._object_weight(image, g, top_left, samples)
 
@@ -219,14 +223,20 @@ class AppearanceTemplate:
         context = self.sample(
             image, g, top_left - self.step * np.array([w, h]), (3 * w, 3 * h), self.step
         )
-        return object_pixels(context, (h, 2 * h, w, 2 * w))
+        mask = object_pixels(context, (h, 2 * h, w, 2 * w))
+        if mask is not None:
+            bx, by = (int(round(f * n)) for f, n in zip(self.inner, (w, h), strict=True))
+            keep = np.zeros_like(mask)
+            keep[by : h - by, bx : w - bx] = 1.0
+            mask *= keep
+        return mask
 
     def copy(self) -> AppearanceTemplate:
         """An independent copy (the patch, its weight, sampling step and offset)."""
         twin = AppearanceTemplate(self.max_side, self.object_weight)
         twin.patch = None if self.patch is None else self.patch.copy()
         twin.weight = None if self.weight is None else self.weight.copy()
-        twin.step, twin.offset = self.step, self.offset.copy()
+        twin.step, twin.offset, twin.inner = self.step, self.offset.copy(), self.inner
         return twin
 
     def state(self) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -259,10 +269,14 @@ class AppearanceTemplate:
         current = self.sample(image, g, top_left, samples, self.step)
         if current.shape == self.patch.shape:
             self.patch = (1.0 - alpha) * self.patch + alpha * current
-            if self.weight is not None:
+            # the weight follows the patch at the same pace, taken every few blends (its
+            # ground statistics cost ~0.5 ms)
+            self._blends += 1
+            if self.weight is not None and self._blends % _WEIGHT_EVERY == 0:
                 now = self._object_weight(image, g, top_left, samples)
                 if now is not None:
-                    self.weight = (1.0 - alpha) * self.weight + alpha * now
+                    pace = 1.0 - (1.0 - alpha) ** _WEIGHT_EVERY
+                    self.weight = (1.0 - pace) * self.weight + pace * now
 
     def _response(self, image, g, centre, radius, with_window=False, masked=True):
         """NCC over the window within ``radius`` of ``centre``: (response, its origin), and
@@ -279,10 +293,7 @@ class AppearanceTemplate:
         response = cv2.matchTemplate(window, self.patch, cv2.TM_CCOEFF_NORMED)
         mask = self._mask() if masked else None
         if mask is not None:
-            masked = cv2.matchTemplate(window, self.patch, cv2.TM_CCOEFF_NORMED, mask=mask)
-            # a window position whose masked samples are flat has no defined NCC
-            np.nan_to_num(masked, copy=False, nan=-1.0, posinf=-1.0, neginf=-1.0)
-            np.clip(masked, -1.0, 1.0, out=masked)
+            masked = _masked_ncc(window, self.patch, mask)
             k = self.object_weight
             response = (1.0 - k) * response + k * masked
         return (response, top_left, window) if with_window else (response, top_left)
@@ -364,6 +375,7 @@ _SHADOW_CHROMA = 0.25  # ... with its channels' ratios to the ground within this
 _MIN_CHROMA = 2.0  # a context whose channels never differ by this much is gray: no mask
 _MIN_OBJECT_SAMPLES = 12  # the mask needs this many object samples ...
 _MIN_OBJECT_SHARE = 0.03  # ... and this share of the template
+_WEIGHT_EVERY = 4  # the weight is refreshed on every 4th blend of the patch
 
 
 def object_pixels(context: np.ndarray, inner: tuple[int, int, int, int] | None = None):
@@ -393,6 +405,39 @@ def object_pixels(context: np.ndarray, inner: tuple[int, int, int, int] | None =
     return grown[y0 - top : y0 - top + (y1 - y0), x0 - left : x0 - left + (x1 - x0)].astype(
         np.float32
     )
+
+
+def _masked_ncc(window: np.ndarray, patch: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The NCC of ``patch`` over its samples where ``mask`` is 1, at every position of
+    ``window``, in gray (the mask already carries the colour): OpenCV's masked
+    TM_CCOEFF_NORMED on the gray images, from three plain correlations -- a third of the
+    time of the masked colour match; -1 where the window's masked samples are flat."""
+    gray = cv2.cvtColor(window, cv2.COLOR_BGR2GRAY) if window.ndim == 3 else window
+    template = cv2.cvtColor(patch, cv2.COLOR_BGR2GRAY) if patch.ndim == 3 else patch
+    gray = gray - 128.0  # smaller squares: less cancellation in the variance below
+    n = float(mask.sum())
+    centred = mask * (template - float((template * mask).sum()) / n)
+    norm = float(np.sqrt((centred * centred).sum()))
+    numerator = cv2.matchTemplate(gray, centred, cv2.TM_CCORR)
+    first = cv2.matchTemplate(gray, mask, cv2.TM_CCORR)
+    second = cv2.matchTemplate(gray * gray, mask, cv2.TM_CCORR)
+    spread = second - first * first / n  # n x the variance of the masked samples
+    flat = spread <= 1e-3 * n
+    ncc = numerator / np.maximum(norm * np.sqrt(np.maximum(spread, 0.0)), 1e-6)
+    ncc[flat] = -1.0
+    return np.clip(ncc, -1.0, 1.0) if norm > 1e-3 else np.full_like(ncc, -1.0)
+
+
+def _own_share(view: AppearanceView, centre: np.ndarray, size: np.ndarray) -> float | None:
+    """The share of own-target samples (:func:`object_pixels`) in the box ``size`` (WORKING
+    px) around ``centre`` (WORKING px) of a colour ``view``; None on gray views."""
+    if view.image.ndim != 3:
+        return None
+    w, h = (max(int(round(float(v))), 3) for v in size)
+    top_left = np.asarray(centre, float) - 1.5 * np.array([w, h], float)
+    context = AppearanceTemplate.sample(view.image, view.from_working, top_left, (3 * w, 3 * h))
+    mask = object_pixels(context, (h, 2 * h, w, 2 * w))
+    return None if mask is None else float(mask.mean())
 
 
 @cache
@@ -838,6 +883,18 @@ class TargetTracker:
         if near:
             here = fit(self.x[:2])
             near = [i for i in near if fit(measurements[i][:2]) > here + c.reanchor_margin]
+        # ... and, on colour frames, not onto a box with far less of a target in it than the
+        # track's own: the walker's cast shadow, detected below them, is the ground darkened
+        share_ratio = c.reanchor_own_share
+        if near and share_ratio > 0:
+            own = _own_share(view, self._to_image(self.x[:2]), self.x[4:6])
+            if own is not None and own > 0:
+                near = [
+                    i
+                    for i in near
+                    if (_own_share(view, candidates[i].centre, candidates[i].size) or 0.0)
+                    >= share_ratio * own
+                ]
         best = None
         if self._anchor_offsets and near:
             last = self._anchor_offsets[-1]
