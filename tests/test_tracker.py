@@ -645,6 +645,25 @@ def test_on_colour_frames_a_vetoed_tap_lock_is_not_re_anchored_onto_a_shadow():
     assert "relock" in [s.event for s in states]
 
 
+def test_an_appearance_re_lock_needs_the_looks_own_target_samples_on_colour_frames():
+    # person12 tapped at 0, past its labels: the frozen template's plain NCC re-locked on a
+    # canopy's edge (parallax moves it like a walker) whose region held none of them
+    from emts.tracker import AppearanceView, LockCommand
+
+    image = _sunlit_walker((40, 30), (40, 46)).astype(np.uint8)
+    tracker = TargetTracker()
+    walker = np.array([44.0, 36.0])
+    view = AppearanceView(image, np.eye(3), image.mean(axis=2).astype(np.uint8))
+    tracker.lock(LockCommand(walker, np.array([10.0, 24.0]), E[0], "tap:box"), view)
+    assert tracker.appearance.weight is not None
+    assert tracker._own_enough(view, walker, 0.5)
+    assert not tracker._own_enough(view, walker + [0.0, 22.0], 0.5)  # on the shadow
+    assert not tracker._own_enough(view, walker + [30.0, 0.0], 0.5)  # bare ground
+    gray = AppearanceView.of(view.working)
+    tracker.lock(LockCommand(walker, np.array([10.0, 24.0]), E[0], "tap:box"), gray)
+    assert tracker._own_enough(gray, walker + [30.0, 0.0], 0.5)  # no colour: no such check
+
+
 def _accepted_walk_on_the_shadow(frames: int, config=None):
     """As :func:`_vetoed_walk` with the track on the shadow and the walker detected, but the
     verifier accepts the track: the events of frames 1..``frames``."""

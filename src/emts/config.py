@@ -137,6 +137,11 @@ class TrackerConfig:
     relock_appearance: float = 0.85  # after a drop, a peak this fraction of the running one
     relock_appearance_frames: int = 2  # re-lock: a match moving like a walker over 2 steps
     relock_floor: float = 0.55  # re-lock matches: NCC peak >= this fraction of the typical one
+    # ... and, on colour frames, a region holding at least this fraction of the frozen
+    # template's share of own-target samples (emts.tracker.object_pixels; 0: off). person12
+    # tapped at 0, past its labels: the edge of a canopy, whose parallax moves it like a
+    # walker, re-locked at frame 302 with none of them and held the lock for 130 frames.
+    relock_own_share: float = 0.5
     walk_speed: tuple[float, float] = (0.7, 15.0)  # (min, max) stabilized px/frame of a walker
     relock_min_pace: float = 2.0  # re-lock chain: mean stabilized px/frame from first to last
     pace_fps: float = 10.0  # ... at this frame rate (person12's); scaled to the stream's

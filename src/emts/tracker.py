@@ -1016,6 +1016,10 @@ class TargetTracker:
                 least = c.contrast_drop * self.typical_contrast
                 found = [f for f in found if f[2] >= least and not self._surged(f[2])]
             found = [f for f in found if self._ahead_of_the_walk(f[1])]
+            # ... on colour frames, by a region holding a good part of the look's own-target
+            # samples: the parallax of a canopy's edge moves it over the ground like a walker
+            if found and c.relock_own_share > 0:
+                found = [f for f in found if self._own_enough(view, f[1], c.relock_own_share)]
             peak = max((f[0] for f in found), default=None)
             moving = self._moving_match([f[1] for f in found], view)
             if moving is not None:
@@ -1077,6 +1081,18 @@ class TargetTracker:
         along = float(offset @ along_unit)
         aside = abs(float(offset[0] * along_unit[1] - offset[1] * along_unit[0]))
         return -height / 2 <= along <= radius and aside <= max(height, radius / 2)
+
+    def _own_enough(self, view: AppearanceView, centre: np.ndarray, ratio: float) -> bool:
+        """Does the template's region at stabilized ``centre`` hold at least ``ratio`` x the
+        (frozen) template's share of own-target samples? True without a colour mask."""
+        look = self.appearance
+        if look.weight is None or look.patch is None:
+            return True
+        reference = float((look.weight >= 0.5).mean())
+        h, w = look.patch.shape[:2]
+        top_left = look._top_left(self._to_image(centre) + look.offset, (w, h))
+        here = look._object_weight(view.image, view.from_working, top_left, (w, h))
+        return here is None or float((here >= 0.5).mean()) >= ratio * reference
 
     def _peaks(self, view: AppearanceView, radius: float, floor: float):
         """Local NCC maxima (peak, stabilized centre) within ``radius`` stabilized px."""
