@@ -14,9 +14,13 @@ Two measurements feed the filter under the same Mahalanobis gate (eq. ``eq:gates
   joins them at the feet and pulled a whole-box template onto itself), cut in image
   coordinates at lock (in an oblique view a followed walker keeps their apparent size and
   orientation while the ground plane's G_t scales and turns), searched by normalized
-  cross-correlation around the prediction. It keeps the lock when the detector is silent; it
-  learns slowly from confident matches, never from vetoed frames or from a sudden drop of the
-  NCC peak or of the matched region's contrast (an occluder).
+  cross-correlation around the prediction -- on colour frames blended with the correlation
+  over the template's *own-target* samples (:func:`object_pixels`: neither the ground nor a
+  shadow on it), since the walker's shadow walks with them and outmatched them. It keeps the
+  lock when the detector is silent; it learns slowly from confident matches, never from
+  vetoed frames or from a sudden drop of the NCC peak or of the matched region's contrast
+  (an occluder). On colour frames neither a re-anchor nor an appearance re-lock goes onto a
+  region with far fewer own-target samples than the target's (a shadow, a canopy's edge).
 
 A vetoed operator's lock is not dropped (the operator decides) but may be **re-anchored**: a
 detection of the whole person held beside the track for a few frames, where the target's
@@ -513,9 +517,8 @@ class TargetTracker:
         self.frozen_template = np.zeros(8)
         self.has_embedding = False
         self.appearance = AppearanceTemplate(object_weight=self.config.appearance_object_weight)
-        self.frozen_appearance: tuple[np.ndarray, np.ndarray | None] | None = (
-            None  # (patch, weight)
-        )
+        # the look when the lock was lost: AppearanceTemplate.state(), (patch, weight)
+        self.frozen_appearance: tuple[np.ndarray, np.ndarray | None] | None = None
         self._lost_velocity = np.zeros(2)  # stabilized px/frame when the lock was lost
         self.lock_height = 0.0
         self.misses = 0
