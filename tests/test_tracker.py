@@ -430,6 +430,36 @@ def test_a_colour_template_follows_the_walker_not_their_shadow():
     assert found[0.0][1] - centre[1] > 2.0  # the plain NCC: pulled down with the shadow
 
 
+def test_a_wide_re_lock_search_finds_the_same_peaks_at_a_fraction_of_the_work(monkeypatch):
+    # late in person12 (G_t scaled ~3x) a reacquire frame matched the frozen template over
+    # most of the image: 60-140 ms; wide searches now look at half resolution first
+    import emts.tracker as tracker_module
+    from emts.tracker import AppearanceTemplate
+
+    rng = np.random.default_rng(5)
+    image = _blurred(rng.normal(128, 40, (400, 400)).astype(np.float32))
+    pattern = _blurred(rng.normal(128, 60, (30, 14)).astype(np.float32), 1.0)
+    image[250:280, 100:114] = pattern  # the target, far from the search centre
+    image[60:90, 300:314] = pattern + rng.normal(0, 40, pattern.shape)  # a weaker look-alike
+    template = AppearanceTemplate()
+    template.patch = pattern
+    centre = np.array([200.0, 200.0])
+    wide = template.peaks(image, np.eye(3), centre, 190.0, 0.4, count=3)
+    assert tracker_module._FINE_SEARCH_MAX < (2 * 190 + 1) ** 2  # took the coarse path
+    monkeypatch.setattr(tracker_module, "_FINE_SEARCH_MAX", 10**9)  # the full search
+    exact = template.peaks(image, np.eye(3), centre, 190.0, 0.4, count=3)
+    assert len(wide) >= 1 and len(exact) >= 1
+    assert wide[0][0] == pytest.approx(exact[0][0], abs=1e-4)
+    np.testing.assert_allclose(wide[0][1], exact[0][1], atol=0.05)
+    np.testing.assert_allclose(wide[0][1], [106.5, 264.5], atol=0.5)
+
+
+def _blurred(image, sigma=2.0):
+    import cv2
+
+    return cv2.GaussianBlur(image, (0, 0), sigma)
+
+
 def test_relock_pace_is_a_ground_speed_scaled_to_the_streams_frame_rate():
     from emts.pipeline import Pipeline
 

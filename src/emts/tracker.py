@@ -351,6 +351,8 @@ class AppearanceTemplate:
         contrast), as :meth:`search` but by the plain NCC (re-locks search far, and there the
         blend with the few own-target samples also matched the ground 140 px off: person12
         --occlude 100:125 re-locked on it, lock recall 0.99 -> 0.57)."""
+        if self.patch is not None and (2 * np.ceil(radius / self.step) + 1) ** 2 > _FINE_SEARCH_MAX:
+            return self._coarse_peaks(image, g, centre, radius, floor, count)
         response, top_left, window = self._response(
             image, g, centre + self.offset, radius, with_window=True, masked=False
         )
@@ -366,6 +368,40 @@ class AppearanceTemplate:
             for x, y in _local_maxima(response, floor, count)
         ]
 
+    def _coarse_peaks(self, image, g, centre, radius, floor, count):
+        """:meth:`peaks` over a wide window: candidates from the NCC at half resolution (a
+        16th of the work), each then matched at full resolution within 3 samples."""
+        h, w = self.patch.shape[:2]
+        r = int(np.ceil(radius / self.step))
+        top_left = self._top_left(centre + self.offset, (w, h)) - self.step * r
+        window = self.sample(image, g, top_left, (w + 2 * r, h + 2 * r), self.step)
+        if window.shape[2:] != self.patch.shape[2:] or float(window.std()) < 1e-3:
+            return []
+        half = (max((w + 2 * r) // 2, 3), max((h + 2 * r) // 2, 3))
+        small = cv2.resize(window, half, interpolation=cv2.INTER_AREA)
+        small_patch = cv2.resize(
+            self.patch, (max(w // 2, 2), max(h // 2, 2)), interpolation=cv2.INTER_AREA
+        )
+        coarse = cv2.matchTemplate(small, small_patch, cv2.TM_CCOEFF_NORMED)
+        found: list[tuple[float, np.ndarray, float]] = []
+        for cx, cy in _local_maxima(coarse, floor - _COARSE_SLACK, 2 * count):
+            x0, y0 = max(2 * cx - 3, 0), max(2 * cy - 3, 0)
+            x1, y1 = min(2 * cx + 4, 2 * r + 1), min(2 * cy + 4, 2 * r + 1)
+            part = window[y0 : y1 + h - 1, x0 : x1 + w - 1]
+            if part.shape[0] < h or part.shape[1] < w:
+                continue
+            local = cv2.matchTemplate(part, self.patch, cv2.TM_CCOEFF_NORMED)
+            _, peak, _, (px, py) = cv2.minMaxLoc(local)
+            if peak < floor:
+                continue
+            origin = top_left + self.step * np.array([x0, y0], float)
+            matched = self._centre(local, origin, px, py) - self.offset
+            if any(np.hypot(*(matched - f[1])) < 2 * self.step for f in found):
+                continue
+            contrast = float(window[y0 + py : y0 + py + h, x0 + px : x0 + px + w].std())
+            found.append((float(peak), matched, contrast))
+        return sorted(found, key=lambda f: -f[0])[:count]
+
 
 # The target's own pixels (colour views). A walker's cast shadow joins them at the feet, walks
 # with them and, dark and sharp on sunlit paving, matched a gray or colour template of the
@@ -380,6 +416,11 @@ _MIN_CHROMA = 2.0  # a context whose channels never differ by this much is gray:
 _MIN_OBJECT_SAMPLES = 12  # the mask needs this many object samples ...
 _MIN_OBJECT_SHARE = 0.03  # ... and this share of the template
 _WEIGHT_EVERY = 4  # the weight is refreshed on every 4th blend of the patch
+# Re-lock searches wider than this many positions look at half resolution first: late in
+# person12 (G_t scaled ~3x) a reacquire frame matched the frozen template over most of the
+# image and cost 60-140 ms.
+_FINE_SEARCH_MAX = 161 * 161
+_COARSE_SLACK = 0.15  # half-resolution candidates may score this much below the floor
 
 
 def object_pixels(context: np.ndarray, inner: tuple[int, int, int, int] | None = None):
