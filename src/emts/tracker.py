@@ -221,13 +221,8 @@ class AppearanceTemplate:
     ) -> np.ndarray | None:
         """The target's own pixels (:func:`object_pixels`) over the template's samples, from
         a window reaching one template size farther each way (the local ground)."""
-        if image.ndim != 3:
-            return None
+        mask = _own_target(image, g, top_left, samples, self.step)
         w, h = samples
-        context = self.sample(
-            image, g, top_left - self.step * np.array([w, h]), (3 * w, 3 * h), self.step
-        )
-        mask = object_pixels(context, (h, 2 * h, w, 2 * w))
         if mask is not None:
             bx, by = (int(round(f * n)) for f, n in zip(self.inner, (w, h), strict=True))
             keep = np.zeros_like(mask)
@@ -242,6 +237,16 @@ class AppearanceTemplate:
         twin.weight = None if self.weight is None else self.weight.copy()
         twin.step, twin.offset, twin.inner = self.step, self.offset.copy(), self.inner
         return twin
+
+    def own_share_at(self, image: np.ndarray, g: np.ndarray, centre: np.ndarray) -> float | None:
+        """The share of own-target samples the template would hold placed at the target
+        ``centre`` (``g``'s domain) of ``image``; None without a template or colour."""
+        if self.patch is None:
+            return None
+        h, w = self.patch.shape[:2]
+        top_left = self._top_left(centre + self.offset, (w, h))
+        here = self._object_weight(image, g, top_left, (w, h))
+        return None if here is None else float((here >= 0.5).mean())
 
     def state(self) -> tuple[np.ndarray | None, np.ndarray | None]:
         """The look as it is now (patch, weight), for :meth:`restore` (shared, not copied:
@@ -282,18 +287,28 @@ class AppearanceTemplate:
                     pace = 1.0 - (1.0 - alpha) ** _WEIGHT_EVERY
                     self.weight = (1.0 - pace) * self.weight + pace * now
 
-    def _response(self, image, g, centre, radius, with_window=False, masked=True):
-        """NCC over the window within ``radius`` of ``centre``: (response, its origin), and
-        the window itself if asked; ``masked``: blended with the NCC over the target's own
-        samples where the template has them (:func:`object_pixels`)."""
+    def _window(self, image, g, centre, radius):
+        """(window, its origin, r): the samples within ``radius`` (``r`` samples) of
+        ``centre`` that a template placed there can cover; None without a template or
+        where the window is flat."""
         if self.patch is None:
-            return (None, None, None) if with_window else (None, None)
+            return None
         h, w = self.patch.shape[:2]
         r = int(np.ceil(radius / self.step))
         top_left = self._top_left(centre, (w, h)) - self.step * r
         window = self.sample(image, g, top_left, (w + 2 * r, h + 2 * r), self.step)
         if window.shape[2:] != self.patch.shape[2:] or float(window.std()) < 1e-3:
+            return None
+        return window, top_left, r
+
+    def _response(self, image, g, centre, radius, with_window=False, masked=True):
+        """NCC over the window within ``radius`` of ``centre``: (response, its origin), and
+        the window itself if asked; ``masked``: blended with the NCC over the target's own
+        samples where the template has them (:func:`object_pixels`)."""
+        sampled = self._window(image, g, centre, radius)
+        if sampled is None:
             return (None, None, None) if with_window else (None, None)
+        window, top_left, _ = sampled
         response = cv2.matchTemplate(window, self.patch, cv2.TM_CCOEFF_NORMED)
         mask = self._mask() if masked else None
         if mask is not None:
@@ -371,12 +386,11 @@ class AppearanceTemplate:
     def _coarse_peaks(self, image, g, centre, radius, floor, count):
         """:meth:`peaks` over a wide window: candidates from the NCC at half resolution (a
         16th of the work), each then matched at full resolution within 3 samples."""
-        h, w = self.patch.shape[:2]
-        r = int(np.ceil(radius / self.step))
-        top_left = self._top_left(centre + self.offset, (w, h)) - self.step * r
-        window = self.sample(image, g, top_left, (w + 2 * r, h + 2 * r), self.step)
-        if window.shape[2:] != self.patch.shape[2:] or float(window.std()) < 1e-3:
+        sampled = self._window(image, g, centre + self.offset, radius)
+        if sampled is None:
             return []
+        window, top_left, r = sampled
+        h, w = self.patch.shape[:2]
         half = (max((w + 2 * r) // 2, 3), max((h + 2 * r) // 2, 3))
         small = cv2.resize(window, half, interpolation=cv2.INTER_AREA)
         small_patch = cv2.resize(
@@ -476,13 +490,22 @@ def _masked_ncc(window: np.ndarray, patch: np.ndarray, mask: np.ndarray) -> np.n
 def _own_share(view: AppearanceView, centre: np.ndarray, size: np.ndarray) -> float | None:
     """The share of own-target samples (:func:`object_pixels`) in the box ``size`` (WORKING
     px) around ``centre`` (WORKING px) of a colour ``view``; None on gray views."""
-    if view.image.ndim != 3:
-        return None
     w, h = (max(int(round(float(v))), 3) for v in size)
-    top_left = np.asarray(centre, float) - 1.5 * np.array([w, h], float)
-    context = AppearanceTemplate.sample(view.image, view.from_working, top_left, (3 * w, 3 * h))
-    mask = object_pixels(context, (h, 2 * h, w, 2 * w))
+    top_left = np.asarray(centre, float) - 0.5 * np.array([w, h], float)
+    mask = _own_target(view.image, view.from_working, top_left, (w, h))
     return None if mask is None else float(mask.mean())
+
+
+def _own_target(image, g, top_left, samples, step=1.0) -> np.ndarray | None:
+    """:func:`object_pixels` over the ``samples`` (w, h) region from ``top_left`` (``g``'s
+    domain, ``step`` px apart), judged against a window one region farther each way (the
+    local ground); None on gray images."""
+    if image.ndim != 3:
+        return None
+    w, h = samples
+    origin = np.asarray(top_left, float) - step * np.array([w, h], float)
+    context = AppearanceTemplate.sample(image, g, origin, (3 * w, 3 * h), step)
+    return object_pixels(context, (h, 2 * h, w, 2 * w))
 
 
 @cache
@@ -1130,13 +1153,10 @@ class TargetTracker:
         """Does the template's region at stabilized ``centre`` hold at least ``ratio`` x the
         (frozen) template's share of own-target samples? True without a colour mask."""
         look = self.appearance
-        if look.weight is None or look.patch is None:
+        if look.weight is None:
             return True
-        reference = float((look.weight >= 0.5).mean())
-        h, w = look.patch.shape[:2]
-        top_left = look._top_left(self._to_image(centre) + look.offset, (w, h))
-        here = look._object_weight(view.image, view.from_working, top_left, (w, h))
-        return here is None or float((here >= 0.5).mean()) >= ratio * reference
+        here = look.own_share_at(view.image, view.from_working, self._to_image(centre))
+        return here is None or here >= ratio * float((look.weight >= 0.5).mean())
 
     def _peaks(self, view: AppearanceView, radius: float, floor: float):
         """Local NCC maxima (peak, stabilized centre) within ``radius`` stabilized px."""
