@@ -371,6 +371,44 @@ def test_object_pixels_keep_the_person_and_drop_their_shadow_and_the_ground():
     assert object_pixels(gray) is None and object_pixels(image[..., 0]) is None
 
 
+def test_object_pixels_channel_by_channel_equal_the_plain_definition():
+    import cv2
+
+    from emts.tracker import (
+        _GROUND_PERCENTILES,
+        _OBJECT_CONTRAST,
+        _SHADOW_CHROMA,
+        _SHADOW_RATIO,
+        object_pixels,
+    )
+
+    def plain(context, inner):  # the definition, over the channel axis (4x slower)
+        sparse = context[::2, ::2]
+        brightness = sparse.sum(axis=2)
+        low, high = np.percentile(brightness, _GROUND_PERCENTILES)
+        ground = np.median(sparse[(brightness >= low) & (brightness <= high)], axis=0)
+        y0, y1, x0, x1 = inner
+        top, left = max(y0 - 1, 0), max(x0 - 1, 0)
+        part = context[top : y1 + 1, left : x1 + 1]
+        ratio = part * (1.0 / np.maximum(ground, 1.0)).astype(np.float32)
+        level = ratio.mean(axis=2)
+        chroma = np.abs(ratio - level[..., None]).max(axis=2)
+        differs = np.abs(part - ground.astype(np.float32)).max(axis=2) > _OBJECT_CONTRAST
+        shadow = (level < _SHADOW_RATIO) & (chroma < _SHADOW_CHROMA * np.maximum(level, 1e-3))
+        grown = cv2.dilate((differs & ~shadow).astype(np.uint8), np.ones((3, 3), np.uint8))
+        return grown[y0 - top : y0 - top + (y1 - y0), x0 - left : x0 - left + (x1 - x0)]
+
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        h, w = rng.integers(12, 90, 2)
+        context = _sunlit_walker((40, 30), (40, 48), stride=2)[:h, :w] + rng.normal(
+            0, 20, (h, w, 3)
+        )
+        context = np.clip(context, 0, 255).astype(np.float32)
+        inner = (h // 3, 2 * h // 3, w // 3, 2 * w // 3) if rng.random() < 0.5 else (0, h, 0, w)
+        np.testing.assert_array_equal(object_pixels(context, inner), plain(context, inner))
+
+
 def test_masked_ncc_is_opencvs_masked_match_in_gray_and_refuses_flat_ground():
     import cv2
 

@@ -448,17 +448,24 @@ def object_pixels(context: np.ndarray, inner: tuple[int, int, int, int] | None =
     sparse = context[::2, ::2]  # the ground level from every other sample: a quarter the work
     if float(np.abs(sparse[..., 0] - sparse[..., 2]).max()) < _MIN_CHROMA:
         return None  # a gray frame (thermal in three equal channels): brightness only
-    brightness = sparse.sum(axis=2)
+    brightness = sparse[..., 0] + sparse[..., 1] + sparse[..., 2]
     low, high = np.percentile(brightness, _GROUND_PERCENTILES)
     ground = np.median(sparse[(brightness >= low) & (brightness <= high)], axis=0)
     y0, y1, x0, x1 = inner or (0, context.shape[0], 0, context.shape[1])
     # one sample more each side, for the growing
     top, left = max(y0 - 1, 0), max(x0 - 1, 0)
-    part = context[top : y1 + 1, left : x1 + 1]
-    ratio = part * (1.0 / np.maximum(ground, 1.0)).astype(np.float32)
-    level = ratio.mean(axis=2)
-    chroma = np.abs(ratio - level[..., None]).max(axis=2)
-    differs = np.abs(part - ground.astype(np.float32)).max(axis=2) > _OBJECT_CONTRAST
+    # channel by channel (numpy's reductions over a last axis of 3 are slow: 4x the time)
+    channels = cv2.split(np.ascontiguousarray(context[top : y1 + 1, left : x1 + 1]))
+    inverse = (1.0 / np.maximum(ground, 1.0)).astype(np.float32)
+    ratio = [c * k for c, k in zip(channels, inverse, strict=True)]
+    level = (ratio[0] + ratio[1] + ratio[2]) / np.float32(3.0)
+    chroma = np.maximum(
+        np.maximum(np.abs(ratio[0] - level), np.abs(ratio[1] - level)), np.abs(ratio[2] - level)
+    )
+    floor = ground.astype(np.float32)
+    differs = np.zeros(level.shape, bool)
+    for c, g in zip(channels, floor, strict=True):
+        differs |= np.abs(c - g) > _OBJECT_CONTRAST
     shadow = (level < _SHADOW_RATIO) & (chroma < _SHADOW_CHROMA * np.maximum(level, 1e-3))
     grown = cv2.dilate((differs & ~shadow).astype(np.uint8), np.ones((3, 3), np.uint8))
     return grown[y0 - top : y0 - top + (y1 - y0), x0 - left : x0 - left + (x1 - x0)].astype(
