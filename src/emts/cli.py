@@ -736,9 +736,10 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_detect(args: argparse.Namespace) -> int:
+    from emts.boxfit import DEFAULT_BOX_FIT, fit_detections
     from emts.geometry import Frame
     from emts.modality import DetectorChoice
-    from emts.pipeline import MotionFrontEnd, network_size_of
+    from emts.pipeline import MotionFrontEnd, appearance_view, network_size_of
 
     _check_outputs(args.source, {"--jsonl": args.jsonl})
     stage = _stage_c(args)
@@ -770,6 +771,9 @@ def _cmd_detect(args: argparse.Namespace) -> int:
                 detections = stage(result.channels)
             # the temporal mode also decodes this frame's sightings its memory scores lower
             detections = [d for d in detections if d.score >= args.threshold]
+            if not args.network_boxes:  # fitted to the person's own pixels (colour frames)
+                view = appearance_view(frame, result)
+                detections = fit_detections(detections, view, result.geometry, DEFAULT_BOX_FIT)
             boxes = result.geometry.boxes(
                 np.array([d.box for d in detections]).reshape(-1, 4), Frame.NETWORK, Frame.INPUT
             )
@@ -1568,10 +1572,16 @@ def _add_training(sub) -> None:
         help="run Stages A-C and write detections as JSON lines",
         description="One JSON object per frame: {frame, detections: [{box: [x, y, w, h], score}]} "
         "(plus detector: default|thermal on the frame where --model auto picked it) "
-        "in the input's pixels. SOURCE as for emts channels.",
+        "in the input's pixels. SOURCE as for emts channels. On colour frames each box is "
+        "fitted to the person's own pixels (their shadow left out), as emts track does.",
     )
     p.add_argument("source", metavar="SOURCE")
     p.add_argument("--jsonl", required=True, help="output JSON lines ('-' for stdout)")
+    p.add_argument(
+        "--network-boxes",
+        action="store_true",
+        help="the detector's boxes as the network gives them (no fit on colour frames)",
+    )
     _add_network_options(p)
     cli_quant.add_precision(p)
     _add_detector_mode(p)

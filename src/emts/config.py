@@ -201,6 +201,22 @@ class VerifierConfig:
 
 
 @dataclass(frozen=True)
+class BoxFitConfig:
+    """Stage C's boxes fitted to the person's own pixels on colour frames (not in the paper:
+    :mod:`emts.boxfit`). Chosen on uav123-person12 frames 1-201 (the real RGB development
+    clip; README, "Real footage"); the closing height was the one value varied there."""
+
+    person_aspect: float = 0.45  # w / h of a standing person: a wider box is a part of one
+    context: float = 1.0  # own pixels looked for this many person heights around the centre
+    close: float = 1 / 6  # vertical closing, in person heights (belt, knees)
+    seed_share: float = 0.05  # a part counts with this share of the box's area inside it
+    max_height: float = 2.2  # fitted box at most this many person heights tall ...
+    max_width: float = 1.8  # ... this many box widths (at least a person's) wide ...
+    min_height: float = 0.7  # ... and at least this fraction of the box's height
+    max_boxes: int = 8  # a frame's highest-scoring boxes fitted (~0.3-0.6 ms each on x86)
+
+
+@dataclass(frozen=True)
 class AcquisitionConfig:
     """How a lock starts: operator tap (SPEC §0) and auto-lock (§6.7)."""
 

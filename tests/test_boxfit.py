@@ -1,0 +1,169 @@
+"""Stage C's boxes fitted to the person's own pixels on colour frames (emts.boxfit)."""
+
+import numpy as np
+import pytest
+
+from emts.boxfit import fit_box, fit_boxes
+from emts.config import BoxFitConfig
+from emts.eval.metrics import _iou as _ious
+from emts.tracker import AppearanceView
+
+PERSON = np.array([90.0, 70.0, 16.0, 44.0])  # x, y, w, h: head to feet
+
+
+def _scene(shadow=True, seed=0):
+    """Sunlit paving (BGR, a little texture), a walker -- face, a shirt, dark blue trousers
+    in two legs -- and, with ``shadow``, their cast shadow from the feet to the right: the
+    paving darkened, its colour kept."""
+    rng = np.random.default_rng(seed)
+    ground = np.array([150.0, 160.0, 175.0])
+    image = ground + rng.normal(0.0, 4.0, (200, 240, 1))
+    x, y, w, h = PERSON.astype(int)
+    if shadow:
+        for row in range(12):  # a long low-sun shadow, a parallelogram leaning right
+            image[y + h - 12 + row, x + 8 + 2 * row : x + 40 + 2 * row] *= 0.35
+    image[y : y + 7, x + 5 : x + 11] = [90.0, 130.0, 200.0]  # face
+    image[y + 7 : y + 24, x : x + w] = [60.0, 170.0, 60.0]  # shirt
+    image[y + 24 : y + h, x + 2 : x + 7] = [110.0, 50.0, 40.0]  # trousers, two legs
+    image[y + 24 : y + h, x + 9 : x + 14] = [110.0, 50.0, 40.0]
+    return np.clip(image, 0, 255).astype(np.uint8)
+
+
+def _iou(a, b) -> float:
+    return float(_ious(np.asarray(a, float), np.asarray(b, float)[None])[0])
+
+
+def _view(image):
+    return AppearanceView(image, np.eye(3))
+
+
+def test_a_box_of_the_walker_and_their_shadow_is_fitted_to_the_walker():
+    box = np.array([92.0, 80.0, 40.0, 36.0])  # what moves: the walker and the shadow beside
+    assert _iou(box, PERSON) < 0.35
+    fitted = fit_box(_view(_scene()), box, BoxFitConfig())
+    assert _iou(fitted, PERSON) > 0.8
+
+
+def test_a_half_height_box_on_the_legs_is_fitted_to_the_whole_walker():
+    box = np.array([89.0, 92.0, 18.0, 22.0])  # the swinging legs, what a walker towards the
+    fitted = fit_box(_view(_scene(shadow=False)), box, BoxFitConfig())  # camera moves most
+    assert _iou(box, PERSON) < 0.55
+    assert _iou(fitted, PERSON) > 0.8
+
+
+def test_gray_frames_and_missing_config_keep_the_networks_boxes():
+    box = np.array([[92.0, 80.0, 40.0, 36.0]])
+    gray = np.repeat(_scene()[..., :1], 3, axis=2)
+    np.testing.assert_array_equal(fit_boxes(_view(gray), box, BoxFitConfig()), box)
+    np.testing.assert_array_equal(fit_boxes(_view(gray[..., 0]), box, BoxFitConfig()), box)
+    np.testing.assert_array_equal(fit_boxes(_view(_scene()), box, None), box)
+    np.testing.assert_array_equal(fit_boxes(None, box, BoxFitConfig()), box)
+
+
+def test_a_box_on_bare_ground_or_on_a_large_object_is_kept():
+    bare = np.array([160.0, 20.0, 16.0, 40.0])
+    np.testing.assert_array_equal(fit_box(_view(_scene()), bare, BoxFitConfig()), bare)
+    image = _scene(shadow=False)
+    image[80:110, 70:140] = [40, 40, 200]  # a parked car behind the walker: no person's box
+    box = PERSON.copy()
+    unguarded = fit_box(_view(image), box, BoxFitConfig(max_height=100, max_width=100))
+    assert unguarded[2] > 60  # what the fit would give (the car)
+    np.testing.assert_array_equal(fit_box(_view(image), box, BoxFitConfig()), box)
+
+
+@pytest.mark.parametrize("scale", [2.0, 0.5])
+def test_the_fit_is_made_in_working_px_whatever_the_input_size(scale):
+    import cv2
+
+    image = _scene()
+    resized = cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_NEAREST)
+    from_working = np.diag([scale, scale, 1.0])  # WORKING px -> input px
+    box = np.array([92.0, 80.0, 40.0, 36.0])
+    fitted = fit_box(AppearanceView(resized, from_working), box, BoxFitConfig())
+    assert _iou(fitted, PERSON) > (0.75 if scale > 1 else 0.6)
+
+
+def test_the_eval_suite_fits_only_the_boxes_a_user_is_shown():
+    from emts.eval.real import TAU_S, EvalFrame, pipeline_boxes
+
+    frame = EvalFrame.__new__(EvalFrame)
+    frame.colour = _view(_scene())
+    boxes = np.array([[92.0, 80.0, 40.0, 36.0]] * 2)
+    scores = np.array([TAU_S, TAU_S - 0.01])
+    fitted, kept = pipeline_boxes(boxes, scores, frame)
+    assert _iou(fitted[0], PERSON) > 0.8
+    np.testing.assert_array_equal(fitted[1], boxes[1])
+    np.testing.assert_array_equal(kept, scores)
+    frame.colour = None
+    np.testing.assert_array_equal(pipeline_boxes(boxes, scores, frame)[0], boxes)
+
+
+class _FixedDetector:
+    """A stand-in Stage C: one detection, the walker and their shadow (NETWORK px)."""
+
+    def __init__(self, box_net):
+        self.box_net = box_net
+
+    def __call__(self, channels):
+        from emts.detector import Detection
+
+        return [Detection(self.box_net.copy(), 0.9, np.eye(8)[0])]
+
+
+@pytest.mark.parametrize("fit", [True, False])
+def test_the_pipeline_reports_fitted_boxes_on_colour_frames_in_input_px(fit):
+    from emts.boxfit import DEFAULT_BOX_FIT
+    from emts.config import NETWORK_SIZE
+    from emts.geometry import Frame, FrameGeometry
+    from emts.pipeline import Pipeline
+
+    image = _scene()
+    box = np.array([92.0, 80.0, 40.0, 36.0])  # input px
+    geometry = FrameGeometry((image.shape[1], image.shape[0]), NETWORK_SIZE)
+    box_net = geometry.boxes([box], Frame.INPUT, Frame.NETWORK)[0]
+    pipeline = Pipeline(
+        _FixedDetector(box_net), None, auto_lock=False, box_fit=DEFAULT_BOX_FIT if fit else None
+    )
+    for _ in range(2):
+        result = pipeline.step(image)
+    reported = result.detections[0][0]
+    if fit:
+        assert _iou(reported, PERSON) > 0.7
+    else:
+        np.testing.assert_allclose(reported, box, atol=1e-6)
+    gray = np.repeat(image[..., 1:2], 3, axis=2)  # a thermal camera's three equal channels
+    result = Pipeline(_FixedDetector(box_net), None, auto_lock=False).step(gray)
+    np.testing.assert_allclose(result.detections[0][0], box, atol=1e-6)
+
+
+def test_only_the_highest_scoring_boxes_are_fitted():
+    box = np.array([92.0, 80.0, 40.0, 36.0])
+    boxes = np.array([box, box, box])
+    fitted = fit_boxes(_view(_scene()), boxes, BoxFitConfig(max_boxes=2), [0.4, 0.9, 0.6])
+    np.testing.assert_array_equal(fitted[0], box)
+    assert _iou(fitted[1], PERSON) > 0.8 and _iou(fitted[2], PERSON) > 0.8
+
+
+def test_emts_detect_fits_colour_boxes_unless_asked_for_the_networks(tmp_path):
+    import json
+
+    import cv2
+
+    from emts.cli import main
+
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    base = _scene()
+    for k in range(5):  # the walker (and shadow) moving right 3 px a frame
+        frame = np.roll(base, 3 * k, axis=1)
+        cv2.imwrite(str(folder / f"{k}.png"), cv2.resize(frame, (480, 400)))
+    runs = {}
+    for name, extra in (("fitted", []), ("network", ["--network-boxes"])):
+        jsonl = tmp_path / f"{name}.jsonl"
+        argv = ["detect", str(folder), "--jsonl", str(jsonl), "--threshold", "0.0", *extra]
+        assert main(argv) == 0
+        runs[name] = [json.loads(line)["detections"] for line in jsonl.read_text().splitlines()]
+    fitted = [d for frame in runs["fitted"] for d in frame]
+    network = [d for frame in runs["network"] for d in frame]
+    assert [d["score"] for d in fitted] == [d["score"] for d in network] and fitted
+    assert any(f["box"] != n["box"] for f, n in zip(fitted, network, strict=True))
