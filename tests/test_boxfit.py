@@ -83,19 +83,42 @@ def test_the_fit_is_made_in_working_px_whatever_the_input_size(scale):
     assert _iou(fitted, PERSON) > (0.75 if scale > 1 else 0.6)
 
 
-def test_the_eval_suite_fits_only_the_boxes_a_user_is_shown():
+def test_a_box_that_fits_a_person_scores_higher_and_may_pass_tau_s():
+    from emts.boxfit import shown, with_evidence
+
+    walker = np.array([92.0, 80.0, 40.0, 36.0])
+    bare = np.array([160.0, 20.0, 16.0, 40.0])
+    boxes = np.array([walker, bare, walker])
+    scores = np.array([0.25, 0.25, 0.15])  # tau_s 0.3: the first two within the bonus
+    config = BoxFitConfig(bonus=0.1)
+    fitted, raised = with_evidence(_view(_scene()), boxes, scores, config, 0.3)
+    assert _iou(fitted[0], PERSON) > 0.8 and raised[0] == pytest.approx(0.35)
+    np.testing.assert_array_equal(fitted[1:], boxes[1:])  # no person; too far under tau_s
+    np.testing.assert_array_equal(raised[1:], scores[1:])
+    assert list(shown(raised, 0.3)) == [0]
+    gray = np.repeat(_scene()[..., :1], 3, axis=2)
+    same = with_evidence(_view(gray), boxes, scores, config, 0.3)
+    np.testing.assert_array_equal(same[0], boxes)
+    np.testing.assert_array_equal(same[1], scores)
+    no_bonus = with_evidence(_view(_scene()), boxes, scores, BoxFitConfig(bonus=0.0), 0.3)
+    np.testing.assert_array_equal(no_bonus[1], scores)  # nothing under tau_s is fitted
+    high = with_evidence(_view(_scene()), boxes, [0.95, 0.1, 0.1], config, 0.3)[1]
+    assert high[0] == 1.0
+
+
+def test_the_eval_suite_scores_the_pipelines_way():
     from emts.eval.real import TAU_S, EvalFrame, pipeline_boxes
 
     frame = EvalFrame.__new__(EvalFrame)
     frame.colour = _view(_scene())
     boxes = np.array([[92.0, 80.0, 40.0, 36.0]] * 2)
-    scores = np.array([TAU_S, TAU_S - 0.01])
-    fitted, kept = pipeline_boxes(boxes, scores, frame)
-    assert _iou(fitted[0], PERSON) > 0.8
-    np.testing.assert_array_equal(fitted[1], boxes[1])
-    np.testing.assert_array_equal(kept, scores)
+    scores = np.array([TAU_S - 0.05, TAU_S - 0.2])
+    fitted, raised = pipeline_boxes(boxes, scores, frame)
+    assert _iou(fitted[0], PERSON) > 0.8 and raised[0] == pytest.approx(TAU_S + 0.05)
+    np.testing.assert_array_equal(fitted[1], boxes[1])  # only the PR curve sees it
+    assert raised[1] == scores[1]
     frame.colour = None
-    np.testing.assert_array_equal(pipeline_boxes(boxes, scores, frame)[0], boxes)
+    np.testing.assert_array_equal(pipeline_boxes(boxes, scores, frame)[1], scores)
 
 
 class _FixedDetector:
@@ -126,11 +149,12 @@ def test_the_pipeline_reports_fitted_boxes_on_colour_frames_in_input_px(fit):
     )
     for _ in range(2):
         result = pipeline.step(image)
-    reported = result.detections[0][0]
+    reported, score = result.detections[0]
     if fit:
-        assert _iou(reported, PERSON) > 0.7
+        assert _iou(reported, PERSON) > 0.7 and score == 1.0
     else:
         np.testing.assert_allclose(reported, box, atol=1e-6)
+        assert score == 0.9
     gray = np.repeat(image[..., 1:2], 3, axis=2)  # a thermal camera's three equal channels
     result = Pipeline(_FixedDetector(box_net), None, auto_lock=False).step(gray)
     np.testing.assert_allclose(result.detections[0][0], box, atol=1e-6)
@@ -165,5 +189,20 @@ def test_emts_detect_fits_colour_boxes_unless_asked_for_the_networks(tmp_path):
         runs[name] = [json.loads(line)["detections"] for line in jsonl.read_text().splitlines()]
     fitted = [d for frame in runs["fitted"] for d in frame]
     network = [d for frame in runs["network"] for d in frame]
-    assert [d["score"] for d in fitted] == [d["score"] for d in network] and fitted
-    assert any(f["box"] != n["box"] for f, n in zip(fitted, network, strict=True))
+    assert len(fitted) == len(network) > 0  # threshold 0: every decoded peak either way
+    assert sum(d["score"] for d in fitted) - sum(d["score"] for d in network) > 0.05  # raised
+    assert {tuple(d["box"]) for d in fitted} != {tuple(d["box"]) for d in network}
+
+
+def test_the_pipeline_has_the_temporal_stage_decode_what_the_evidence_may_lift():
+    from emts.pipeline import Pipeline
+    from emts.temporal import TemporalDetector
+
+    class _Network:
+        threshold, box_scale, network_size = 0.3, 1.0, (256, 192)
+
+    stage = TemporalDetector(_Network())
+    Pipeline(stage, None, auto_lock=False)
+    assert stage.lookahead == BoxFitConfig().bonus
+    Pipeline(stage, None, auto_lock=False, box_fit=None)
+    assert stage.lookahead == 0.0

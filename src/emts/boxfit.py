@@ -31,25 +31,25 @@ from emts.tracker import AppearanceTemplate, AppearanceView, object_pixels
 DEFAULT_BOX_FIT = BoxFitConfig()
 
 
-def fit_box(view: AppearanceView, box: np.ndarray, config: BoxFitConfig) -> np.ndarray:
+def fitted_box(view: AppearanceView, box: np.ndarray, config: BoxFitConfig) -> np.ndarray | None:
     """``box`` ([x, y, w, h], WORKING px) fitted to the own pixels of the person inside it on
-    the colour ``view``; the box unchanged where that does not give a person-sized box, and on
-    gray views."""
-    box = np.asarray(box, float)
+    the colour ``view``; None where that does not give a person-sized box, and on gray
+    views."""
     if view.image.ndim != 3:
-        return box
+        return None
     x, y, w, h = (float(v) for v in box)
     if w < 2.0 or h < 2.0:
-        return box
+        return None
     # the person's height as the box suggests it (a half-height box on the legs is wide)
     height = max(h, w / config.person_aspect)
     half = config.context * height
     size = (max(int(round(2 * half)), 8),) * 2
+    # whole-pixel samples: colours interpolated between pixels blur the silhouette's edge
     origin = np.round([x + w / 2 - half, y + h / 2 - half])
     context = AppearanceTemplate.sample(view.image, view.from_working, origin, size)
     own = object_pixels(context)
     if own is None:
-        return box
+        return None
     own = own.astype(np.uint8)
     gap = max(int(round(height * config.close)), 1)
     own = cv2.morphologyEx(own, cv2.MORPH_CLOSE, np.ones((gap, 1), np.uint8))
@@ -60,14 +60,20 @@ def fit_box(view: AppearanceView, box: np.ndarray, config: BoxFitConfig) -> np.n
     parts, counts = np.unique(inside[inside > 0], return_counts=True)
     parts = parts[counts >= config.seed_share * w * h]
     if not len(parts):
-        return box
+        return None
     ys, xs = np.nonzero(np.isin(labels, parts))
     x0, y0 = xs.min() + origin[0], ys.min() + origin[1]
     fitted = np.array([x0, y0, xs.max() - xs.min() + 1.0, ys.max() - ys.min() + 1.0])
     too_tall = fitted[3] > config.max_height * height
     too_wide = fitted[2] > config.max_width * max(w, config.person_aspect * h)
     too_short = fitted[3] < config.min_height * h
-    return box if too_tall or too_wide or too_short else fitted
+    return None if too_tall or too_wide or too_short else fitted
+
+
+def fit_box(view: AppearanceView, box: np.ndarray, config: BoxFitConfig) -> np.ndarray:
+    """:func:`fitted_box`, or ``box`` itself where there is none."""
+    fitted = fitted_box(view, np.asarray(box, float), config)
+    return np.asarray(box, float) if fitted is None else fitted
 
 
 def fit_boxes(
@@ -86,13 +92,53 @@ def fit_boxes(
     return fitted
 
 
-def fit_detections(detections: list, view: AppearanceView, geometry: FrameGeometry, config):
-    """Stage C's ``detections`` (NETWORK px) with their boxes fitted on a colour ``view``
-    (the pipeline's and ``emts detect``'s boxes); unchanged on gray views or without a
-    ``config``."""
-    if config is None or view.image.ndim != 3 or not detections:
-        return detections
+def with_evidence(
+    view: AppearanceView | None, boxes, scores, config: BoxFitConfig | None, threshold: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every detection (``boxes`` (n, 4) WORKING px, ``scores``) with the colour evidence: of
+    those that reach ``threshold`` - ``config.bonus``, the ``config.max_boxes`` best are
+    fitted, and each that fits scores ``config.bonus`` more (at most 1). Unchanged without a
+    colour ``view`` or a ``config``."""
+    boxes = np.asarray(boxes, float).reshape(-1, 4).copy()
+    scores = np.asarray(scores, float).reshape(-1).copy()
+    if view is None or config is None or view.image.ndim != 3:
+        return boxes, scores
+    near = np.nonzero(scores >= threshold - config.bonus)[0]
+    for i in near[np.argsort(-scores[near], kind="stable")][: config.max_boxes]:
+        fitted = fitted_box(view, boxes[i], config)
+        if fitted is not None:
+            boxes[i] = fitted
+            scores[i] = min(scores[i] + config.bonus, 1.0)
+    return boxes, scores
+
+
+def shown(scores: np.ndarray, threshold: float) -> np.ndarray:
+    """Indices of the ``scores`` that reach ``threshold``, best first."""
+    keep = np.nonzero(np.asarray(scores) >= threshold)[0]
+    return keep[np.argsort(-np.asarray(scores)[keep], kind="stable")]
+
+
+def fit_detections(
+    detections: list, view: AppearanceView, geometry: FrameGeometry, config, threshold: float
+) -> list:
+    """Stage C's output (the pipeline's and ``emts detect``'s): the ``detections`` (NETWORK
+    px) that reach ``threshold`` after :func:`with_evidence`, best first."""
+    if not detections:
+        return []
     boxes = geometry.boxes([d.box for d in detections], Frame.NETWORK, Frame.WORKING)
-    fitted = fit_boxes(view, boxes, config, [d.score for d in detections])
-    fitted = geometry.boxes(fitted, Frame.WORKING, Frame.NETWORK)
-    return [replace(d, box=b) for d, b in zip(detections, fitted, strict=True)]
+    boxes, scores = with_evidence(view, boxes, [d.score for d in detections], config, threshold)
+    keep = shown(scores, threshold)
+    fitted = geometry.boxes(boxes[keep], Frame.WORKING, Frame.NETWORK)
+    return [
+        replace(detections[i], box=b, score=float(scores[i]))
+        for i, b in zip(keep, fitted, strict=True)
+    ]
+
+
+def look_ahead(stage, config: BoxFitConfig | None) -> None:
+    """Have Stage C decode the detections the colour evidence may lift over its threshold
+    (those from ``config.bonus`` under it): stages with a ``lookahead``
+    (:class:`emts.temporal.TemporalDetector`, the default mode). The frame-by-frame network
+    decodes at its threshold only: there the evidence reorders what passes."""
+    if stage is not None and hasattr(stage, "lookahead"):
+        stage.lookahead = config.bonus if config is not None else 0.0

@@ -202,9 +202,10 @@ class VerifierConfig:
 
 @dataclass(frozen=True)
 class BoxFitConfig:
-    """Stage C's boxes fitted to the person's own pixels on colour frames (not in the paper:
-    :mod:`emts.boxfit`). Chosen on uav123-person12 frames 1-201 (the real RGB development
-    clip; README, "Real footage"); the closing height was the one value varied there."""
+    """Stage C's colour evidence (not in the paper: :mod:`emts.boxfit`): boxes fitted to the
+    person's own pixels on colour frames, and scored up where they fit. Chosen on
+    uav123-person12 frames 1-201 (the real RGB development clip; README, "Colour evidence"):
+    the closing, the context and the bonus were varied there."""
 
     person_aspect: float = 0.45  # w / h of a standing person: a wider box is a part of one
     context: float = 1.0  # own pixels looked for this many person heights around the centre
@@ -214,6 +215,9 @@ class BoxFitConfig:
     max_width: float = 1.8  # ... this many box widths (at least a person's) wide ...
     min_height: float = 0.7  # ... and at least this fraction of the box's height
     max_boxes: int = 8  # a frame's highest-scoring boxes fitted (~0.3-0.6 ms each on x86)
+    # a box that fits a person's own pixels is evidence of a person: its score rises by this
+    # (boxes from tau_s - bonus are fitted). 0: boxes fitted, scores as the network's
+    bonus: float = 0.1
 
 
 @dataclass(frozen=True)

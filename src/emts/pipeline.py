@@ -15,7 +15,7 @@ import cv2
 import numpy as np
 
 from emts.acquisition import LockAcquisition, Tap
-from emts.boxfit import DEFAULT_BOX_FIT, fit_detections
+from emts.boxfit import DEFAULT_BOX_FIT, fit_detections, look_ahead
 from emts.channels import MotionChannels, content_mask
 from emts.config import (
     NETWORK_SIZE,
@@ -392,6 +392,7 @@ class Pipeline:
         self.box_fit = box_fit
         self._choice = detector if isinstance(detector, DetectorChoice) else None
         self.detector = None if self._choice is not None else detector
+        look_ahead(self.detector, box_fit)
         self.front = MotionFrontEnd(network_size=network_size_of(self.detector))
         self.verifier = verifier
         self.acquisition = LockAcquisition(auto_lock, verifier is not None, acquisition_config)
@@ -497,6 +498,7 @@ class Pipeline:
         if stage is None:
             return  # a uniform frame: Stages A-B run, Stage C waits for content
         self.detector = stage
+        look_ahead(stage, self.box_fit)
         self.front.use_network_size(network_size_of(stage))
 
     def step(self, frame: np.ndarray) -> FrameResult:
@@ -522,7 +524,7 @@ class Pipeline:
         threshold = getattr(self.detector, "threshold", 0.0)
         decoded, passed = detections, [d for d in detections if d.score >= threshold]
         appearance = appearance_view(frame, front)
-        detections = fit_detections(passed, appearance, geometry, self.box_fit)
+        detections = fit_detections(decoded, appearance, geometry, self.box_fit, threshold)
         ms["C"] = (time.perf_counter() - t) * 1e3
 
         t = time.perf_counter()
@@ -531,7 +533,7 @@ class Pipeline:
         if any(d.raw_score is not None for d in decoded):
             sightings = candidates_of(decoded, geometry, threshold, sightings=True)
         else:
-            sightings = candidates if detections is passed else candidates_of(passed, geometry)
+            sightings = candidates_of(passed, geometry)
         decision = self.acquisition.step(
             geometry,
             front.working,

@@ -122,6 +122,9 @@ class TemporalDetector:
     def __init__(self, detector: Detector, memory: float = MEMORY) -> None:
         self.detector = detector
         self.memory = ScoreMemory(memory)
+        # peaks decoded down to this far under the threshold too: evidence from outside the
+        # network may lift them over it (the pipeline's colour evidence, emts.boxfit)
+        self.lookahead = 0.0
 
     @property
     def network_size(self) -> tuple[int, int]:
@@ -158,7 +161,7 @@ class TemporalDetector:
             size[0],
             offset[0],
             embedding[0],
-            self.detector.threshold,
+            self.detector.threshold - self.lookahead,
             box_scale=self.detector.box_scale,
             scores=scores,
         )

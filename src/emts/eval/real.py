@@ -32,7 +32,7 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from emts.boxfit import DEFAULT_BOX_FIT, fit_boxes
+from emts.boxfit import DEFAULT_BOX_FIT, with_evidence
 from emts.channels import MotionChannels, content_mask
 from emts.config import NETWORK_SIZE, WORKING_SIZE
 from emts.detector import Detector
@@ -332,15 +332,13 @@ def temporal_boxes(stage: TemporalDetector, frame: EvalFrame) -> Boxes:
 def pipeline_boxes(
     boxes: np.ndarray, scores: np.ndarray, frame: EvalFrame, config=DEFAULT_BOX_FIT
 ) -> Boxes:
-    """The boxes the pipeline reports of Stage C's ``boxes`` (WORKING px): those whose score
-    reaches tau_s fitted to the person's own pixels on a colour frame (:mod:`emts.boxfit`),
-    the others (only the PR curves see them) as they are."""
+    """What the pipeline makes of Stage C's ``boxes`` (WORKING px) on a colour frame: the
+    colour evidence (:func:`emts.boxfit.with_evidence` at tau_s: the best boxes from tau_s -
+    its bonus fitted to the person's own pixels, and scored up where they fit); every other
+    box (only the PR curves see those) as it is."""
     if frame.colour is None or not len(boxes):
         return boxes, scores
-    boxes = boxes.copy()
-    shown = scores >= TAU_S
-    boxes[shown] = fit_boxes(frame.colour, boxes[shown], config, scores[shown])
-    return boxes, scores
+    return with_evidence(frame.colour, boxes, scores, config, TAU_S)
 
 
 def padding_masked(channels: np.ndarray, frame: EvalFrame) -> np.ndarray:
@@ -887,9 +885,10 @@ def write_real_report(
         "row is the network frame by frame. `--model auto: V` = what the pipeline runs by "
         "default on the set's frames (`emts.modality`: the thermal model at its 512x384 for "
         "frames without colour, the default model for colour), in the temporal mode, with "
-        "the boxes it shows (score >= tau_s) fitted to the person's own pixels on colour "
-        "frames (`emts.boxfit`); `boxes not fitted` = the same detections as the network "
-        "boxes them. `classical k=K` = compensated differencing at 640x512 with threshold K "
+        "the colour evidence on colour frames (`emts.boxfit`: the best boxes from tau_s - "
+        "0.1 fitted to the person's own pixels, and scored 0.1 higher where they fit); "
+        "`boxes not fitted` = the same detections as the network boxes and scores them. "
+        "`classical k=K` = compensated differencing at 640x512 with threshold K "
         "x the frame's median residual; the best K (by AP@0.25) is marked.",
         "",
     ]
