@@ -409,6 +409,20 @@ def test_object_pixels_channel_by_channel_equal_the_plain_definition():
         np.testing.assert_array_equal(object_pixels(context, inner), plain(context, inner))
 
 
+@pytest.mark.parametrize("n", [16, 17, 400, 401])
+def test_the_ground_statistics_are_numpys_percentile_and_median(n):
+    from emts.tracker import _column_medians, _percentiles
+
+    rng = np.random.default_rng(n)
+    for values in (rng.normal(300, 80, n), rng.integers(0, 765, n).astype(float)):
+        values = values.astype(np.float32)
+        np.testing.assert_allclose(
+            _percentiles(values, (50, 90)), np.percentile(values, (50, 90)), rtol=1e-6
+        )
+        rows = np.stack([values, values[::-1], values * 0.5], axis=1)
+        np.testing.assert_array_equal(_column_medians(rows), np.median(rows, axis=0))
+
+
 def test_masked_ncc_is_opencvs_masked_match_in_gray_and_refuses_flat_ground():
     import cv2
 

@@ -53,17 +53,20 @@ def fitted_box(view: AppearanceView, box: np.ndarray, config: BoxFitConfig) -> n
     own = own.astype(np.uint8)
     gap = max(int(round(height * config.close)), 1)
     own = cv2.morphologyEx(own, cv2.MORPH_CLOSE, np.ones((gap, 1), np.uint8))
-    _, labels = cv2.connectedComponents(own, connectivity=8)
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(own, connectivity=8)
     # the parts that overlap the network's box (by enough samples: not a stray speck)
     left, top = int(round(x - origin[0])), int(round(y - origin[1]))
     inside = labels[max(top, 0) : top + int(round(h)), max(left, 0) : left + int(round(w))]
-    parts, counts = np.unique(inside[inside > 0], return_counts=True)
-    parts = parts[counts >= config.seed_share * w * h]
+    overlap = np.bincount(inside.ravel(), minlength=count)
+    parts = np.nonzero(overlap[1:] >= config.seed_share * w * h)[0] + 1
     if not len(parts):
         return None
-    ys, xs = np.nonzero(np.isin(labels, parts))
-    x0, y0 = xs.min() + origin[0], ys.min() + origin[1]
-    fitted = np.array([x0, y0, xs.max() - xs.min() + 1.0, ys.max() - ys.min() + 1.0])
+    x0, y0 = stats[parts, cv2.CC_STAT_LEFT], stats[parts, cv2.CC_STAT_TOP]
+    x1 = x0 + stats[parts, cv2.CC_STAT_WIDTH]
+    y1 = y0 + stats[parts, cv2.CC_STAT_HEIGHT]
+    fitted = np.array(
+        [x0.min(), y0.min(), x1.max() - x0.min(), y1.max() - y0.min()], float
+    ) + np.array([origin[0], origin[1], 0.0, 0.0])
     too_tall = fitted[3] > config.max_height * height
     too_wide = fitted[2] > config.max_width * max(w, config.person_aspect * h)
     too_short = fitted[3] < config.min_height * h

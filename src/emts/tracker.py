@@ -448,9 +448,9 @@ def object_pixels(context: np.ndarray, inner: tuple[int, int, int, int] | None =
     sparse = context[::2, ::2]  # the ground level from every other sample: a quarter the work
     if float(np.abs(sparse[..., 0] - sparse[..., 2]).max()) < _MIN_CHROMA:
         return None  # a gray frame (thermal in three equal channels): brightness only
-    brightness = sparse[..., 0] + sparse[..., 1] + sparse[..., 2]
-    low, high = np.percentile(brightness, _GROUND_PERCENTILES)
-    ground = np.median(sparse[(brightness >= low) & (brightness <= high)], axis=0)
+    brightness = (sparse[..., 0] + sparse[..., 1] + sparse[..., 2]).ravel()
+    low, high = _percentiles(brightness, _GROUND_PERCENTILES)
+    ground = _column_medians(sparse.reshape(-1, 3)[(brightness >= low) & (brightness <= high)])
     y0, y1, x0, x1 = inner or (0, context.shape[0], 0, context.shape[1])
     # one sample more each side, for the growing
     top, left = max(y0 - 1, 0), max(x0 - 1, 0)
@@ -471,6 +471,29 @@ def object_pixels(context: np.ndarray, inner: tuple[int, int, int, int] | None =
     return grown[y0 - top : y0 - top + (y1 - y0), x0 - left : x0 - left + (x1 - x0)].astype(
         np.float32
     )
+
+
+def _percentiles(values: np.ndarray, qs) -> list[float]:
+    """``np.percentile(values, qs)`` (linear interpolation) of a 1-D array by one partition:
+    a third of numpy's time on the few thousand samples here."""
+    last = values.size - 1
+    positions = [q / 100.0 * last for q in qs]
+    below = [int(p) for p in positions]
+    part = np.partition(values, sorted({*below, *(min(i + 1, last) for i in below)}))
+    return [
+        float(part[i]) + (float(part[min(i + 1, last)]) - float(part[i])) * (p - i)
+        for p, i in zip(positions, below, strict=True)
+    ]
+
+
+def _column_medians(rows: np.ndarray) -> np.ndarray:
+    """``np.median(rows, axis=0)`` of an (n, 3) array by one partition."""
+    n = len(rows)
+    middle = n // 2
+    part = np.partition(rows, [middle - 1, middle] if n % 2 == 0 else [middle], axis=0)
+    if n % 2:
+        return part[middle]
+    return (part[middle - 1] + part[middle]) / rows.dtype.type(2)  # numpy's, in the rows' type
 
 
 def _masked_ncc(window: np.ndarray, patch: np.ndarray, mask: np.ndarray) -> np.ndarray:
