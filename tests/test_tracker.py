@@ -506,6 +506,31 @@ def test_a_wide_re_lock_search_finds_the_same_peaks_at_a_fraction_of_the_work(mo
     np.testing.assert_allclose(wide[0][1], [106.5, 264.5], atol=0.5)
 
 
+@pytest.mark.parametrize("prior", [0.0, 1.0])
+def test_a_wide_locked_search_finds_the_full_searchs_match(monkeypatch, prior):
+    # after frames without an accepted match the locked search widens with the Kalman
+    # uncertainty: up to 92 ms a frame on person12; wide windows are searched coarse to fine
+    import emts.tracker as tracker_module
+    from emts.tracker import AppearanceTemplate
+
+    rng = np.random.default_rng(6)
+    image = _blurred(rng.normal(128, 40, (400, 400)).astype(np.float32))
+    pattern = _blurred(rng.normal(128, 60, (30, 14)).astype(np.float32), 1.0)
+    image[250:280, 100:114] = pattern  # the target, far from the prediction
+    image[185:215, 193:207] = pattern + rng.normal(0, 25, pattern.shape)  # near, weaker
+    template = AppearanceTemplate()
+    template.patch = pattern
+    centre = np.array([200.0, 200.0])
+    wide = template.search(image, np.eye(3), centre, 190.0, prior)
+    monkeypatch.setattr(tracker_module, "_FINE_SEARCH_MAX", 10**9)  # the full search
+    exact = template.search(image, np.eye(3), centre, 190.0, prior)
+    assert wide[0] == pytest.approx(exact[0], abs=1e-4)
+    np.testing.assert_allclose(wide[1], exact[1], atol=0.05)
+    assert wide[2] == pytest.approx(exact[2], rel=1e-4)
+    target = [106.5, 264.5] if prior == 0.0 else [199.5, 199.5]  # the prior takes the near one
+    np.testing.assert_allclose(wide[1], target, atol=1.0)
+
+
 def _blurred(image, sigma=2.0):
     import cv2
 

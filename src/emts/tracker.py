@@ -337,8 +337,12 @@ class AppearanceTemplate:
         The contrast is the standard deviation of the matched region's samples: a person
         replaced by flat ground or a smooth occluder loses most of it. ``prior`` > 0 picks
         the maximum of ``NCC - prior * (d / radius)^2`` (``d``: distance from ``centre``)
-        instead of the bare NCC maximum; the peak returned is still the NCC there.
+        instead of the bare NCC maximum; the peak returned is still the NCC there. A window
+        wider than :data:`_FINE_SEARCH_MAX` positions is searched coarse to fine
+        (:meth:`_coarse_search`).
         """
+        if self.patch is not None and (2 * np.ceil(radius / self.step) + 1) ** 2 > _FINE_SEARCH_MAX:
+            return self._coarse_search(image, g, centre, radius, prior)
         response, top_left, window = self._response(
             image, g, centre + self.offset, radius, with_window=True
         )
@@ -382,6 +386,50 @@ class AppearanceTemplate:
             )
             for x, y in _local_maxima(response, floor, count)
         ]
+
+    def _coarse_search(self, image, g, centre, radius, prior):
+        """:meth:`search` over a wide window: the plain NCC at half resolution proposes its
+        strongest local maxima and the window's centre (the prediction), and the match the
+        search scores (blended, with the prior) is computed at full resolution within 3
+        samples of each; the best of those wins."""
+        sampled = self._window(image, g, centre + self.offset, radius)
+        if sampled is None:
+            return None
+        window, top_left, r = sampled
+        h, w = self.patch.shape[:2]
+        small = cv2.resize(
+            window,
+            (max((w + 2 * r) // 2, 3), max((h + 2 * r) // 2, 3)),
+            interpolation=cv2.INTER_AREA,
+        )
+        small_patch = cv2.resize(
+            self.patch, (max(w // 2, 2), max(h // 2, 2)), interpolation=cv2.INTER_AREA
+        )
+        coarse = cv2.matchTemplate(small, small_patch, cv2.TM_CCOEFF_NORMED)
+        candidates = [(r // 2, r // 2), *_local_maxima(coarse, -1.0, _COARSE_CANDIDATES)]
+        mask = self._mask()
+        offsets = _squared_offset((2 * r + 1, 2 * r + 1))
+        best = None
+        for cx, cy in candidates:
+            x0, y0 = max(2 * cx - 3, 0), max(2 * cy - 3, 0)
+            x1, y1 = min(2 * cx + 4, 2 * r + 1), min(2 * cy + 4, 2 * r + 1)
+            part = window[y0 : y1 + h - 1, x0 : x1 + w - 1]
+            if part.shape[0] < h or part.shape[1] < w:
+                continue
+            local = cv2.matchTemplate(part, self.patch, cv2.TM_CCOEFF_NORMED)
+            if mask is not None:
+                k = self.object_weight
+                local = (1.0 - k) * local + k * _masked_ncc(part, self.patch, mask)
+            scored = local - prior * offsets[y0 : y0 + local.shape[0], x0 : x0 + local.shape[1]]
+            _, value, _, (px, py) = cv2.minMaxLoc(scored if prior > 0.0 else local)
+            if best is None or value > best[0]:
+                best = (value, local, x0, y0, px, py)
+        if best is None:
+            return None
+        _, local, x0, y0, px, py = best
+        origin = top_left + self.step * np.array([x0, y0], float)
+        contrast = float(window[y0 + py : y0 + py + h, x0 + px : x0 + px + w].std())
+        return float(local[py, px]), self._centre(local, origin, px, py) - self.offset, contrast
 
     def _coarse_peaks(self, image, g, centre, radius, floor, count):
         """:meth:`peaks` over a wide window: candidates from the NCC at half resolution (a
@@ -435,6 +483,7 @@ _WEIGHT_EVERY = 4  # the weight is refreshed on every 4th blend of the patch
 # image and cost 60-140 ms.
 _FINE_SEARCH_MAX = 161 * 161
 _COARSE_SLACK = 0.15  # half-resolution candidates may score this much below the floor
+_COARSE_CANDIDATES = 5  # a wide locked search refines this many half-resolution maxima
 
 
 def object_pixels(context: np.ndarray, inner: tuple[int, int, int, int] | None = None):
