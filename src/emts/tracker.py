@@ -478,9 +478,9 @@ _MIN_CHROMA = 2.0  # a context whose channels never differ by this much is gray:
 _MIN_OBJECT_SAMPLES = 12  # the mask needs this many object samples ...
 _MIN_OBJECT_SHARE = 0.03  # ... and this share of the template
 _WEIGHT_EVERY = 4  # the weight is refreshed on every 4th blend of the patch
-# Re-lock searches wider than this many positions look at half resolution first: late in
-# person12 (G_t scaled ~3x) a reacquire frame matched the frozen template over most of the
-# image and cost 60-140 ms.
+# Searches wider than this many positions look at half resolution first: late in person12
+# (G_t scaled ~3x) a reacquire frame matched the frozen template over most of the image and
+# cost 60-140 ms, and a locked search widened by the Kalman uncertainty up to 92 ms.
 _FINE_SEARCH_MAX = 161 * 161
 _COARSE_SLACK = 0.15  # half-resolution candidates may score this much below the floor
 _COARSE_CANDIDATES = 5  # a wide locked search refines this many half-resolution maxima
