@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from emts.boxfit import fit_box, fit_boxes
+from emts.boxfit import fit_box, with_evidence
 from emts.config import BoxFitConfig
 from emts.eval.metrics import _iou as _ious
 from emts.tracker import AppearanceView
@@ -54,10 +54,16 @@ def test_a_half_height_box_on_the_legs_is_fitted_to_the_whole_walker():
 def test_gray_frames_and_missing_config_keep_the_networks_boxes():
     box = np.array([[92.0, 80.0, 40.0, 36.0]])
     gray = np.repeat(_scene()[..., :1], 3, axis=2)
-    np.testing.assert_array_equal(fit_boxes(_view(gray), box, BoxFitConfig()), box)
-    np.testing.assert_array_equal(fit_boxes(_view(gray[..., 0]), box, BoxFitConfig()), box)
-    np.testing.assert_array_equal(fit_boxes(_view(_scene()), box, None), box)
-    np.testing.assert_array_equal(fit_boxes(None, box, BoxFitConfig()), box)
+    for view, config in [
+        (_view(gray), BoxFitConfig()),
+        (_view(gray[..., 0]), BoxFitConfig()),
+        (_view(_scene()), None),
+        (None, BoxFitConfig()),
+    ]:
+        boxes, scores = with_evidence(view, box, [0.5], config, 0.3)
+        np.testing.assert_array_equal(boxes, box)
+        np.testing.assert_array_equal(scores, [0.5])
+    assert with_evidence(_view(_scene()), box, [0.5], BoxFitConfig(), 0.3)[1][0] == 0.6
 
 
 def test_a_box_on_bare_ground_or_on_a_large_object_is_kept():
@@ -163,7 +169,8 @@ def test_the_pipeline_reports_fitted_boxes_on_colour_frames_in_input_px(fit):
 def test_only_the_highest_scoring_boxes_are_fitted():
     box = np.array([92.0, 80.0, 40.0, 36.0])
     boxes = np.array([box, box, box])
-    fitted = fit_boxes(_view(_scene()), boxes, BoxFitConfig(max_boxes=2), [0.4, 0.9, 0.6])
+    config = BoxFitConfig(max_boxes=2)
+    fitted, _ = with_evidence(_view(_scene()), boxes, [0.4, 0.9, 0.6], config, 0.3)
     np.testing.assert_array_equal(fitted[0], box)
     assert _iou(fitted[1], PERSON) > 0.8 and _iou(fitted[2], PERSON) > 0.8
 

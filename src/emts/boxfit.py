@@ -1,4 +1,4 @@
-"""Stage C's boxes fitted to the person's own pixels on colour frames.
+"""Stage C's colour evidence: boxes fitted to the person's own pixels, and scored by it.
 
 The detector boxes what *moves*. On real colour video that is the person and the shadow they
 cast, which moves with them (a low sun puts it beside them: the box slides sideways and
@@ -9,12 +9,14 @@ and a fifth of its misses were a box of walker and shadow together (IoU < 0.25).
 
 Colour separates a person from the ground and from their shadow where gray cannot: a
 shadow is the ground's colour, darker (:func:`emts.tracker.object_pixels`, which Stage D uses
-for the locked target's own pixels). :func:`fit_box` takes those pixels around a detection,
-closes them vertically (a person's silhouette breaks at the belt and the knees), keeps the
-connected parts that overlap the box, and returns their bounding box -- or the box as the
-network gave it, where they do not make a person-sized box (too tall or too wide: a crowd,
-tree shade, a parked car; too short: the network's box was the better estimate). Gray
-frames (thermal) keep the network's boxes.
+for the locked target's own pixels). :func:`fitted_box` takes those pixels around a
+detection, closes them vertically (a person's silhouette breaks at the belt and the knees),
+keeps the connected parts that overlap the box, and returns their bounding box -- or none,
+where they do not make a person-sized box (too tall or too wide: a crowd, tree shade, a
+parked car; too short: the network's box was the better estimate). A box that fits is
+evidence of a person: :func:`with_evidence` raises its score by ``BoxFitConfig.bonus`` (on
+person12 the walker's boxes fitted 63-70 % of the time, false positives' 3-13 %). Gray
+frames (thermal) keep the network's boxes and scores.
 """
 
 from __future__ import annotations
@@ -79,22 +81,6 @@ def fit_box(view: AppearanceView, box: np.ndarray, config: BoxFitConfig) -> np.n
     return np.asarray(box, float) if fitted is None else fitted
 
 
-def fit_boxes(
-    view: AppearanceView | None, boxes, config: BoxFitConfig | None, scores=None
-) -> np.ndarray:
-    """:func:`fit_box` on each row of ``boxes`` ((n, 4) WORKING px) -- with ``scores``, on the
-    ``config.max_boxes`` highest-scoring rows only (a crowd's cost stays bounded); unchanged
-    without a colour ``view`` or a ``config``."""
-    boxes = np.asarray(boxes, float).reshape(-1, 4)
-    if view is None or config is None or view.image.ndim != 3 or not len(boxes):
-        return boxes
-    order = np.arange(len(boxes)) if scores is None else np.argsort(-np.asarray(scores))
-    fitted = boxes.copy()
-    for i in order[: config.max_boxes]:
-        fitted[i] = fit_box(view, boxes[i], config)
-    return fitted
-
-
 def with_evidence(
     view: AppearanceView | None, boxes, scores, config: BoxFitConfig | None, threshold: float
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -122,7 +108,11 @@ def shown(scores: np.ndarray, threshold: float) -> np.ndarray:
 
 
 def fit_detections(
-    detections: list, view: AppearanceView, geometry: FrameGeometry, config, threshold: float
+    detections: list,
+    view: AppearanceView,
+    geometry: FrameGeometry,
+    config: BoxFitConfig | None,
+    threshold: float,
 ) -> list:
     """Stage C's output (the pipeline's and ``emts detect``'s): the ``detections`` (NETWORK
     px) that reach ``threshold`` after :func:`with_evidence`, best first."""

@@ -366,8 +366,9 @@ class Pipeline:
         tracker_config / verifier_config / acquisition_config: stage parameters.
         auto_lock: lock on its own (§6.7) when no operator tap is given.
         threads: worker threads for OpenCV and onnxruntime.
-        box_fit: on colour frames, Stage C's boxes fitted to the person's own pixels
-            (:mod:`emts.boxfit`; not in the paper); None keeps the network's boxes.
+        box_fit: Stage C's colour evidence (:mod:`emts.boxfit`; not in the paper): on colour
+            frames its boxes fitted to the person's own pixels and scored up where they fit;
+            None keeps the network's boxes and scores.
 
     Example:
         >>> pipeline = Pipeline.default()                      # doctest: +SKIP
@@ -515,7 +516,8 @@ class Pipeline:
         else:
             detections = self.detector(front.channels) if self.detector is not None else []
         # Stage C's output (and what acquisition chooses from): detections whose score passes
-        # tau_s, their boxes fitted to the person's own pixels on colour frames. A locked
+        # tau_s after the colour evidence (on colour frames, boxes fitted to the person's own
+        # pixels, scored up where they fit; emts.boxfit). A locked
         # track is fed every *sighting* instead, as the network boxes it -- this frame's
         # evidence alone (the temporal mode's memory would delay a person reappearing from
         # behind a tree, and the track has its own memory: the Kalman filter and the
