@@ -116,6 +116,8 @@ def fit_detections(
 ) -> list:
     """Stage C's output (the pipeline's and ``emts detect``'s): the ``detections`` (NETWORK
     px) that reach ``threshold`` after :func:`with_evidence`, best first."""
+    if config is None or view is None or view.image.ndim != 3:  # gray: nothing to convert
+        return [d for d in detections if d.score >= threshold]  # decoded best first
     if not detections:
         return []
     boxes = geometry.boxes([d.box for d in detections], Frame.NETWORK, Frame.WORKING)
