@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from emts.boxfit import fit_box, with_evidence
+from emts.boxfit import fitted_box, with_evidence
 from emts.config import BoxFitConfig
 from emts.eval.metrics import _iou as _ious
 from emts.tracker import AppearanceView
@@ -27,6 +27,12 @@ def _scene(shadow=True, seed=0):
     image[y + 24 : y + h, x + 2 : x + 7] = [110.0, 50.0, 40.0]  # trousers, two legs
     image[y + 24 : y + h, x + 9 : x + 14] = [110.0, 50.0, 40.0]
     return np.clip(image, 0, 255).astype(np.uint8)
+
+
+def fit_box(view, box, config):
+    """The fitted box, or ``box`` itself where there is none."""
+    fitted = fitted_box(view, np.asarray(box, float), config)
+    return np.asarray(box, float) if fitted is None else fitted
 
 
 def _iou(a, b) -> float:

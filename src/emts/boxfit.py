@@ -75,12 +75,6 @@ def fitted_box(view: AppearanceView, box: np.ndarray, config: BoxFitConfig) -> n
     return None if too_tall or too_wide or too_short else fitted
 
 
-def fit_box(view: AppearanceView, box: np.ndarray, config: BoxFitConfig) -> np.ndarray:
-    """:func:`fitted_box`, or ``box`` itself where there is none."""
-    fitted = fitted_box(view, np.asarray(box, float), config)
-    return np.asarray(box, float) if fitted is None else fitted
-
-
 def with_evidence(
     view: AppearanceView | None, boxes, scores, config: BoxFitConfig | None, threshold: float
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -246,7 +246,7 @@ class AppearanceTemplate:
         h, w = self.patch.shape[:2]
         top_left = self._top_left(centre + self.offset, (w, h))
         here = self._object_weight(image, g, top_left, (w, h))
-        return None if here is None else float((here >= 0.5).mean())
+        return None if here is None else _share_own(here)
 
     def state(self) -> tuple[np.ndarray | None, np.ndarray | None]:
         """The look as it is now (patch, weight), for :meth:`restore` (shared, not copied:
@@ -262,7 +262,7 @@ class AppearanceTemplate:
         enough of them are (else None: the whole template counts)."""
         if self.weight is None:
             return None
-        mask = (self.weight >= 0.5).astype(np.float32)
+        mask = (self.weight >= _OWN).astype(np.float32)
         return (
             mask if mask.sum() >= max(_MIN_OBJECT_SAMPLES, _MIN_OBJECT_SHARE * mask.size) else None
         )
@@ -309,13 +309,17 @@ class AppearanceTemplate:
         if sampled is None:
             return (None, None, None) if with_window else (None, None)
         window, top_left, _ = sampled
-        response = cv2.matchTemplate(window, self.patch, cv2.TM_CCOEFF_NORMED)
-        mask = self._mask() if masked else None
-        if mask is not None:
-            masked = _masked_ncc(window, self.patch, mask)
-            k = self.object_weight
-            response = (1.0 - k) * response + k * masked
+        response = self._match(window, self._mask() if masked else None)
         return (response, top_left, window) if with_window else (response, top_left)
+
+    def _match(self, window: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+        """The NCC of the template at every position of ``window``, blended with the NCC over
+        the target's own samples where there is a ``mask`` (:meth:`_mask`)."""
+        response = cv2.matchTemplate(window, self.patch, cv2.TM_CCOEFF_NORMED)
+        if mask is None:
+            return response
+        k = self.object_weight
+        return (1.0 - k) * response + k * _masked_ncc(window, self.patch, mask)
 
     def _centre(self, response: np.ndarray, top_left: np.ndarray, px: int, py: int) -> np.ndarray:
         h, w = self.patch.shape[:2]
@@ -341,7 +345,7 @@ class AppearanceTemplate:
         wider than :data:`_FINE_SEARCH_MAX` positions is searched coarse to fine
         (:meth:`_coarse_search`).
         """
-        if self.patch is not None and (2 * np.ceil(radius / self.step) + 1) ** 2 > _FINE_SEARCH_MAX:
+        if self._wide(radius):
             return self._coarse_search(image, g, centre, radius, prior)
         response, top_left, window = self._response(
             image, g, centre + self.offset, radius, with_window=True
@@ -370,7 +374,7 @@ class AppearanceTemplate:
         contrast), as :meth:`search` but by the plain NCC (re-locks search far, and there the
         blend with the few own-target samples also matched the ground 140 px off: person12
         --occlude 100:125 re-locked on it, lock recall 0.99 -> 0.57)."""
-        if self.patch is not None and (2 * np.ceil(radius / self.step) + 1) ** 2 > _FINE_SEARCH_MAX:
+        if self._wide(radius):
             return self._coarse_peaks(image, g, centre, radius, floor, count)
         response, top_left, window = self._response(
             image, g, centre + self.offset, radius, with_window=True, masked=False
@@ -386,6 +390,12 @@ class AppearanceTemplate:
             )
             for x, y in _local_maxima(response, floor, count)
         ]
+
+    def _wide(self, radius: float) -> bool:
+        """Is a search within ``radius`` wider than :data:`_FINE_SEARCH_MAX` positions (and so
+        coarse to fine)?"""
+        positions = (2 * np.ceil(radius / self.step) + 1) ** 2
+        return self.patch is not None and positions > _FINE_SEARCH_MAX
 
     def _half_resolution_ncc(self, window: np.ndarray, r: int) -> np.ndarray:
         """The plain NCC of the template over a search ``window`` (radius ``r`` samples) at
@@ -430,10 +440,7 @@ class AppearanceTemplate:
             x0, y0, part = self._around(window, r, cx, cy)
             if part is None:
                 continue
-            local = cv2.matchTemplate(part, self.patch, cv2.TM_CCOEFF_NORMED)
-            if mask is not None:
-                k = self.object_weight
-                local = (1.0 - k) * local + k * _masked_ncc(part, self.patch, mask)
+            local = self._match(part, mask)
             scored = local - prior * offsets[y0 : y0 + local.shape[0], x0 : x0 + local.shape[1]]
             _, value, _, (px, py) = cv2.minMaxLoc(scored if prior > 0.0 else local)
             if best is None or value > best[0]:
@@ -485,6 +492,7 @@ _MIN_CHROMA = 2.0  # a context whose channels never differ by this much is gray:
 _MIN_OBJECT_SAMPLES = 12  # the mask needs this many object samples ...
 _MIN_OBJECT_SHARE = 0.03  # ... and this share of the template
 _WEIGHT_EVERY = 4  # the weight is refreshed on every 4th blend of the patch
+_OWN = 0.5  # a template sample is the target's own where its running weight reaches this
 # Searches wider than this many positions look at half resolution first: late in person12
 # (G_t scaled ~3x) a reacquire frame matched the frozen template over most of the image and
 # cost 60-140 ms, and a locked search widened by the Kalman uncertainty up to 92 ms.
@@ -527,6 +535,11 @@ def object_pixels(context: np.ndarray, inner: tuple[int, int, int, int] | None =
     return grown[y0 - top : y0 - top + (y1 - y0), x0 - left : x0 - left + (x1 - x0)].astype(
         np.float32
     )
+
+
+def _share_own(weight: np.ndarray) -> float:
+    """The share of a template's samples that are the target's own (weight >= :data:`_OWN`)."""
+    return float((weight >= _OWN).mean())
 
 
 def _percentiles(values: np.ndarray, qs) -> list[float]:
@@ -1242,7 +1255,7 @@ class TargetTracker:
         if look.weight is None:
             return True
         here = look.own_share_at(view.image, view.from_working, self._to_image(centre))
-        return here is None or here >= ratio * float((look.weight >= 0.5).mean())
+        return here is None or here >= ratio * _share_own(look.weight)
 
     def _peaks(self, view: AppearanceView, radius: float, floor: float):
         """Local NCC maxima (peak, stabilized centre) within ``radius`` stabilized px."""
