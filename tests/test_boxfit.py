@@ -83,6 +83,19 @@ def test_a_box_on_bare_ground_or_on_a_large_object_is_kept():
     np.testing.assert_array_equal(fit_box(_view(image), box, BoxFitConfig()), box)
 
 
+def test_a_walker_merged_with_tree_shade_at_the_feet_is_cut_off_above_it():
+    image = _scene(shadow=False)
+    x, y, w, h = PERSON.astype(int)
+    leaves = np.random.default_rng(1).random((20, 90)) < 0.85  # dappled, dark green, wide
+    image[y + h - 6 : y + h + 14, x - 35 : x + 55][leaves] = [40, 70, 45]
+    box = np.array([x - 1.0, y + 20.0, 18.0, 26.0])  # the network's: the torso and legs
+    assert fitted_box(_view(image), box, BoxFitConfig(trim_spill=None)) is None  # too wide
+    fitted = fitted_box(_view(image), box, BoxFitConfig())
+    assert fitted is not None and fitted[3] > fitted[2]
+    assert _iou(fitted, PERSON) > 0.7 > 0.5 > _iou(box, PERSON)
+    assert fitted[1] + fitted[3] <= y + h - 5  # the shade's rows are cut off
+
+
 @pytest.mark.parametrize("scale", [2.0, 0.5])
 def test_the_fit_is_made_in_working_px_whatever_the_input_size(scale):
     import cv2

@@ -69,10 +69,54 @@ def fitted_box(view: AppearanceView, box: np.ndarray, config: BoxFitConfig) -> n
     fitted = np.array(
         [x0.min(), y0.min(), x1.max() - x0.min(), y1.max() - y0.min()], float
     ) + np.array([origin[0], origin[1], 0.0, 0.0])
-    too_tall = fitted[3] > config.max_height * height
-    too_wide = fitted[2] > config.max_width * max(w, config.person_aspect * h)
-    too_short = fitted[3] < config.min_height * h
-    return None if too_tall or too_wide or too_short else fitted
+    if _person_sized(fitted, w, h, height, config):
+        return fitted
+    if config.trim_spill is None or fitted[3] < config.min_height * h:
+        return None
+    trimmed = _trimmed(np.isin(labels, parts), left, top, w, h, config)
+    if trimmed is None:
+        return None
+    trimmed += np.array([origin[0], origin[1], 0.0, 0.0])
+    return trimmed if _person_sized(trimmed, w, h, height, config) else None
+
+
+def _person_sized(fitted: np.ndarray, w: float, h: float, height: float, config) -> bool:
+    """Whether ``fitted`` is a person-sized box for a network box ``w`` x ``h`` that
+    suggests a person ``height`` tall."""
+    return (
+        fitted[3] <= config.max_height * height
+        and fitted[2] <= config.max_width * max(w, config.person_aspect * h)
+        and fitted[3] >= config.min_height * h
+    )
+
+
+def _trimmed(union: np.ndarray, left: int, top: int, w: float, h: float, config):
+    """The box ([x, y, w, h], ``union``'s px) of ``union``'s pixels in the network box's
+    column band (its ``left`` ... + ``w`` +- ``config.trim_margin`` of its width), over the
+    rows around its centre (``top`` + ``h`` / 2) that do not spill (``config.trim_spill`` of
+    the band's width or more outside it): a person merged with shade at the feet or a bed
+    behind the head, cut off there. None where no row spills (merged sideways, or trimming
+    would only narrow the box) or the cut box is wider than tall."""
+    rows, cols = union.shape
+    pad = int(round(config.trim_margin * w))
+    c0, c1 = max(left - pad, 0), min(left + int(round(w)) + pad, cols)
+    if c1 - c0 < 2:
+        return None
+    in_band = union[:, c0:c1].sum(axis=1)
+    spill = union.sum(axis=1) - in_band > max(2.0, config.trim_spill * (c1 - c0))
+    centre = min(max(top + int(round(h / 2)), 0), rows - 1)
+    if spill[centre]:
+        return None
+    above, below = spill[:centre][::-1], spill[centre + 1 :]
+    r0 = centre - (int(np.argmax(above)) if above.any() else len(above))
+    r1 = centre + (int(np.argmax(below)) if below.any() else len(below))
+    if not (above.any() or below.any()):
+        return None
+    ys, xs = np.nonzero(union[r0 : r1 + 1, c0:c1])
+    if not len(ys):
+        return None
+    box = np.array([xs.min() + c0, ys.min() + r0, np.ptp(xs) + 1.0, np.ptp(ys) + 1.0])
+    return box if box[2] <= box[3] else None
 
 
 def with_evidence(

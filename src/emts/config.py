@@ -205,7 +205,8 @@ class BoxFitConfig:
     """Stage C's colour evidence (not in the paper: :mod:`emts.boxfit`): boxes fitted to the
     person's own pixels on colour frames, and scored up where they fit. Chosen on
     uav123-person12 frames 1-201 (the real RGB development clip; README, "Colour evidence"):
-    the closing, the context and the bonus were varied there."""
+    the closing, the context and the bonus were varied there; the trimmed fit was designed
+    there and its acceptance on frames 202-300 of the same clip (README, "Trimmed fits")."""
 
     person_aspect: float = 0.45  # w / h of a standing person: a wider box is a part of one
     context: float = 1.0  # own pixels looked for this many person heights around the centre
@@ -215,6 +216,14 @@ class BoxFitConfig:
     max_width: float = 1.8  # ... this many box widths (at least a person's) wide ...
     min_height: float = 0.7  # ... and at least this fraction of the box's height
     max_boxes: int = 8  # a frame's highest-scoring boxes fitted (~0.3-0.6 ms each on x86)
+    # Where the parts merged with something above or below the person (tree shade at the
+    # feet, a flower bed behind the head) and came out too tall or too wide: the parts' pixels
+    # in the box's column band (the box +- this share of its width) ...
+    trim_margin: float = 0.25
+    # ... over the rows around the box's centre whose pixels outside the band stay under this
+    # share of the band's width. Kept only where that cut rows and the box stays no wider than
+    # tall (merged sideways: a car, a hedge, not a person). None: no trimming
+    trim_spill: float | None = 0.5
     # a box that fits a person's own pixels is evidence of a person: its score rises by this
     # (boxes from tau_s - bonus are fitted). 0: boxes fitted, scores as the network's
     bonus: float = 0.1

@@ -886,7 +886,8 @@ def write_real_report(
         "default on the set's frames (`emts.modality`: the thermal model at its 512x384 for "
         "frames without colour, the default model for colour), in the temporal mode, with "
         "the colour evidence on colour frames (`emts.boxfit`: the best boxes from tau_s - "
-        "0.1 fitted to the person's own pixels, and scored 0.1 higher where they fit); "
+        "0.1 fitted to the person's own pixels -- trimmed to the person where those merged "
+        "with shade or a bed above or below -- and scored 0.1 higher where they fit); "
         "`boxes not fitted` = the same detections as the network boxes and scores them. "
         "`classical k=K` = compensated differencing at 640x512 with threshold K "
         "x the frame's median residual; the best K (by AP@0.25) is marked.",
