@@ -169,6 +169,23 @@ def test_verifier_veto_forces_reacquisition():
     assert state.mode == "reacquire"
 
 
+def test_a_lock_the_verifier_passed_before_is_dropped_at_the_second_veto_in_a_row():
+    from emts.config import TrackerConfig
+
+    def modes(verdicts, config=None):
+        tracker = TargetTracker(config or TrackerConfig())
+        tracker.lock(_candidate(300, 200))
+        states = [tracker.update(np.eye(2, 3), [_candidate(300, 200)], v) for v in verdicts]
+        return [s.mode for s in states]
+
+    # passed, then one dip under the threshold: kept; a second veto in a row drops it
+    assert modes([True, None, False, None, True, False]) == ["locked"] * 6
+    assert modes([True, None, False, None, False])[-1] == "reacquire"
+    assert modes([True, None, False], TrackerConfig(vetoes_to_drop=1))[-1] == "reacquire"
+    # never passed: dropped at the first veto (test_verifier_veto_forces_reacquisition)
+    assert modes([None, False])[-1] == "reacquire"
+
+
 def test_fast_template_update_only_on_verified_frames():
     drift = (E[0] + E[1]) / np.sqrt(2)
     slow, fast = TargetTracker(), TargetTracker()

@@ -1401,6 +1401,8 @@ def _cmd_eval_tracking(args: argparse.Namespace) -> int:
         locks = f"{report['candidate_locks']} candidate locks, {report['verified_false_locks']}"
         per_hour = f"verified ({report['verified_false_locks_per_hour']}/hour)"
         print(f"auto-lock on {report['minutes']} min of person-free footage: {locks} {per_hour}")
+        held, shown = report["locked_share"], report["verified_share"]
+        print(f"a lock held on nothing: {held:.1%} of the frames, verified {shown:.1%}")
     print(f"report: {out}")
     return 0
 

@@ -160,6 +160,11 @@ class TrackerConfig:
     stall_frames: int = 8
     stall_ratio: float = 0.25
     veto_drops_operator_locks: bool = False  # a veto drops auto-locks; tap locks only if True
+    # An automatic lock is dropped after this many consecutive vetoes (the verifier classifies
+    # every 8th frame): one dip of a real walker's P(human) under the threshold is common
+    # (person12's auto-lock runs: 37 of 44 losses were a veto of a track on the walker).
+    # A lock the verifier never passed is dropped at its first veto
+    vetoes_to_drop: int = 2
     # Re-anchor: while the verifier's last classification vetoed an operator's lock, a
     # detection held within a body height of the track, at a steady offset from it, for
     # ``reanchor_frames`` consecutive frames becomes the track's new origin and appearance

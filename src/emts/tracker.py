@@ -703,6 +703,8 @@ class TargetTracker:
         )
         self._walk_pace: float | None = None  # image px/frame while the track walked
         self._doubted = False  # the verifier's last classification of this lock was a veto
+        self._vetoes = 0  # consecutive vetoes of this lock
+        self._verified = False  # the verifier has passed this lock at least once
         self._anchor_offsets: list[np.ndarray] = []  # re-anchor streak: detection - prediction
         self._first_look: AppearanceTemplate | None = None  # the operator's lock, as tapped
 
@@ -854,7 +856,17 @@ class TargetTracker:
         self.p = self._f @ self.p @ self._f.T + self._q  # P = F P F^T + Q
         measurements = [self._to_stabilized(k) for k in candidates]
         gammas = [self._innovation(m) for m in measurements]
-        vetoed = verdict is False and self.mode == "locked" and self._veto_drops
+        if verdict is not None:
+            self._vetoes = self._vetoes + 1 if verdict is False else 0
+            self._verified = self._verified or verdict is True
+        # a lock the verifier has passed before is dropped after vetoes_to_drop vetoes in a
+        # row; one it never passed, at the first
+        vetoed = (
+            verdict is False
+            and self.mode == "locked"
+            and self._veto_drops
+            and self._vetoes >= (c.vetoes_to_drop if self._verified else 1)
+        )
         event = None
         if vetoed:  # the verifier says this track does not move like a human: coast
             self._enter_reacquire()
@@ -1371,5 +1383,7 @@ class TargetTracker:
         self._appearance_streak = []
         self._anchor_offsets = []
         self._doubted = False  # a veto of the track before is not one of this new origin
+        self._vetoes = 0
+        self._verified = False
         self._trail.clear()
         self.misses = 0

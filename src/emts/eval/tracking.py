@@ -297,7 +297,7 @@ def autolock(
     """§6.8: the full pipeline under auto-lock on person-free held-out footage (10-s windows
     rendered on held-out plates, movers at the curriculum's ``contrast_scale``): candidate
     locks proposed, locks verified, per hour."""
-    proposed = verified = 0
+    proposed = verified = locked = shown = 0
     total = 0
     for index in tqdm(range(windows), desc="eval autolock", disable=None):
         spec = ClipSpec(
@@ -314,6 +314,8 @@ def autolock(
             if result.verified and not was_locked:
                 verified += 1
             was_locked = result.verified
+            locked += pipeline.tracker.locked
+            shown += bool(result.verified)
             total += 1
     hours = total / 30.0 / 3600.0
     return {
@@ -323,6 +325,9 @@ def autolock(
         "candidate_locks": int(proposed),
         "verified_false_locks": int(verified),
         "verified_false_locks_per_hour": round(verified / hours, 1),
+        # the share of the footage the tracker held a lock (on nothing), and a verified one
+        "locked_share": round(locked / max(total, 1), 4),
+        "verified_share": round(shown / max(total, 1), 4),
     }
 
 
@@ -404,5 +409,8 @@ def write(out: Path, name: str, report: dict, command: str) -> None:
             "held-out plates.",
             "",
             f"Candidate locks: {report['candidate_locks']}; verified false locks: {verified}/h.",
+            "",
+            f"Share of the footage with a lock held (on nothing): {report['locked_share']:.1%};"
+            f" with a verified lock: {report['verified_share']:.1%}.",
         ]
     (out / f"{name}.md").write_text("\n".join(lines) + "\n")
