@@ -11,7 +11,7 @@ from emts.tracker import AppearanceView
 PERSON = np.array([90.0, 70.0, 16.0, 44.0])  # x, y, w, h: head to feet
 
 
-def _scene(shadow=True, seed=0):
+def _scene(shadow=True, seed=0, dx=0):
     """Sunlit paving (BGR, a little texture), a walker -- face, a shirt, dark blue trousers
     in two legs -- and, with ``shadow``, their cast shadow from the feet to the right: the
     paving darkened, its colour kept."""
@@ -19,6 +19,7 @@ def _scene(shadow=True, seed=0):
     ground = np.array([150.0, 160.0, 175.0])
     image = ground + rng.normal(0.0, 4.0, (200, 240, 1))
     x, y, w, h = PERSON.astype(int)
+    x += dx  # the walker, moved right
     if shadow:
         for row in range(12):  # a long low-sun shadow, a parallelogram leaning right
             image[y + h - 12 + row, x + 8 + 2 * row : x + 40 + 2 * row] *= 0.35
@@ -96,6 +97,37 @@ def test_a_walker_merged_with_tree_shade_at_the_feet_is_cut_off_above_it():
     assert fitted[1] + fitted[3] <= y + h - 5  # the shade's rows are cut off
 
 
+def _residual(box=None, value=0.5, level=0.01):
+    """Stage B's channels at 256x192 for a 640x512 frame: R at ``level`` everywhere (the
+    ground's texture after registration), ``value`` inside ``box`` (WORKING px): a mover."""
+    from emts.geometry import Frame, FrameGeometry
+
+    geometry = FrameGeometry((640, 512))
+    channels = np.zeros((3, 192, 256), np.float32)
+    channels[1] = level
+    if box is not None:
+        x, y, w, h = geometry.boxes([box], Frame.WORKING, Frame.NETWORK)[0].astype(int)
+        channels[1, y : y + h, x : x + w] = value
+    return channels, geometry
+
+
+def test_a_fitted_box_that_does_not_move_keeps_its_score():
+    from emts.boxfit import MotionCheck
+
+    box = np.array([[92.0, 80.0, 40.0, 36.0]])  # fits the walker (first test)
+    config = BoxFitConfig()
+    moving = MotionCheck(*_residual(PERSON))
+    still = MotionCheck(*_residual(None))
+    assert moving.ratio(PERSON) == pytest.approx(50.0) and still.ratio(PERSON) == pytest.approx(1.0)
+    for motion, score in [(moving, 0.35), (still, 0.25), (None, 0.35)]:
+        boxes, scores = with_evidence(_view(_scene()), box, [0.25], config, 0.3, motion)
+        assert _iou(boxes[0], PERSON) > 0.8  # fitted either way
+        assert scores[0] == pytest.approx(score)
+    unchecked = BoxFitConfig(min_motion=None)
+    assert with_evidence(_view(_scene()), box, [0.25], unchecked, 0.3, still)[1][0] == 0.35
+    assert MotionCheck(*_residual(None, level=0.0)).ratio(PERSON) == 0.0  # a first frame
+
+
 @pytest.mark.parametrize("scale", [2.0, 0.5])
 def test_the_fit_is_made_in_working_px_whatever_the_input_size(scale):
     import cv2
@@ -136,6 +168,7 @@ def test_the_eval_suite_scores_the_pipelines_way():
 
     frame = EvalFrame.__new__(EvalFrame)
     frame.colour = _view(_scene())
+    frame.channels, frame.geometry = _residual(PERSON)  # the walker moves
     boxes = np.array([[92.0, 80.0, 40.0, 36.0]] * 2)
     scores = np.array([TAU_S - 0.05, TAU_S - 0.2])
     fitted, raised = pipeline_boxes(boxes, scores, frame)
@@ -149,13 +182,13 @@ def test_the_eval_suite_scores_the_pipelines_way():
 class _FixedDetector:
     """A stand-in Stage C: one detection, the walker and their shadow (NETWORK px)."""
 
-    def __init__(self, box_net):
-        self.box_net = box_net
+    def __init__(self, box_net, score=0.9):
+        self.box_net, self.score, self.threshold = box_net, score, 0.3  # tau_s
 
     def __call__(self, channels):
         from emts.detector import Detection
 
-        return [Detection(self.box_net.copy(), 0.9, np.eye(8)[0])]
+        return [Detection(self.box_net.copy(), self.score, np.eye(8)[0])]
 
 
 @pytest.mark.parametrize("fit", [True, False])
@@ -175,14 +208,30 @@ def test_the_pipeline_reports_fitted_boxes_on_colour_frames_in_input_px(fit):
     for _ in range(2):
         result = pipeline.step(image)
     reported, score = result.detections[0]
-    if fit:
-        assert _iou(reported, PERSON) > 0.7 and score == 1.0
+    if fit:  # fitted; on a still image nothing moves, so not scored up (MotionCheck)
+        assert _iou(reported, PERSON) > 0.7 and score == 0.9
     else:
         np.testing.assert_allclose(reported, box, atol=1e-6)
         assert score == 0.9
     gray = np.repeat(image[..., 1:2], 3, axis=2)  # a thermal camera's three equal channels
     result = Pipeline(_FixedDetector(box_net), None, auto_lock=False).step(gray)
     np.testing.assert_allclose(result.detections[0][0], box, atol=1e-6)
+
+
+def test_the_pipeline_scores_up_a_walker_who_moves():
+    from emts.config import NETWORK_SIZE
+    from emts.geometry import Frame, FrameGeometry
+    from emts.pipeline import Pipeline
+
+    box = np.array([92.0, 80.0, 40.0, 36.0])  # input px: walker and shadow
+    geometry = FrameGeometry((240, 200), NETWORK_SIZE)
+    detector = _FixedDetector(geometry.boxes([box], Frame.INPUT, Frame.NETWORK)[0], 0.25)
+    pipeline = Pipeline(detector, None, auto_lock=False)
+    for dx in range(0, 8, 2):  # 2 px a frame
+        result = pipeline.step(_scene(shadow=False, dx=dx))
+    reported, score = result.detections[0]
+    assert score == pytest.approx(0.35)  # fitted, moving: over tau_s
+    assert _iou(reported, PERSON + [6, 0, 0, 0]) > 0.7
 
 
 def test_only_the_highest_scoring_boxes_are_fitted():

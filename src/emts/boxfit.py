@@ -26,6 +26,7 @@ from dataclasses import replace
 import cv2
 import numpy as np
 
+from emts.channels import residual_level
 from emts.config import BoxFitConfig
 from emts.geometry import Frame, FrameGeometry
 from emts.tracker import AppearanceTemplate, AppearanceView, object_pixels
@@ -119,13 +120,45 @@ def _trimmed(union: np.ndarray, left: int, top: int, w: float, h: float, config)
     return box if box[2] <= box[3] else None
 
 
+class MotionCheck:
+    """How much a box moves: the largest of Stage B's residual R inside it, in units of the
+    frame's residual level (:func:`emts.channels.residual_level`, R's 90th percentile over the
+    image: what the ground's texture leaves after registration). ``channels``: Stage B's (3,
+    H, W) stack at ``geometry``'s NETWORK size."""
+
+    def __init__(self, channels: np.ndarray, geometry: FrameGeometry) -> None:
+        self.residual = channels[1]
+        self.level = residual_level(channels)
+        self.geometry = geometry
+
+    def ratio(self, box: np.ndarray) -> float:
+        """R's largest value in ``box`` ([x, y, w, h], WORKING px) / the frame's level (0 on
+        a frame without residual: nothing is known to move)."""
+        if self.level <= 0:
+            return 0.0
+        x, y, w, h = self.geometry.boxes([box], Frame.WORKING, Frame.NETWORK)[0]
+        rows, cols = self.residual.shape
+        x0, y0 = min(max(int(np.floor(x)), 0), cols - 1), min(max(int(np.floor(y)), 0), rows - 1)
+        x1, y1 = (
+            max(min(int(np.ceil(x + w)), cols), x0 + 1),
+            max(min(int(np.ceil(y + h)), rows), y0 + 1),
+        )
+        return float(self.residual[y0:y1, x0:x1].max()) / self.level
+
+
 def with_evidence(
-    view: AppearanceView | None, boxes, scores, config: BoxFitConfig | None, threshold: float
+    view: AppearanceView | None,
+    boxes,
+    scores,
+    config: BoxFitConfig | None,
+    threshold: float,
+    motion: MotionCheck | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every detection (``boxes`` (n, 4) WORKING px, ``scores``) with the colour evidence: of
     those that reach ``threshold`` - ``config.bonus``, the ``config.max_boxes`` best are
-    fitted, and each that fits scores ``config.bonus`` more (at most 1). Unchanged without a
-    colour ``view`` or a ``config``."""
+    fitted, and each that fits -- and, given ``motion``, moves (``config.min_motion``) --
+    scores ``config.bonus`` more (at most 1). Unchanged without a colour ``view`` or a
+    ``config``."""
     boxes = np.asarray(boxes, float).reshape(-1, 4).copy()
     scores = np.asarray(scores, float).reshape(-1).copy()
     if view is None or config is None or view.image.ndim != 3:
@@ -133,8 +166,15 @@ def with_evidence(
     near = np.nonzero(scores >= threshold - config.bonus)[0]
     for i in near[np.argsort(-scores[near], kind="stable")][: config.max_boxes]:
         fitted = fitted_box(view, boxes[i], config)
-        if fitted is not None:
-            boxes[i] = fitted
+        if fitted is None:
+            continue
+        boxes[i] = fitted
+        still = (
+            motion is not None
+            and config.min_motion is not None
+            and motion.ratio(fitted) < config.min_motion
+        )
+        if not still:
             scores[i] = min(scores[i] + config.bonus, 1.0)
     return boxes, scores
 
@@ -151,15 +191,19 @@ def fit_detections(
     geometry: FrameGeometry,
     config: BoxFitConfig | None,
     threshold: float,
+    channels: np.ndarray | None = None,
 ) -> list:
     """Stage C's output (the pipeline's and ``emts detect``'s): the ``detections`` (NETWORK
-    px) that reach ``threshold`` after :func:`with_evidence`, best first."""
+    px) that reach ``threshold`` after :func:`with_evidence`, best first; ``channels``: Stage
+    B's at ``geometry``'s NETWORK size, for the motion check (None: none)."""
     if config is None or view is None or view.image.ndim != 3:  # gray: nothing to convert
         return [d for d in detections if d.score >= threshold]  # decoded best first
     if not detections:
         return []
     boxes = geometry.boxes([d.box for d in detections], Frame.NETWORK, Frame.WORKING)
-    boxes, scores = with_evidence(view, boxes, [d.score for d in detections], config, threshold)
+    motion = MotionCheck(channels, geometry) if channels is not None else None
+    scores = [d.score for d in detections]
+    boxes, scores = with_evidence(view, boxes, scores, config, threshold, motion)
     keep = shown(scores, threshold)
     fitted = geometry.boxes(boxes[keep], Frame.WORKING, Frame.NETWORK)
     return [

@@ -775,7 +775,9 @@ def _cmd_detect(args: argparse.Namespace) -> int:
             # the temporal mode also decodes this frame's sightings its memory scores lower,
             # and the peaks the colour evidence may lift: what passes is what emts track shows
             view = appearance_view(frame, result)
-            detections = fit_detections(detections, view, result.geometry, box_fit, args.threshold)
+            detections = fit_detections(
+                detections, view, result.geometry, box_fit, args.threshold, result.channels
+            )
             boxes = result.geometry.boxes(
                 np.array([d.box for d in detections]).reshape(-1, 4), Frame.NETWORK, Frame.INPUT
             )

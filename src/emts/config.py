@@ -232,6 +232,11 @@ class BoxFitConfig:
     # a box that fits a person's own pixels is evidence of a person: its score rises by this
     # (boxes from tau_s - bonus are fitted). 0: boxes fitted, scores as the network's
     bonus: float = 0.1
+    # ... where the fitted box also moves: Stage B's R somewhere inside it at least this many
+    # times the frame's residual level (R's 90th percentile). A door panel, a tripod, a bag
+    # -- person-sized, their own colour, static -- scored near tau_s by their look alone are
+    # not lifted (PETS 2009 vtest.avi: 2 in 3 of the lifted false positives). None: no check
+    min_motion: float | None = 2.0
 
 
 @dataclass(frozen=True)

@@ -526,7 +526,9 @@ class Pipeline:
         threshold = getattr(self.detector, "threshold", 0.0)
         decoded, passed = detections, [d for d in detections if d.score >= threshold]
         appearance = appearance_view(frame, front)
-        detections = fit_detections(decoded, appearance, geometry, self.box_fit, threshold)
+        detections = fit_detections(
+            decoded, appearance, geometry, self.box_fit, threshold, front.channels
+        )
         ms["C"] = (time.perf_counter() - t) * 1e3
 
         t = time.perf_counter()

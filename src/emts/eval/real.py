@@ -32,7 +32,7 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from emts.boxfit import DEFAULT_BOX_FIT, with_evidence
+from emts.boxfit import DEFAULT_BOX_FIT, MotionCheck, with_evidence
 from emts.channels import MotionChannels, content_mask
 from emts.config import NETWORK_SIZE, WORKING_SIZE
 from emts.detector import Detector
@@ -338,7 +338,8 @@ def pipeline_boxes(
     box (only the PR curves see those) as it is."""
     if frame.colour is None or not len(boxes):
         return boxes, scores
-    return with_evidence(frame.colour, boxes, scores, config, TAU_S)
+    motion = MotionCheck(frame.channels, frame.geometry)
+    return with_evidence(frame.colour, boxes, scores, config, TAU_S, motion)
 
 
 def padding_masked(channels: np.ndarray, frame: EvalFrame) -> np.ndarray:
