@@ -140,7 +140,10 @@ def main() -> None:
             shown[name] += len(kept)
     scored = len(frames) - args.skip
     report = {
-        "video": str(args.video),
+        "command": "python benchmarks/pets_movers.py --video vtest.avi --out "
+        + str(args.out)
+        + (f" --gust {args.gust}" if args.gust is not None else ""),
+        "video": Path(args.video).name,
         "frames_scored": scored,
         "movers": total,
         "gust": args.gust,

@@ -127,9 +127,17 @@ class MotionCheck:
     H, W) stack at ``geometry``'s NETWORK size."""
 
     def __init__(self, channels: np.ndarray, geometry: FrameGeometry) -> None:
+        self.channels = channels
         self.residual = channels[1]
-        self.level = residual_level(channels)
         self.geometry = geometry
+        self._level: float | None = None
+
+    @property
+    def level(self) -> float:
+        """The frame's residual level (computed once, when first needed)."""
+        if self._level is None:
+            self._level = residual_level(self.channels)
+        return self._level
 
     def ratio(self, box: np.ndarray) -> float:
         """R's largest value in ``box`` ([x, y, w, h], WORKING px) / the frame's level (0 on
