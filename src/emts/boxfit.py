@@ -164,26 +164,25 @@ def with_evidence(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every detection (``boxes`` (n, 4) WORKING px, ``scores``) with the colour evidence: of
     those that reach ``threshold`` - ``config.bonus``, the ``config.max_boxes`` best are
-    fitted, and each that fits -- and, given ``motion``, moves (``config.min_motion``) --
-    scores ``config.bonus`` more (at most 1). Unchanged without a colour ``view`` or a
+    fitted; each that fits -- and, given ``motion``, moves (``config.min_motion``) -- scores
+    ``config.bonus`` more (at most 1), and given ``motion`` each that does not move scores
+    ``config.still_penalty`` less, fitted or not. Unchanged without a colour ``view`` or a
     ``config``."""
     boxes = np.asarray(boxes, float).reshape(-1, 4).copy()
     scores = np.asarray(scores, float).reshape(-1).copy()
     if view is None or config is None or view.image.ndim != 3:
         return boxes, scores
     near = np.nonzero(scores >= threshold - config.bonus)[0]
+    checked = motion is not None and config.min_motion is not None
     for i in near[np.argsort(-scores[near], kind="stable")][: config.max_boxes]:
         fitted = fitted_box(view, boxes[i], config)
-        if fitted is None:
-            continue
-        boxes[i] = fitted
-        still = (
-            motion is not None
-            and config.min_motion is not None
-            and motion.ratio(fitted) < config.min_motion
-        )
-        if not still:
+        if fitted is not None:
+            boxes[i] = fitted
+        still = checked and motion.ratio(boxes[i]) < config.min_motion
+        if fitted is not None and not still:
             scores[i] = min(scores[i] + config.bonus, 1.0)
+        elif still:
+            scores[i] = max(scores[i] - config.still_penalty, 0.0)
     return boxes, scores
 
 

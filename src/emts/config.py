@@ -237,6 +237,9 @@ class BoxFitConfig:
     # -- person-sized, their own colour, static -- scored near tau_s by their look alone are
     # not lifted (PETS 2009 vtest.avi: 2 in 3 of the lifted false positives). None: no check
     min_motion: float | None = 2.0
+    # ... and a box it checks that does not move (fitted or not) scores this much lower: the
+    # network scores a white bag or door panel on a still camera 0.3-0.6 by its look alone
+    still_penalty: float = 0.1
 
 
 @dataclass(frozen=True)
