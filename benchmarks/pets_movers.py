@@ -17,10 +17,13 @@ its detections three ways on the same decode: the network's boxes and scores, bo
 to the person's own pixels without trimming, and the shipped colour evidence (fitted and
 trimmed; :mod:`emts.boxfit`). ``--gust SEED`` warps every frame (and the movers) along a
 gusty hovering camera path (``emts eval track --gust``'s), so that Stage A has work to do.
-Writes OUT/pets_movers.json and OUT/pets_movers.png (the false positives frame by frame).
+``--track`` also runs the whole pipeline under auto-lock (``emts track --lock auto``'s) on the
+same frames and counts the frames it reports a lock whose centre lies on a mover, and on
+none. Writes OUT/pets_movers.json and OUT/pets_movers.png (the false positives frame by
+frame).
 
     python benchmarks/pets_movers.py --video x/usr/share/doc/opencv-doc/examples/data/vtest.avi \
-        --out /tmp/pets [--gust 1]
+        --out /tmp/pets [--gust 1] [--track]
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ CONFIGS = {
 
 
 def read_video(path: str) -> list[np.ndarray]:
+    """The video's frames (BGR)."""
     capture = cv2.VideoCapture(path)
     frames = []
     while True:
@@ -102,9 +106,11 @@ def main() -> None:
     parser.add_argument("--out", required=True, help="report folder")
     parser.add_argument("--gust", type=int, default=None, help="warp along a gusty path (seed)")
     parser.add_argument("--skip", type=int, default=5, help="first frames not scored (warm-up)")
+    parser.add_argument("--track", action="store_true", help="also auto-lock (emts track)")
     args = parser.parse_args()
     frames = read_video(args.video)
     truth = movers(frames)
+    shaken = []  # the frames as the camera delivers them, and their movers
     stage = detector_stage(shipped_detector("default"), "temporal")
     look_ahead(stage, DEFAULT_BOX_FIT)
     front = MotionFrontEnd(network_size=stage.network_size)
@@ -123,6 +129,8 @@ def main() -> None:
             centres = boxes_true[:, :2] + boxes_true[:, 2:] / 2  # shaken out of view: gone
             seen = np.all((centres >= 0) & (centres < size), axis=1)
             boxes_true = boxes_true[seen]
+        if args.track:
+            shaken.append((frame, boxes_true))
         result = front.step(frame)
         decoded = stage.on_frame(result)
         view = appearance_view(frame, result)
@@ -142,7 +150,8 @@ def main() -> None:
     report = {
         "command": "python benchmarks/pets_movers.py --video vtest.avi --out "
         + str(args.out)
-        + (f" --gust {args.gust}" if args.gust is not None else ""),
+        + (f" --gust {args.gust}" if args.gust is not None else "")
+        + (" --track" if args.track else ""),
         "video": Path(args.video).name,
         "frames_scored": scored,
         "movers": total,
@@ -157,6 +166,9 @@ def main() -> None:
             for name in CONFIGS
         },
     }
+    if args.track:
+        fps = cv2.VideoCapture(args.video).get(cv2.CAP_PROP_FPS) or 30.0
+        report["auto_lock"] = auto_lock(shaken, fps)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "pets_movers.json").write_text(json.dumps(report, indent=1) + "\n")
@@ -164,6 +176,31 @@ def main() -> None:
     print(f"{scored} frames, {total} movers (gust {args.gust})")
     for name, row in report["results"].items():
         print(f"{name:30s} recall {row['mover_recall']:.3f}  FP/frame {row['fp_per_frame']:.3f}")
+    if args.track:
+        print("auto-lock, frames:", report["auto_lock"])
+
+
+def auto_lock(shaken: list[tuple[np.ndarray, np.ndarray]], fps: float) -> dict:
+    """The shipped pipeline under auto-lock over ``shaken`` (frame, movers) at ``fps`` (as
+    ``emts track`` runs a video): the frames it reports a lock (and a verified one) whose
+    centre lies on a mover, and on none."""
+    from emts.pipeline import Pipeline
+
+    pipeline = Pipeline.default(auto_lock=True)
+    pipeline.fps = fps
+    counts = dict.fromkeys(
+        ["on_mover", "on_nothing", "verified_on_mover", "verified_on_nothing"], 0
+    )
+    for frame, boxes_true in tqdm(shaken, desc="auto-lock", unit="frame"):
+        result = pipeline.step(frame)
+        if result.mode != "locked" or result.target is None:
+            continue
+        box = np.asarray(result.target.box, float)
+        on = "on_mover" if inside((box[:2] + box[2:] / 2)[None], boxes_true).any() else "on_nothing"
+        counts[on] += 1
+        if result.verified:
+            counts[f"verified_{on}"] += 1
+    return {"frames": len(shaken), **counts}
 
 
 def _plot(false: dict, skip: int, path: Path, report: dict) -> None:
