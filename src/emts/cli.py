@@ -1588,7 +1588,7 @@ def _add_training(sub) -> None:
         "--network-boxes",
         action="store_true",
         help="the detector's boxes and scores as the network gives them (no fit to the "
-        "person's own pixels on colour frames)",
+        "person's own pixels on colour frames, no motion check)",
     )
     _add_network_options(p)
     cli_quant.add_precision(p)
