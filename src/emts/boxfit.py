@@ -15,8 +15,12 @@ keeps the connected parts that overlap the box, and returns their bounding box -
 where they do not make a person-sized box (too tall or too wide: a crowd, tree shade, a
 parked car; too short: the network's box was the better estimate). A box that fits is
 evidence of a person: :func:`with_evidence` raises its score by ``BoxFitConfig.bonus`` (on
-person12 the walker's boxes fitted 63-70 % of the time, false positives' 3-13 %). Gray
-frames (thermal) keep the network's boxes and scores.
+person12 the walker's boxes fitted 63-70 % of the time, false positives' 3-13 %). Where the
+person's pixels merged with shade at their feet or a bed behind their head, the fit is cut
+to the box's column band (:func:`_trimmed`). Evidence of a *moving* person only: a fit scores
+up where Stage B's residual inside it stands out of the frame's (:class:`MotionCheck`), and a
+checked box that does not move scores lower -- a white bag or a door panel on a still camera
+fits as well as a person. Gray frames (thermal) keep the network's boxes and scores.
 """
 
 from __future__ import annotations
