@@ -888,7 +888,9 @@ def write_real_report(
         "frames without colour, the default model for colour), in the temporal mode, with "
         "the colour evidence on colour frames (`emts.boxfit`: the best boxes from tau_s - "
         "0.1 fitted to the person's own pixels -- trimmed to the person where those merged "
-        "with shade or a bed above or below -- and scored 0.1 higher where they fit); "
+        "with shade or a bed above or below -- and scored 0.1 higher where they fit and "
+        "move, 0.1 lower where they do not move: Stage B's R in the box under 2x the "
+        "frame's residual level); "
         "`boxes not fitted` = the same detections as the network boxes and scores them. "
         "`classical k=K` = compensated differencing at 640x512 with threshold K "
         "x the frame's median residual; the best K (by AP@0.25) is marked.",
