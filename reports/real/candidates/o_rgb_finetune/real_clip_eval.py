@@ -1,7 +1,7 @@
 """Candidate O: person12 frames 1-201 through Stages A-C for each detector given (`shipped` = the
 shipped default model), temporal and plain: recall / FP per frame at tau_s 0.3 / AP@0.25 / AP@0.5.
 
-    python person12.py ../shared/data/uav123-person12 shipped runs/ft_rgb_s0/model.onnx ...
+    python real_clip_eval.py ../shared/data/uav123-person12 shipped runs/ft_rgb_s0/model.onnx ...
 """
 
 import sys
