@@ -39,7 +39,7 @@ from tqdm import tqdm
 
 from emts.boxfit import DEFAULT_BOX_FIT, fit_detections, look_ahead
 from emts.eval.real import TAU_S
-from emts.eval.track_eval import _gust_path
+from emts.eval.track_eval import _box_corners, _gust_path, _project
 from emts.geometry import Frame
 from emts.pipeline import MotionFrontEnd, appearance_view, detector_stage, shipped_detector
 
@@ -83,11 +83,10 @@ def movers(frames: list[np.ndarray]) -> list[np.ndarray]:
 
 
 def warped(box: np.ndarray, pose: np.ndarray) -> np.ndarray:
-    x, y, w, h = box
-    corners = np.array([[x, y], [x + w, y], [x, y + h], [x + w, y + h]]) @ pose[:2, :2].T
-    corners += pose[:2, 2]
+    """The box around ``box`` carried by the camera ``pose`` (3x3)."""
+    corners = _project(pose, _box_corners(box))
     low, high = corners.min(axis=0), corners.max(axis=0)
-    return np.array([*low, *(high - low)])
+    return np.array([*low, *(high - low)], float)
 
 
 def inside(points: np.ndarray, boxes: np.ndarray) -> np.ndarray:

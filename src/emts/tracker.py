@@ -702,7 +702,6 @@ class TargetTracker:
             maxlen=self.config.stall_frames + 1
         )
         self._walk_pace: float | None = None  # image px/frame while the track walked
-        self._doubted = False  # the verifier's last classification of this lock was a veto
         self._vetoes = 0  # consecutive vetoes of this lock
         self._verified = False  # the verifier has passed this lock at least once
         self._anchor_offsets: list[np.ndarray] = []  # re-anchor streak: detection - prediction
@@ -733,6 +732,11 @@ class TargetTracker:
     @property
     def locked(self) -> bool:
         return self.mode != "search"
+
+    @property
+    def _doubted(self) -> bool:
+        """The verifier's last classification of this lock was a veto."""
+        return self._vetoes > 0
 
     # -------------------------------------------------------------- geometry
     def _from_image(self, point: np.ndarray) -> np.ndarray:
@@ -871,8 +875,6 @@ class TargetTracker:
         if vetoed:  # the verifier says this track does not move like a human: coast
             self._enter_reacquire()
             event = "lost"
-        if verdict is not None:
-            self._doubted = verdict is False
         if self.mode == "locked":
             anchor = self._reanchor(candidates, measurements, view)
             if anchor is not None:
@@ -1382,8 +1384,7 @@ class TargetTracker:
         self._spatial_streak = 0
         self._appearance_streak = []
         self._anchor_offsets = []
-        self._doubted = False  # a veto of the track before is not one of this new origin
-        self._vetoes = 0
+        self._vetoes = 0  # a veto of the track before is not one of this new origin
         self._verified = False
         self._trail.clear()
         self.misses = 0
