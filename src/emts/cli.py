@@ -1580,7 +1580,7 @@ def _add_training(sub) -> None:
         "(plus detector: default|thermal on the frame where --model auto picked it) "
         "in the input's pixels. SOURCE as for emts channels. On colour frames each box is "
         "fitted to the person's own pixels (their shadow left out) and scores 0.1 more where "
-        "it fits, as in emts track.",
+        "it fits and moves, 0.1 less where it does not move, as in emts track.",
     )
     p.add_argument("source", metavar="SOURCE")
     p.add_argument("--jsonl", required=True, help="output JSON lines ('-' for stdout)")

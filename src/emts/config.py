@@ -208,10 +208,12 @@ class VerifierConfig:
 @dataclass(frozen=True)
 class BoxFitConfig:
     """Stage C's colour evidence (not in the paper: :mod:`emts.boxfit`): boxes fitted to the
-    person's own pixels on colour frames, and scored up where they fit. Chosen on
-    uav123-person12 frames 1-201 (the real RGB development clip; README, "Colour evidence"):
-    the closing, the context and the bonus were varied there; the trimmed fit was designed
-    there and its acceptance on frames 202-300 of the same clip (README, "Trimmed fits")."""
+    person's own pixels on colour frames, scored up where they fit and move, down where they
+    do not move. Chosen on uav123-person12 frames 1-201 (the real RGB development clip;
+    README, "Colour evidence"): the closing, the context and the bonus were varied there;
+    the trimmed fit was designed there and its acceptance on frames 202-300 of the same clip
+    (README, "Trimmed fits"); the motion check's factor looking at person12 and PETS 2009
+    vtest.avi (README, "Only what moves is scored up")."""
 
     person_aspect: float = 0.45  # w / h of a standing person: a wider box is a part of one
     context: float = 1.0  # own pixels looked for this many person heights around the centre

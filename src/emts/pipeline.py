@@ -367,7 +367,8 @@ class Pipeline:
         auto_lock: lock on its own (§6.7) when no operator tap is given.
         threads: worker threads for OpenCV and onnxruntime.
         box_fit: Stage C's colour evidence (:mod:`emts.boxfit`; not in the paper): on colour
-            frames its boxes fitted to the person's own pixels and scored up where they fit;
+            frames its boxes fitted to the person's own pixels, scored up where they fit and
+            move, down where they do not move;
             None keeps the network's boxes and scores.
 
     Example:
@@ -517,7 +518,7 @@ class Pipeline:
             detections = self.detector(front.channels) if self.detector is not None else []
         # Stage C's output (and what acquisition chooses from): detections whose score passes
         # tau_s after the colour evidence (on colour frames, boxes fitted to the person's own
-        # pixels, scored up where they fit; emts.boxfit). A locked
+        # pixels, scored up where they fit and move, down where they do not; emts.boxfit). A locked
         # track is fed every *sighting* instead, as the network boxes it -- this frame's
         # evidence alone (the temporal mode's memory would delay a person reappearing from
         # behind a tree, and the track has its own memory: the Kalman filter and the

@@ -334,7 +334,8 @@ def pipeline_boxes(
 ) -> Boxes:
     """What the pipeline makes of Stage C's ``boxes`` (WORKING px) on a colour frame: the
     colour evidence (:func:`emts.boxfit.with_evidence` at tau_s: the best boxes from tau_s -
-    its bonus fitted to the person's own pixels, and scored up where they fit); every other
+    its bonus fitted to the person's own pixels, scored up where they fit and move, down
+    where they do not move); every other
     box (only the PR curves see those) as it is."""
     if frame.colour is None or not len(boxes):
         return boxes, scores
