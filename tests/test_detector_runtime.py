@@ -159,6 +159,30 @@ def _copy(path, folder, name="plain"):
     return shutil.copy(path, folder / f"{name}.onnx")
 
 
+def test_a_model_is_fed_the_residual_level_recorded_with_it(tmp_path, capsys):
+    pytest.importorskip("onnx")
+    from emts.cli import main
+    from emts.detector import default_model_path
+
+    loud = np.zeros((3, 192, 256), np.float32)
+    loud[0] = np.random.default_rng(0).random((192, 256))
+    loud[1] = 0.04  # a frame louder than either reference
+    out = tmp_path / "r.onnx"
+    assert main(["export", str(default_model_path()), "--out", str(out), "--any-size",
+                 "--residual-reference", "0.005"]) == 0  # fmt: skip
+    recorded = Detector(out)
+    assert recorded.residual_reference == pytest.approx(0.005)
+    assert Detector(out, residual_reference=0.02).residual_reference == 0.02  # asked for
+    expected = Detector(residual_reference=0.005).raw(loud)
+    for a, b in zip(recorded.raw(loud), expected, strict=True):
+        np.testing.assert_array_equal(a, b)
+    # 0 removes it: the earlier models' level again
+    assert main(["export", str(out), "--out", str(out), "--residual-reference", "0"]) == 0
+    assert Detector(out).residual_reference == RESIDUAL_REFERENCE
+    code = main(["export", str(out), "--out", str(out), "--residual-reference", "-1"])
+    assert code == 2 and "--residual-reference" in capsys.readouterr().err
+
+
 def test_fitting_a_box_scale_needs_an_open_size(tmp_path, capsys):
     pytest.importorskip("onnx")
     from emts.cli import main

@@ -13,7 +13,7 @@ from emts.ensemble import merge_detectors  # noqa: E402
 from emts.errors import BadInputError  # noqa: E402
 
 
-def _detector(path, gain: float, scales: dict | None = None, size: str = "256x192"):
+def _detector(path, gain: float, scales: dict | None = None, size: str = "256x192", reference=None):
     """A 'detector' whose heads are affine maps of the input's first channel, pooled by 8."""
     shape = ["batch", 3, "height", "width"]
     nodes = [
@@ -47,6 +47,8 @@ def _detector(path, gain: float, scales: dict | None = None, size: str = "256x19
     meta = {"emts_network_size": size}
     if scales:
         meta["emts_box_scale"] = json.dumps(scales)
+    if reference:
+        meta["emts_residual_reference"] = reference
     for key, value in meta.items():
         entry = model.metadata_props.add()
         entry.key, entry.value = key, value
@@ -85,3 +87,13 @@ def test_members_that_cannot_be_averaged_are_refused(tmp_path):
         merge_detectors([a, tmp_path / "bad.onnx"], tmp_path / "e.onnx")
     with pytest.raises(BadInputError, match="not found"):
         merge_detectors([a, tmp_path / "missing.onnx"], tmp_path / "e.onnx")
+
+
+def test_members_fed_different_residual_levels_are_refused_and_a_shared_one_is_kept(tmp_path):
+    a = _detector(tmp_path / "a.onnx", 1.0, reference="0.0072")
+    b = _detector(tmp_path / "b.onnx", 2.0, reference="0.0072")
+    merge_detectors([a, b], tmp_path / "e.onnx")
+    assert Detector(tmp_path / "e.onnx").residual_reference == pytest.approx(0.0072)
+    old = _detector(tmp_path / "old.onnx", 2.0)  # none recorded: trained on older channels
+    with pytest.raises(BadInputError, match="different residual levels"):
+        merge_detectors([a, old], tmp_path / "e2.onnx")

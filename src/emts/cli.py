@@ -708,6 +708,10 @@ def _cmd_export(args: argparse.Namespace) -> int:
         raise BadInputError("--fit-box-scale runs the model at other sizes: add --any-size")
     if args.run_size and not args.any_size:
         raise BadInputError("--run-size runs the model at another size: add --any-size")
+    if args.residual_reference is not None and not 0 <= args.residual_reference < 1:
+        raise BadInputError(
+            f"--residual-reference must be in [0, 1) (0: remove it), got {args.residual_reference}"
+        )
     if args.run_size:
         from emts.geometry import network_letterbox
 
@@ -720,6 +724,10 @@ def _cmd_export(args: argparse.Namespace) -> int:
         out = reshape_onnx(args.model, args.out, size, args.any_size)
     else:
         out = export_onnx(load_trained(args.model), args.out, any_size=args.any_size)
+    if args.residual_reference is not None:  # before the box scale: its fit runs the model
+        from emts.train.export import record_residual_reference
+
+        record_residual_reference(out, args.residual_reference or None)
     if args.fit_box_scale:
         from emts.eval.real import fit_box_scale
         from emts.train.export import record_box_scale
@@ -1570,6 +1578,14 @@ def _add_training(sub) -> None:
         metavar="WxH",
         help="with --any-size: the network size the runtime runs the model at when none is "
         "asked for (default: the size it was trained at; the thermal model: 512x384)",
+    )
+    p.add_argument(
+        "--residual-reference",
+        type=float,
+        metavar="LEVEL",
+        help="record the residual level (R's 90th percentile) the runtime scales louder "
+        "frames down to before this model (a reshaped .onnx keeps its own; 0 removes it; "
+        "without one: 0.0095, the level of the sets the shipped models were trained on)",
     )
     p.set_defaults(run=_cmd_export)
 

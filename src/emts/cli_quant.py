@@ -162,8 +162,15 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     if args.kind == "detector":
         from emts.detector import Detector
 
-        size = Detector(source, threads=1).network_size
-        calibration = detector_calibration(_sets(args), args.clips, args.frames, args.seed, size)
+        detector = Detector(source, threads=1)
+        calibration = detector_calibration(
+            _sets(args),
+            args.clips,
+            args.frames,
+            args.seed,
+            detector.network_size,
+            detector.residual_reference,
+        )
     else:
         from emts.verifier import Verifier
 
@@ -286,8 +293,15 @@ def cmd_export_litert(args: argparse.Namespace) -> int:
     if args.kind == "detector":
         from emts.detector import Detector
 
-        size = Detector(source, threads=1).network_size  # the .tflite is fixed at it
-        calibration = detector_calibration(_sets(args), args.clips, args.frames, args.seed, size)
+        detector = Detector(source, threads=1)  # the .tflite is fixed at its network size
+        calibration = detector_calibration(
+            _sets(args),
+            args.clips,
+            args.frames,
+            args.seed,
+            detector.network_size,
+            detector.residual_reference,
+        )
     else:
         from emts.verifier import Verifier
 

@@ -154,6 +154,10 @@ RUN_SIZE_METADATA = "emts_run_size"
 # by the factor (``emts export --fit-box-scale``: a network run larger than it was trained
 # at draws its boxes too small)
 BOX_SCALE_METADATA = "emts_box_scale"
+# ONNX metadata: the residual level (R's 90th percentile) the model is fed at most
+# (``emts export --residual-reference``): it follows the channels the model was trained on;
+# a model without it gets RESIDUAL_REFERENCE, the level of the sets the earlier models learnt
+RESIDUAL_REFERENCE_METADATA = "emts_residual_reference"
 
 
 def _fixed_size(session) -> tuple[int, int] | None:
@@ -189,6 +193,12 @@ def box_scale_for(session, network_size: tuple[int, int]) -> float:
     if text is None:
         return 1.0
     return float(json.loads(text).get("{}x{}".format(*network_size), 1.0))
+
+
+def residual_reference_for(session) -> float:
+    """The residual reference recorded in the model's metadata (RESIDUAL_REFERENCE if none)."""
+    text = model_metadata(session, RESIDUAL_REFERENCE_METADATA)
+    return RESIDUAL_REFERENCE if text is None else float(text)
 
 
 def network_size_for(session, path: Path, requested=None) -> tuple[int, int]:
@@ -230,7 +240,8 @@ class Detector:
         residual_reference: frames whose residual level (90th percentile of R) exceeds this
             are scaled down to it before the network
             (:func:`emts.channels.normalize_residual_level`); 0 feeds Stage B's channels as
-            they are.
+            they are; None: the model's own (metadata ``emts_residual_reference``, else
+            :data:`emts.channels.RESIDUAL_REFERENCE`).
         network_size: (w, h) of the NETWORK frame to run at (Stage B is built for it): a
             model with an open input size (the shipped one) runs at any size, e.g. 512x384
             for small people in thermal video; None: the model's own (fixed, or the size it
@@ -246,7 +257,7 @@ class Detector:
         model: str | Path | None = None,
         threads: int = 2,
         threshold: float = DEFAULT_THRESHOLD,
-        residual_reference: float = RESIDUAL_REFERENCE,
+        residual_reference: float | None = None,
         network_size: tuple[int, int] | None = None,
     ) -> None:
         path = Path(model) if model is not None else default_model_path()
@@ -256,7 +267,11 @@ class Detector:
         self.network_size = network_size_for(self.session, path, network_size)
         self.box_scale = box_scale_for(self.session, self.network_size)
         self.threshold = threshold
-        self.residual_reference = residual_reference
+        self.residual_reference = (
+            residual_reference_for(self.session)
+            if residual_reference is None
+            else float(residual_reference)
+        )
         self.path = path
 
     def raw(

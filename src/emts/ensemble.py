@@ -33,6 +33,7 @@ ENSEMBLE_METADATA = "emts_ensemble"
 SIZE_KEY = "emts_network_size"
 BOX_SCALE_KEY = "emts_box_scale"
 RUN_SIZE_KEY = "emts_run_size"
+REFERENCE_KEY = "emts_residual_reference"
 
 
 def _metadata(model) -> dict[str, str]:
@@ -85,6 +86,13 @@ def merge_detectors(paths: list[str | Path], out: str | Path) -> dict:
     if len(sizes) != 1:
         trained = ", ".join(sorted(map(str, sizes)))
         raise BadInputError(f"the members were trained at different sizes: {trained}")
+    references = {m.get(REFERENCE_KEY) for m in metas}
+    if len(references) != 1:
+        found = ", ".join(sorted(r or "none (the default)" for r in references))
+        raise BadInputError(
+            f"the members are fed different residual levels ({found}): trained on different "
+            "Stage B channels"
+        )
     shapes = {str(m.graph.input[0].type.tensor_type.shape) for m in models}
     if len(shapes) != 1:
         raise BadInputError("the members' inputs differ (fixed sizes or channels)")
@@ -135,6 +143,8 @@ def merge_detectors(paths: list[str | Path], out: str | Path) -> dict:
     run_sizes = {m.get(RUN_SIZE_KEY) for m in metas}
     if len(run_sizes) == 1 and None not in run_sizes:
         meta[RUN_SIZE_KEY] = run_sizes.pop()
+    if metas[0].get(REFERENCE_KEY):
+        meta[REFERENCE_KEY] = metas[0][REFERENCE_KEY]
     meta[ENSEMBLE_METADATA] = json.dumps(members)
     for key, value in meta.items():
         entry = merged.metadata_props.add()

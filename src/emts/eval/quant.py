@@ -486,8 +486,10 @@ def evaluate_quant(
                 names |= {name: path.name for name, path in missing.items()}
                 command += f" (scored {', '.join(missing)} here)"
         else:
-            size = Detector(fp32_path, threads=1).network_size  # the model's run size
-            calibration = detector_calibration(sets, network_size=size)
+            fp32 = Detector(fp32_path, threads=1)  # the model's run size and residual level
+            calibration = detector_calibration(
+                sets, network_size=fp32.network_size, residual_reference=fp32.residual_reference
+            )
             calibration_source = calibration.source
             moving = quantize(  # the shipped recipe (`emts quantize`'s defaults) but the estimator
                 fp32_path,

@@ -174,6 +174,15 @@ def record_box_scale(path: str | Path, scales: dict[str, float]) -> Path:
     return _record(path, BOX_SCALE_METADATA, json.dumps(scales) if scales else None)
 
 
+def record_residual_reference(path: str | Path, reference: float | None) -> Path:
+    """Record (or, with None, remove) the residual level a detector ONNX is fed at most
+    (:func:`emts.channels.normalize_residual_level`; in place, the weights untouched)."""
+    from emts.detector import RESIDUAL_REFERENCE_METADATA
+
+    value = None if reference is None else f"{reference:g}"
+    return _record(path, RESIDUAL_REFERENCE_METADATA, value)
+
+
 def record_run_size(path: str | Path, size: tuple[int, int] | None) -> Path:
     """Record (or, with None, remove) the size an open-size detector ONNX runs at when no
     size is asked for (in place; the weights are untouched)."""

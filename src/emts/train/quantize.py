@@ -44,7 +44,7 @@ from onnxruntime.quantization import (
     quantize_static,
 )
 
-from emts.channels import normalize_residual_level
+from emts.channels import RESIDUAL_REFERENCE, normalize_residual_level
 from emts.config import NETWORK_SIZE
 from emts.errors import BadInputError
 
@@ -156,11 +156,14 @@ def detector_calibration(
     frames: int = DEFAULT_FRAMES,
     seed: int = 0,
     network_size: tuple[int, int] = NETWORK_SIZE,
+    residual_reference: float = RESIDUAL_REFERENCE,
 ) -> Calibration:
     """``clips`` x ``frames`` consecutive frames' ``[L, R, D]`` channels from ``sets``
     (name -> folder, e.g. ``{"tier1": "data/tier1", "negatives": "data/negatives"}``) at
     the detector's ``network_size`` (the sets cache the paper's 256x192; other sizes run
-    Stages A and B again). Frame 0 of a clip has no motion channels and is never used."""
+    Stages A and B again), residual level normalized to ``residual_reference`` as the
+    runtime detector feeds the model (:attr:`emts.detector.Detector.residual_reference`).
+    Frame 0 of a clip has no motion channels and is never used."""
     from emts.pipeline import channels_at
 
     rng = np.random.default_rng([seed, 1])
@@ -179,7 +182,9 @@ def detector_calibration(
     names = ", ".join(f"{k}={v}" for k, v in sets.items())
     source = f"{len(stream)} clips x {frames} consecutive frames of {names} (seed {seed})"
     # what the runtime Detector feeds the network: residual level normalized
-    samples = normalize_residual_level(np.concatenate(stream).astype(np.float32))
+    samples = normalize_residual_level(
+        np.concatenate(stream).astype(np.float32), residual_reference
+    )
     return Calibration(samples, frames, source + ", residual level normalized")
 
 
