@@ -6,7 +6,7 @@ import cv2
 import numpy as np
 import pytest
 
-from emts.config import VerifierConfig
+from emts.config import ChannelConfig, VerifierConfig
 from emts.detector import Detection
 from emts.errors import BadInputError
 from emts.eval.detect import ClassicalDetector
@@ -56,6 +56,22 @@ def test_tap_lock_follows_the_walker_in_input_pixels(clip, scale):
             assert result.mode in ("locked", "reacquire")
             hits += result.target is not None and _iou(result.target.box, truth) > 0.2
     assert hits >= 0.7 * (len(clip.frames) - 4)
+
+
+def test_a_pipeline_runs_stage_b_as_configured_and_follows_the_walker(clip):
+    working = ChannelConfig(warp_at="working")
+    pipeline = Pipeline(BlobDetector(), verifier=None, auto_lock=False, channel_config=working)
+    hits = 0
+    for t, frame in enumerate(clip.frames):
+        truth = clip.person_boxes[t][0]
+        if t == 3:
+            pipeline.lock(*(truth[:2] + truth[2:] / 2))
+        result = pipeline.step(frame)
+        hits += t > 3 and result.target is not None and _iou(result.target.box, truth) > 0.2
+    assert pipeline.front.channels.config is working
+    assert hits >= 0.7 * (len(clip.frames) - 4)
+    pipeline.front.use_network_size((384, 288))  # a detector of another size keeps it
+    assert pipeline.front.channels.config is working
 
 
 def test_every_stage_is_timed(clip):

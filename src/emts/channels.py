@@ -137,7 +137,12 @@ def residual_from_difference(difference: np.ndarray, blur: int = 5) -> np.ndarra
 # pseudo-clips), and the network scores the walking person there 0-0.25. Frames whose level
 # exceeds the reference are scaled down to it (L about its mean, R and D by the same gain);
 # quieter frames pass unchanged, so the training distribution is left as it was.
+# A model records its own in its metadata (``emts export --residual-reference``;
+# :attr:`emts.detector.Detector.residual_reference`); one without gets this.
 RESIDUAL_REFERENCE = 0.0095  # p90 of R the detector is fed at most (median of training frames)
+# The same for Stage B's ``ChannelConfig(warp_at="working")``, which leaves less texture in R:
+# the sets' median level fell 0.0108 -> 0.0076 (contrast-2.6 sets), so 0.0095 x 0.70.
+WORKING_WARP_RESIDUAL_REFERENCE = 0.0067
 RESIDUAL_PERCENTILE = 90
 RESIDUAL_GAIN_FLOOR = 0.1  # never scale a frame down by more than 10x
 
@@ -240,6 +245,10 @@ def motion_in_network(
     return (layout.to_network @ lift(motion_working) @ layout.from_network)[:2]
 
 
+WARP_AT = ("working", "network")  # ChannelConfig.warp_at
+WORKING_BOX = 3  # working px: the box filter of warp_at="working" (the shrink's 8/3 footprint)
+
+
 class MotionChannels:
     """Forms ``[L, R, D]`` for each frame from the previous frame and Stage A's motion.
 
@@ -260,6 +269,10 @@ class MotionChannels:
         self, config: ChannelConfig | None = None, network_size: tuple[int, int] = NETWORK_SIZE
     ) -> None:
         self.config = config or ChannelConfig()
+        if self.config.warp_at not in WARP_AT:
+            raise ValueError(
+                f"ChannelConfig.warp_at must be one of {WARP_AT}, got {self.config.warp_at!r}"
+            )
         self.network_size = (int(network_size[0]), int(network_size[1]))
         self._layout = _layout(self.network_size)
         self._previous: np.ndarray | None = None
@@ -290,6 +303,8 @@ class MotionChannels:
             )
         size = self.network_size
         current = network_image(frame, size=size)  # the next frame's previous: not the stack's
+        if self.config.warp_at == "working":
+            return self._update_working(frame, current, motion, content)
         previous, self._previous = self._previous, current
         stack = np.empty((3, size[1], size[0]), np.float32)
         stack[0] = current
@@ -315,6 +330,48 @@ class MotionChannels:
                 flags=cv2.INTER_LINEAR,
                 borderMode=cv2.BORDER_REPLICATE,
             )
+        return self._finish(stack, current, warped, content)
+
+    def _update_working(
+        self,
+        frame: np.ndarray,
+        current: np.ndarray,
+        motion: EgoMotion,
+        content: np.ndarray | None,
+    ) -> np.ndarray:
+        """``warp_at="working"``: D and R from the working frames, each box-filtered over
+        ``WORKING_BOX`` px (about the area shrink's footprint) and sampled at the network
+        pixels' centres -- the current frame through the letterbox, the previous one through
+        the camera motion first. Both are resampled alike, on the 640x512 grid, so a
+        sub-pixel motion leaves far less of the ground's texture in R than a warp of the
+        previous network image does. L is the area shrink (``current``) as before."""
+        size, layout = self.network_size, self._layout
+        box = cv2.boxFilter(
+            frame, cv2.CV_32F, (WORKING_BOX, WORKING_BOX), borderType=cv2.BORDER_REPLICATE
+        )
+        box *= np.float32(1.0 / 255.0)
+        previous, self._previous = self._previous, box
+        stack = np.empty((3, size[1], size[0]), np.float32)
+        stack[0] = current
+        if previous is None:
+            stack[1:] = 0.0
+            return stack
+        to_network = layout.to_network
+        flags = {"flags": cv2.INTER_LINEAR, "borderMode": cv2.BORDER_REPLICATE}
+        sampled = cv2.warpAffine(box, to_network[:2], size, **flags)
+        if not self.config.ego_compensation:
+            warped = cv2.warpAffine(previous, to_network[:2], size, **flags)
+        elif motion.homography is not None:
+            warped = cv2.warpPerspective(
+                previous, to_network @ np.asarray(motion.homography), size, **flags
+            )
+        else:
+            warped = cv2.warpAffine(previous, (to_network @ lift(motion.matrix))[:2], size, **flags)
+        return self._finish(stack, sampled, warped, content)
+
+    def _finish(self, stack, current, warped, content) -> np.ndarray:
+        """D = current - warped (eq. 2), R its blurred magnitude, both zeroed in the padding
+        columns and outside ``content``."""
         np.subtract(current, warped, out=stack[2])  # eq. 2: D = I_t - warped
         # The padding columns hold no image: no motion there (else the replicated edge
         # column, shifted by the warp, paints a stripe the detector could learn as a cue).

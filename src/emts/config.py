@@ -82,6 +82,17 @@ class ChannelConfig:
 
     ego_compensation: bool = True  # False -> identity warp (the "w/o ego compensation" ablation)
     residual_blur: int = 5  # §3.3: G_5x5 Gaussian on |I_t - warped|
+    # Where the previous frame is resampled onto the current one: "network" = its
+    # network-size image, warped bilinearly (the paper's eq. 2 as written; the default, the
+    # channels the shipped models were trained on); "working" = both 640x512 working frames
+    # box-filtered over 3 px (about the area shrink's footprint) and sampled at the network
+    # pixels' centres, the previous one through the camera motion. A sub-pixel warp at the
+    # network size smooths the ground's texture by an amount that depends on the motion's
+    # fraction of a pixel, and that texture stays in R wherever the camera moves; "working"
+    # leaves far less (R's level on the synthetic sets 0.0108 -> 0.0076). Candidate U,
+    # measured but not the default: reports/real/candidates/u_stage_b_working_warp.md.
+    # Pair it with Detector(residual_reference=WORKING_WARP_RESIDUAL_REFERENCE).
+    warp_at: str = "network"
 
 
 @dataclass(frozen=True)

@@ -370,6 +370,9 @@ class Pipeline:
             frames its boxes fitted to the person's own pixels, scored up where they fit and
             move, down where they do not move;
             None keeps the network's boxes and scores.
+        channel_config: Stage B's parameters (default: the paper's warp, which the shipped
+            models were trained on); e.g. ``ChannelConfig(warp_at="working")`` with a
+            detector fed ``WORKING_WARP_RESIDUAL_REFERENCE`` (candidate U, see the README).
 
     Example:
         >>> pipeline = Pipeline.default()                      # doctest: +SKIP
@@ -389,13 +392,16 @@ class Pipeline:
         threads: int = 2,
         acquisition_config: AcquisitionConfig | None = None,
         box_fit: BoxFitConfig | None = DEFAULT_BOX_FIT,
+        channel_config: ChannelConfig | None = None,
     ) -> None:
         cv2.setNumThreads(threads)
         self.box_fit = box_fit
         self._choice = detector if isinstance(detector, DetectorChoice) else None
         self.detector = None if self._choice is not None else detector
         look_ahead(self.detector, box_fit)
-        self.front = MotionFrontEnd(network_size=network_size_of(self.detector))
+        self.front = MotionFrontEnd(
+            channel_config=channel_config, network_size=network_size_of(self.detector)
+        )
         self.verifier = verifier
         self.acquisition = LockAcquisition(auto_lock, verifier is not None, acquisition_config)
         self.tracker = TargetTracker(tracker_config or TrackerConfig())
