@@ -497,6 +497,37 @@ def test_detect_runs_at_another_network_size_and_refuses_a_bad_one(tmp_path, cap
     _expect_one_line_error(capsys, [*argv, "--network-size", "500x384"], "network size 500x384")
 
 
+def test_stage_b_working_reaches_every_stream_command_and_the_detectors_reference(
+    tmp_path, aerial_scene
+):
+    from emts.channels import RESIDUAL_REFERENCE, WORKING_WARP_RESIDUAL_REFERENCE
+    from emts.cli import _channel_config, _stage_c, build_parser
+
+    parser = build_parser()
+    for command in (["detect", "x", "--jsonl", "-"], ["track", "x"], ["serve", "x"], ["bench"]):
+        args = parser.parse_args([*command, "--stage-b", "working"])
+        assert _channel_config(args).warp_at == "working"
+        assert _channel_config(parser.parse_args(command)).warp_at == "network"
+    args = parser.parse_args(["detect", "x", "--jsonl", "-", "--model", "default"])
+    assert _stage_c(args).detector.residual_reference == RESIDUAL_REFERENCE
+    args.stage_b = "working"  # a model that records no level gets the working warp's
+    assert _stage_c(args).detector.residual_reference == WORKING_WARP_RESIDUAL_REFERENCE
+    folder = _write_shifted_frames(tmp_path / "frames", cv2.resize(aerial_scene, None, fx=2, fy=2))
+    runs = []
+    for warp in ("paper", "working"):
+        jsonl = tmp_path / f"{warp}.jsonl"
+        argv = ["detect", str(folder), "--jsonl", str(jsonl), "--threshold", "0.0"]
+        assert main([*argv, "--stage-b", warp]) == 0
+        runs.append([json.loads(line)["detections"] for line in jsonl.read_text().splitlines()])
+    assert len(runs[0]) == len(runs[1]) == 4 and runs[0][-1] and runs[1][-1]
+    assert runs[0][-1] != runs[1][-1]  # other channels, other scores
+    report = main(["bench", "--frames", "2", "--warmup", "1", "--threads", "1",
+                   "--stage-b", "working", "--json", str(tmp_path / "b.json")])  # fmt: skip
+    assert report == 0
+    models = json.loads((tmp_path / "b.json").read_text())["models"]
+    assert not models or models["stage B warp"] == "working"
+
+
 def test_the_detector_modes_on_the_command_line_are_the_pipelines():
     from emts.cli import DETECTOR_MODE_HELP
     from emts.pipeline import DEFAULT_DETECTOR_MODE, DETECTOR_MODES

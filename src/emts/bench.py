@@ -37,12 +37,17 @@ def build_runner(
     detector_mode: str = "temporal",
     backend: str | None = None,
     network_size: tuple[int, int] | None = None,
+    warp_at: str = "network",
 ):
     """(the pipeline :func:`run_bench` times, the model files it runs): Stages A-E with the
     detector ``model`` or the shipped one of ``precision`` and ``backend``; Stages A and B
-    without one."""
+    without one. ``warp_at``: Stage B's warp (:class:`emts.config.ChannelConfig`)."""
+    from emts.channels import RESIDUAL_REFERENCE, WORKING_WARP_RESIDUAL_REFERENCE
+    from emts.config import ChannelConfig
+
+    channel_config = ChannelConfig(warp_at=warp_at)
     if model is None and not default_model_path().is_file():
-        return MotionFrontEnd(), {}
+        return MotionFrontEnd(channel_config=channel_config), {}
     from emts.litert import backend_of
     from emts.pipeline import Pipeline, detector_stage
     from emts.precision import model_for
@@ -54,13 +59,20 @@ def build_runner(
         verifier_file = model_for("verifier", None, precision, 1, backend)
         verifier, models["verifier"] = Verifier(verifier_file, threads=1), verifier_file.name
     detector_file = model_for("detector", model, precision, threads, backend)
-    detector = Detector(detector_file, threads=threads, network_size=network_size)
+    reference = WORKING_WARP_RESIDUAL_REFERENCE if warp_at == "working" else RESIDUAL_REFERENCE
+    detector = Detector(
+        detector_file, threads=threads, network_size=network_size, default_reference=reference
+    )
     models["detector"] = detector.path.name
     models["backend"] = backend_of(detector.path)
     models["detector mode"] = detector_mode
     models["network size"] = "x".join(map(str, detector.network_size))
+    models["stage B warp"] = warp_at
     stage = detector_stage(detector, detector_mode)
-    return Pipeline(stage, verifier, auto_lock=True, threads=threads), models
+    pipeline = Pipeline(
+        stage, verifier, auto_lock=True, threads=threads, channel_config=channel_config
+    )
+    return pipeline, models
 
 
 def run_bench(
@@ -73,6 +85,7 @@ def run_bench(
     detector_mode: str = "temporal",
     backend: str | None = None,
     network_size: tuple[int, int] | None = None,
+    warp_at: str = "network",
 ) -> dict:
     """Time the runtime stages over ``frames`` frames after ``warmup`` frames.
 
@@ -82,11 +95,14 @@ def run_bench(
     Decoding and drawing are not timed. ``precision`` (fp32 | int8 | auto) picks the shipped
     detector and verifier files (:mod:`emts.precision`) of ``backend`` (onnxruntime |
     litert); None: the shipped fp32 ONNX models. ``network_size``: Stages B and C at that
-    size (None: the detector's own).
+    size (None: the detector's own); ``warp_at``: Stage B's warp (``network``, the paper's, or
+    ``working``; :class:`emts.config.ChannelConfig`).
     """
     set_threads(threads)
     clip = gusty_clip(frames + warmup, seed=seed)
-    runner, models = build_runner(model, precision, threads, detector_mode, backend, network_size)
+    runner, models = build_runner(
+        model, precision, threads, detector_mode, backend, network_size, warp_at
+    )
     per_stage: dict[str, list[float]] = {}
     totals: list[float] = []
     for index, frame in enumerate(tqdm(clip.frames, desc="bench", unit="frame", disable=None)):

@@ -195,10 +195,10 @@ def box_scale_for(session, network_size: tuple[int, int]) -> float:
     return float(json.loads(text).get("{}x{}".format(*network_size), 1.0))
 
 
-def residual_reference_for(session) -> float:
-    """The residual reference recorded in the model's metadata (RESIDUAL_REFERENCE if none)."""
+def residual_reference_for(session, default: float = RESIDUAL_REFERENCE) -> float:
+    """The residual reference recorded in the model's metadata (``default`` if none)."""
     text = model_metadata(session, RESIDUAL_REFERENCE_METADATA)
-    return RESIDUAL_REFERENCE if text is None else float(text)
+    return default if text is None else float(text)
 
 
 def network_size_for(session, path: Path, requested=None) -> tuple[int, int]:
@@ -241,11 +241,14 @@ class Detector:
             are scaled down to it before the network
             (:func:`emts.channels.normalize_residual_level`); 0 feeds Stage B's channels as
             they are; None: the model's own (metadata ``emts_residual_reference``, else
-            :data:`emts.channels.RESIDUAL_REFERENCE`).
+            ``default_reference``).
         network_size: (w, h) of the NETWORK frame to run at (Stage B is built for it): a
             model with an open input size (the shipped one) runs at any size, e.g. 512x384
             for small people in thermal video; None: the model's own (fixed, or the size it
             was trained at, else the paper's 256x192).
+        default_reference: the residual reference of a model that records none (default
+            :data:`emts.channels.RESIDUAL_REFERENCE`, the level of the paper warp's channels;
+            Stage B's ``warp_at="working"``: ``WORKING_WARP_RESIDUAL_REFERENCE``).
 
     Example:
         >>> detector = Detector()                               # doctest: +SKIP
@@ -259,6 +262,7 @@ class Detector:
         threshold: float = DEFAULT_THRESHOLD,
         residual_reference: float | None = None,
         network_size: tuple[int, int] | None = None,
+        default_reference: float = RESIDUAL_REFERENCE,
     ) -> None:
         path = Path(model) if model is not None else default_model_path()
         self.session = load_session(path, "detector", threads)
@@ -268,7 +272,7 @@ class Detector:
         self.box_scale = box_scale_for(self.session, self.network_size)
         self.threshold = threshold
         self.residual_reference = (
-            residual_reference_for(self.session)
+            residual_reference_for(self.session, default_reference)
             if residual_reference is None
             else float(residual_reference)
         )
