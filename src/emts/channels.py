@@ -305,11 +305,8 @@ class MotionChannels:
         current = network_image(frame, size=size)  # the next frame's previous: not the stack's
         if self.config.warp_at == "working":
             return self._update_working(frame, current, motion, content)
-        previous, self._previous = self._previous, current
-        stack = np.empty((3, size[1], size[0]), np.float32)
-        stack[0] = current
+        previous, stack = self._new_stack(current, current)
         if previous is None:
-            stack[1:] = 0.0
             return stack
         if not self.config.ego_compensation:
             warped = previous
@@ -350,11 +347,8 @@ class MotionChannels:
             frame, cv2.CV_32F, (WORKING_BOX, WORKING_BOX), borderType=cv2.BORDER_REPLICATE
         )
         box *= np.float32(1.0 / 255.0)
-        previous, self._previous = self._previous, box
-        stack = np.empty((3, size[1], size[0]), np.float32)
-        stack[0] = current
+        previous, stack = self._new_stack(current, box)
         if previous is None:
-            stack[1:] = 0.0
             return stack
         to_network = layout.to_network
         flags = {"flags": cv2.INTER_LINEAR, "borderMode": cv2.BORDER_REPLICATE}
@@ -368,6 +362,19 @@ class MotionChannels:
         else:
             warped = cv2.warpAffine(previous, (to_network @ lift(motion.matrix))[:2], size, **flags)
         return self._finish(stack, sampled, warped, content)
+
+    def _new_stack(
+        self, light: np.ndarray, kept: np.ndarray
+    ) -> tuple[np.ndarray | None, np.ndarray]:
+        """(the previous frame's kept image, this frame's stack with L = ``light``); ``kept``
+        is kept for the next frame. Without a previous frame R and D are zero."""
+        previous, self._previous = self._previous, kept
+        size = self.network_size
+        stack = np.empty((3, size[1], size[0]), np.float32)
+        stack[0] = light
+        if previous is None:
+            stack[1:] = 0.0
+        return previous, stack
 
     def _finish(self, stack, current, warped, content) -> np.ndarray:
         """D = current - warped (eq. 2), R its blurred magnitude, both zeroed in the padding

@@ -130,6 +130,23 @@ def _sets(args: argparse.Namespace) -> dict[str, str]:
     return {"tier1": args.tier1, "negatives": args.negatives}
 
 
+def _detector_calibration(args: argparse.Namespace, source: Path):
+    """The calibration stream of ``--tier1``/``--negatives``, ``--clips`` x ``--frames``,
+    ``--seed``, as the detector ``source`` is fed: at its network size and residual level."""
+    from emts.detector import Detector
+    from emts.train.quantize import detector_calibration
+
+    detector = Detector(source, threads=1)
+    return detector_calibration(
+        _sets(args),
+        args.clips,
+        args.frames,
+        args.seed,
+        detector.network_size,
+        detector.residual_reference,
+    )
+
+
 def _require_train_extra() -> None:
     from emts.cli import _require_train_extra as require
 
@@ -141,7 +158,6 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     from emts.precision import shipped_model
     from emts.streaming import is_streaming
     from emts.train.quantize import (
-        detector_calibration,
         quantize,
         sha256,
         verifier_calibration,
@@ -160,17 +176,7 @@ def cmd_quantize(args: argparse.Namespace) -> int:
             f"--tsm-caches: {source} has no cache inputs (only a streaming TSM detector has)"
         )
     if args.kind == "detector":
-        from emts.detector import Detector
-
-        detector = Detector(source, threads=1)
-        calibration = detector_calibration(
-            _sets(args),
-            args.clips,
-            args.frames,
-            args.seed,
-            detector.network_size,
-            detector.residual_reference,
-        )
+        calibration = _detector_calibration(args, source)
     else:
         from emts.verifier import Verifier
 
@@ -274,7 +280,6 @@ def cmd_export_litert(args: argparse.Namespace) -> int:
         require_converter,
     )
     from emts.train.quantize import (
-        detector_calibration,
         sha256,
         verifier_calibration,
         write_provenance,
@@ -291,17 +296,7 @@ def cmd_export_litert(args: argparse.Namespace) -> int:
         raise BadInputError(f"{source}: no such model")
     size = None
     if args.kind == "detector":
-        from emts.detector import Detector
-
-        detector = Detector(source, threads=1)  # the .tflite is fixed at its network size
-        calibration = detector_calibration(
-            _sets(args),
-            args.clips,
-            args.frames,
-            args.seed,
-            detector.network_size,
-            detector.residual_reference,
-        )
+        calibration = _detector_calibration(args, source)  # the .tflite: at its size
     else:
         from emts.verifier import Verifier
 
