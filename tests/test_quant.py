@@ -259,6 +259,9 @@ def test_peer_is_timed_interleaved_and_reported_as_a_ratio(tmp_path, capsys):
     ratios = sorted(r["ratio"] for r in report["rounds"])
     assert report["ratio_median"] == pytest.approx((ratios[0] + ratios[1]) / 2, rel=1e-3)
     assert "ratio peer / EMTS" in capsys.readouterr().out
+    assert report["models"]["stage B warp"] == "network"
+    assert main([*argv, "--threads", "1", "--stage-b", "working", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["models"]["stage B warp"] == "working"
 
 
 def test_the_input_convolution_can_stay_float_so_the_input_is_never_quantized(

@@ -122,6 +122,7 @@ def bench_peer(args: argparse.Namespace) -> tuple[dict, str]:
         precision=args.precision,
         model=args.model,
         backend=args.backend,
+        warp_at="working" if getattr(args, "stage_b", "paper") == "working" else "network",
     )
     return report, format_peer(report)
 

@@ -66,15 +66,17 @@ def run_peer(
     model: str | None = None,
     seed: int = 0,
     backend: str | None = None,
+    warp_at: str = "network",
 ) -> dict:
-    """Interleaved timing of our pipeline and ``peer_model``; returns medians and ratios."""
+    """Interleaved timing of our pipeline (Stage B's warp ``warp_at``) and ``peer_model``;
+    returns medians and ratios."""
     path = Path(peer_model)
     set_threads(threads)
     peer = _peer_session(path, threads)
     inputs = peer.get_inputs()
     if len(inputs) != 1 or len(inputs[0].shape) != 4:
         raise BadInputError(f"{path}: expected one (1, 3, H, W) image input, got {inputs}")
-    runner, models = build_runner(model, precision, threads, backend=backend)
+    runner, models = build_runner(model, precision, threads, backend=backend, warp_at=warp_at)
     if not models:
         raise BadInputError("--peer-yolo compares with the whole pipeline: no detector shipped")
     clip = gusty_clip(frames + warmup, seed=seed)
