@@ -42,7 +42,7 @@ def build_runner(
     """(the pipeline :func:`run_bench` times, the model files it runs): Stages A-E with the
     detector ``model`` or the shipped one of ``precision`` and ``backend``; Stages A and B
     without one. ``warp_at``: Stage B's warp (:class:`emts.config.ChannelConfig`)."""
-    from emts.channels import RESIDUAL_REFERENCE, WORKING_WARP_RESIDUAL_REFERENCE
+    from emts.channels import default_reference_for
     from emts.config import ChannelConfig
 
     channel_config = ChannelConfig(warp_at=warp_at)
@@ -59,9 +59,11 @@ def build_runner(
         verifier_file = model_for("verifier", None, precision, 1, backend)
         verifier, models["verifier"] = Verifier(verifier_file, threads=1), verifier_file.name
     detector_file = model_for("detector", model, precision, threads, backend)
-    reference = WORKING_WARP_RESIDUAL_REFERENCE if warp_at == "working" else RESIDUAL_REFERENCE
     detector = Detector(
-        detector_file, threads=threads, network_size=network_size, default_reference=reference
+        detector_file,
+        threads=threads,
+        network_size=network_size,
+        default_reference=default_reference_for(warp_at),
     )
     models["detector"] = detector.path.name
     models["backend"] = backend_of(detector.path)

@@ -143,6 +143,13 @@ RESIDUAL_REFERENCE = 0.0095  # p90 of R the detector is fed at most (median of t
 # The same for Stage B's ``ChannelConfig(warp_at="working")``, which leaves less texture in R:
 # the sets' median level fell 0.0108 -> 0.0076 (contrast-2.6 sets), so 0.0095 x 0.70.
 WORKING_WARP_RESIDUAL_REFERENCE = 0.0067
+
+
+def default_reference_for(warp_at: str) -> float:
+    """The residual reference of a model that records none, fed Stage B's ``warp_at``."""
+    return WORKING_WARP_RESIDUAL_REFERENCE if warp_at == "working" else RESIDUAL_REFERENCE
+
+
 RESIDUAL_PERCENTILE = 90
 RESIDUAL_GAIN_FLOOR = 0.1  # never scale a frame down by more than 10x
 

@@ -141,15 +141,15 @@ def _stage_c(args: argparse.Namespace):
     """Stage C of a command run on a user's stream: ``--model`` (auto: a
     :class:`emts.modality.DetectorChoice`), ``--precision``, ``--backend``, ``--threads``,
     ``--threshold``, ``--network-size``, ``--detector-mode``."""
+    from emts.channels import default_reference_for
     from emts.detector import Detector
     from emts.pipeline import detector_stage, shipped_stage
     from emts.precision import DEFAULT_PRECISION, model_for
 
-    options = {"network_size": args.network_size}
-    if getattr(args, "stage_b", PAPER_WARP) == WORKING_WARP:
-        from emts.channels import WORKING_WARP_RESIDUAL_REFERENCE
-
-        options["default_reference"] = WORKING_WARP_RESIDUAL_REFERENCE
+    options = {
+        "network_size": args.network_size,
+        "default_reference": default_reference_for(_channel_config(args).warp_at),
+    }
     if getattr(args, "threshold", None) is not None:
         options["threshold"] = args.threshold
     precision = getattr(args, "precision", None)

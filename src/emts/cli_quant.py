@@ -122,7 +122,7 @@ def bench_peer(args: argparse.Namespace) -> tuple[dict, str]:
         precision=args.precision,
         model=args.model,
         backend=args.backend,
-        warp_at="working" if getattr(args, "stage_b", "paper") == "working" else "network",
+        warp_at=_channel_config(args).warp_at,
     )
     return report, format_peer(report)
 
@@ -146,6 +146,12 @@ def _detector_calibration(args: argparse.Namespace, source: Path):
         detector.network_size,
         detector.residual_reference,
     )
+
+
+def _channel_config(args: argparse.Namespace):
+    from emts.cli import _channel_config as channel_config
+
+    return channel_config(args)
 
 
 def _require_train_extra() -> None:
