@@ -265,3 +265,28 @@ def test_warping_before_the_shrink_leaves_less_texture_in_r(aerial_scene, motion
     )
     assert working.mean() < 0.8 * network.mean()  # 0.69 and 0.54 here
     assert np.percentile(working, 90) < 0.8 * np.percentile(network, 90)  # 0.52, 0.36
+
+
+@pytest.mark.parametrize("size", [(256, 192), (512, 384)])
+def test_the_working_warp_streams_what_each_pair_of_frames_gives_alone(aerial_scene, size):
+    """Its two frame buffers are reused from frame to frame: a stream must still give, at
+    every frame, the channels of that frame and the one before on their own."""
+    config = ChannelConfig(warp_at="working")
+    rng = np.random.default_rng(4)
+    motions = [similarity(0.003 * k, 1.0, *rng.uniform(-4, 4, 2)) for k in range(5)]
+    poses = [BASE]
+    for m in motions[1:]:
+        poses.append(compose(m, poses[-1]))
+    frames = [render(aerial_scene, pose) for pose in poses]
+    stream = MotionChannels(config, network_size=size)
+    streamed = [
+        stream.update(f, EgoMotion(np.asarray(m, np.float64)))
+        for f, m in zip(frames, motions, strict=True)
+    ]
+    for t in range(1, len(frames)):
+        alone = MotionChannels(config, network_size=size)
+        alone.update(frames[t - 1], EgoMotion())
+        pair = alone.update(frames[t], EgoMotion(np.asarray(motions[t], np.float64)))
+        np.testing.assert_array_equal(streamed[t], pair)
+    stream.reset()
+    assert not stream.update(frames[0], EgoMotion())[1:].any()

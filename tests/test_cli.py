@@ -505,12 +505,13 @@ def test_stage_b_working_reaches_every_stream_command_and_the_detectors_referenc
 
     parser = build_parser()
     for command in (["detect", "x", "--jsonl", "-"], ["track", "x"], ["serve", "x"], ["bench"]):
-        args = parser.parse_args([*command, "--stage-b", "working"])
-        assert _channel_config(args).warp_at == "working"
-        assert _channel_config(parser.parse_args(command)).warp_at == "network"
+        assert _channel_config(parser.parse_args(command)) is None  # auto: each model's own
+        for flag, warp in (("working", "working"), ("paper", "network")):
+            args = parser.parse_args([*command, "--stage-b", flag])
+            assert _channel_config(args).warp_at == warp
     args = parser.parse_args(["detect", "x", "--jsonl", "-", "--model", "default"])
     assert _stage_c(args).detector.residual_reference == RESIDUAL_REFERENCE
-    args.stage_b = "working"  # a model that records no level gets the working warp's
+    args.stage_b = "working"  # every model on the working warp, fed its level
     assert _stage_c(args).detector.residual_reference == WORKING_WARP_RESIDUAL_REFERENCE
     folder = _write_shifted_frames(tmp_path / "frames", cv2.resize(aerial_scene, None, fx=2, fy=2))
     runs = []

@@ -97,3 +97,11 @@ def test_members_fed_different_residual_levels_are_refused_and_a_shared_one_is_k
     old = _detector(tmp_path / "old.onnx", 2.0)  # none recorded: trained on older channels
     with pytest.raises(BadInputError, match="different residual levels"):
         merge_detectors([a, old], tmp_path / "e2.onnx")
+    warped = _detector(tmp_path / "w.onnx", 2.0, reference="0.0072")
+    model = onnx.load(str(warped))
+    model.metadata_props.add(key="emts_stage_b_warp", value="working")
+    onnx.save(model, str(warped))
+    with pytest.raises(BadInputError, match="different Stage B warps"):
+        merge_detectors([a, warped], tmp_path / "e3.onnx")
+    merge_detectors([warped, warped], tmp_path / "e4.onnx")
+    assert Detector(tmp_path / "e4.onnx").stage_b_warp == "working"

@@ -179,3 +179,34 @@ def test_working_resolution_roi_pair_is_ego_compensated():
     body[233:263, 310:320] = walker[230:260, 310:320]
     moving = describe(*roi_pair_working(body, walker, motion, box))
     assert moving[::5].mean() > 3 * compensated[::5].mean()
+
+
+def test_each_detector_runs_with_the_stage_b_warp_it_records(tmp_path, clip):
+    pytest.importorskip("onnx")
+    from emts.channels import WORKING_WARP_RESIDUAL_REFERENCE
+    from emts.cli import main
+    from emts.detector import Detector, default_model_path
+    from emts.modality import DetectorChoice
+    from emts.pipeline import detector_stage
+
+    out = tmp_path / "w.onnx"
+    args = ["export", str(default_model_path()), "--out", str(out), "--any-size"]
+    assert main([*args, "--stage-b", "working"]) == 0
+    working = Detector(out)
+    assert working.stage_b_warp == "working"
+    assert working.residual_reference == WORKING_WARP_RESIDUAL_REFERENCE  # none recorded
+    assert Detector().stage_b_warp == "network"
+    pipeline = Pipeline(detector_stage(working), verifier=None, auto_lock=False)
+    assert pipeline.front.channels.config.warp_at == "working"
+    # an explicit Stage B overrides the model's
+    paper = ChannelConfig(warp_at="network")
+    pipeline = Pipeline(detector_stage(working), None, auto_lock=False, channel_config=paper)
+    assert pipeline.front.channels.config.warp_at == "network"
+    # a stage chosen on the first frame brings its warp with it
+    choice = DetectorChoice(lambda variant: detector_stage(Detector(out)))
+    pipeline = Pipeline(choice, verifier=None, auto_lock=False)
+    assert pipeline.front.channels.config.warp_at == "network"  # nothing chosen yet
+    pipeline.step(clip.frames[0])
+    assert pipeline.front.channels.config.warp_at == "working"
+    assert main([*args, "--stage-b", "paper"]) == 0  # the paper's: none recorded
+    assert Detector(out).stage_b_warp == "network"

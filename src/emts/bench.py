@@ -37,15 +37,16 @@ def build_runner(
     detector_mode: str = "temporal",
     backend: str | None = None,
     network_size: tuple[int, int] | None = None,
-    warp_at: str = "network",
+    warp_at: str | None = None,
 ):
     """(the pipeline :func:`run_bench` times, the model files it runs): Stages A-E with the
     detector ``model`` or the shipped one of ``precision`` and ``backend``; Stages A and B
-    without one. ``warp_at``: Stage B's warp (:class:`emts.config.ChannelConfig`)."""
+    without one. ``warp_at``: Stage B's warp for the detector (:class:`emts.config.ChannelConfig`;
+    None: the model's own)."""
     from emts.channels import default_reference_for
     from emts.config import ChannelConfig
 
-    channel_config = ChannelConfig(warp_at=warp_at)
+    channel_config = None if warp_at is None else ChannelConfig(warp_at=warp_at)
     if model is None and not default_model_path().is_file():
         return MotionFrontEnd(channel_config=channel_config), {}
     from emts.litert import backend_of
@@ -63,13 +64,13 @@ def build_runner(
         detector_file,
         threads=threads,
         network_size=network_size,
-        default_reference=default_reference_for(warp_at),
+        residual_reference=None if warp_at is None else default_reference_for(warp_at),
     )
     models["detector"] = detector.path.name
     models["backend"] = backend_of(detector.path)
     models["detector mode"] = detector_mode
     models["network size"] = "x".join(map(str, detector.network_size))
-    models["stage B warp"] = warp_at
+    models["stage B warp"] = warp_at or detector.stage_b_warp
     stage = detector_stage(detector, detector_mode)
     pipeline = Pipeline(
         stage, verifier, auto_lock=True, threads=threads, channel_config=channel_config
@@ -87,7 +88,7 @@ def run_bench(
     detector_mode: str = "temporal",
     backend: str | None = None,
     network_size: tuple[int, int] | None = None,
-    warp_at: str = "network",
+    warp_at: str | None = None,
 ) -> dict:
     """Time the runtime stages over ``frames`` frames after ``warmup`` frames.
 
@@ -98,7 +99,7 @@ def run_bench(
     detector and verifier files (:mod:`emts.precision`) of ``backend`` (onnxruntime |
     litert); None: the shipped fp32 ONNX models. ``network_size``: Stages B and C at that
     size (None: the detector's own); ``warp_at``: Stage B's warp (``network``, the paper's, or
-    ``working``; :class:`emts.config.ChannelConfig`).
+    ``working``; :class:`emts.config.ChannelConfig`; None: the detector's own).
     """
     set_threads(threads)
     clip = gusty_clip(frames + warmup, seed=seed)

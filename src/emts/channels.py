@@ -283,10 +283,12 @@ class MotionChannels:
         self.network_size = (int(network_size[0]), int(network_size[1]))
         self._layout = _layout(self.network_size)
         self._previous: np.ndarray | None = None
+        self._spare: np.ndarray | None = None  # warp_at="working": the buffer to fill next
 
     def reset(self) -> None:
         """Forget the previous frame; the next R and D are zero."""
         self._previous = None
+        self._spare = None
 
     def update(
         self, frame: np.ndarray, motion: EgoMotion, content: np.ndarray | None = None
@@ -350,24 +352,33 @@ class MotionChannels:
         sub-pixel motion leaves far less of the ground's texture in R than a warp of the
         previous network image does. L is the area shrink (``current``) as before."""
         size, layout = self.network_size, self._layout
-        box = cv2.boxFilter(
-            frame, cv2.CV_32F, (WORKING_BOX, WORKING_BOX), borderType=cv2.BORDER_REPLICATE
+        # two 640x512 float buffers, this frame's and the previous one's, reused: a fresh
+        # 1.3 MB array a frame costs page faults on every frame
+        box = self._spare if self._spare is not None else np.empty(frame.shape, np.float32)
+        self._spare = self._previous
+        cv2.boxFilter(
+            frame,
+            cv2.CV_32F,
+            (WORKING_BOX, WORKING_BOX),
+            dst=box,
+            borderType=cv2.BORDER_REPLICATE,
         )
         box *= np.float32(1.0 / 255.0)
         previous, stack = self._new_stack(current, box)
         if previous is None:
             return stack
         to_network = layout.to_network
+        # the two samplings land in R's and D's rows of the stack (overwritten by _finish)
         flags = {"flags": cv2.INTER_LINEAR, "borderMode": cv2.BORDER_REPLICATE}
-        sampled = cv2.warpAffine(box, to_network[:2], size, **flags)
+        sampled = cv2.warpAffine(box, to_network[:2], size, dst=stack[1], **flags)
         if not self.config.ego_compensation:
-            warped = cv2.warpAffine(previous, to_network[:2], size, **flags)
+            warped = cv2.warpAffine(previous, to_network[:2], size, dst=stack[2], **flags)
         elif motion.homography is not None:
-            warped = cv2.warpPerspective(
-                previous, to_network @ np.asarray(motion.homography), size, **flags
-            )
+            matrix = to_network @ np.asarray(motion.homography)
+            warped = cv2.warpPerspective(previous, matrix, size, dst=stack[2], **flags)
         else:
-            warped = cv2.warpAffine(previous, (to_network @ lift(motion.matrix))[:2], size, **flags)
+            matrix = (to_network @ lift(motion.matrix))[:2]
+            warped = cv2.warpAffine(previous, matrix, size, dst=stack[2], **flags)
         return self._finish(stack, sampled, warped, content)
 
     def _new_stack(

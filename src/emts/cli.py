@@ -146,10 +146,10 @@ def _stage_c(args: argparse.Namespace):
     from emts.pipeline import detector_stage, shipped_stage
     from emts.precision import DEFAULT_PRECISION, model_for
 
-    options = {
-        "network_size": args.network_size,
-        "default_reference": default_reference_for(_channel_config(args).warp_at),
-    }
+    options = {"network_size": args.network_size}
+    override = _channel_config(args)
+    if override is not None:  # every model on this warp, fed the level that goes with it
+        options["residual_reference"] = default_reference_for(override.warp_at)
     if getattr(args, "threshold", None) is not None:
         options["threshold"] = args.threshold
     precision = getattr(args, "precision", None)
@@ -168,13 +168,14 @@ def _stage_c(args: argparse.Namespace):
     return detector_stage(Detector(model, threads=threads, **options), args.detector_mode)
 
 
-PAPER_WARP, WORKING_WARP = "paper", "working"  # --stage-b
-STAGE_B_WARP = {PAPER_WARP: "network", WORKING_WARP: "working"}  # -> ChannelConfig.warp_at
+# --stage-b -> ChannelConfig.warp_at (auto: each model's own, None)
+STAGE_B_WARP = {AUTO: None, "paper": "network", "working": "working"}
 
 
-def _channel_config(args: argparse.Namespace) -> ChannelConfig:
-    """Stage B's parameters of ``--stage-b``."""
-    return ChannelConfig(warp_at=STAGE_B_WARP[getattr(args, "stage_b", PAPER_WARP)])
+def _channel_config(args: argparse.Namespace) -> ChannelConfig | None:
+    """Stage B's parameters of ``--stage-b`` for every model, or None: each model's own."""
+    warp = STAGE_B_WARP[getattr(args, "stage_b", AUTO)]
+    return None if warp is None else ChannelConfig(warp_at=warp)
 
 
 def _add_network_options(p) -> None:
@@ -380,7 +381,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             detector_mode=args.detector_mode,
             backend=args.backend,
             network_size=args.network_size,
-            warp_at=STAGE_B_WARP[args.stage_b],
+            warp_at=STAGE_B_WARP[args.stage_b],  # None: the model's own
         )
         table = format_table(report)
     print(table)
@@ -742,6 +743,10 @@ def _cmd_export(args: argparse.Namespace) -> int:
         from emts.train.export import record_residual_reference
 
         record_residual_reference(out, args.residual_reference or None)
+    if args.stage_b is not None:
+        from emts.train.export import record_stage_b_warp
+
+        record_stage_b_warp(out, STAGE_B_WARP[args.stage_b])
     if args.fit_box_scale:
         from emts.eval.real import fit_box_scale
         from emts.train.export import record_box_scale
@@ -761,7 +766,7 @@ def _cmd_detect(args: argparse.Namespace) -> int:
     from emts.boxfit import DEFAULT_BOX_FIT, fit_detections, look_ahead
     from emts.geometry import Frame
     from emts.modality import DetectorChoice
-    from emts.pipeline import MotionFrontEnd, appearance_view, network_size_of
+    from emts.pipeline import MotionFrontEnd, appearance_view, network_size_of, stage_b_config
 
     _check_outputs(args.source, {"--jsonl": args.jsonl})
     box_fit = None if args.network_boxes else DEFAULT_BOX_FIT
@@ -769,8 +774,9 @@ def _cmd_detect(args: argparse.Namespace) -> int:
     choice = stage if isinstance(stage, DetectorChoice) else None
     stage = None if choice is not None else stage  # --model auto: chosen by the frames
     look_ahead(stage, box_fit)
+    override = _channel_config(args)
     front = MotionFrontEnd(
-        channel_config=_channel_config(args), network_size=network_size_of(stage)
+        channel_config=stage_b_config(stage, override), network_size=network_size_of(stage)
     )
     frames_in = open_source(args.source, fps=args.fps, placeholders=True)
     with frames_in, JsonlWriter(args.jsonl) as records:
@@ -785,7 +791,9 @@ def _cmd_detect(args: argparse.Namespace) -> int:
                 if stage is None:
                     stage = choice.stage_for(frame)  # None while the frames are uniform
                     look_ahead(stage, box_fit)
-                    front.use_network_size(network_size_of(stage))
+                    front.use_network_size(
+                        network_size_of(stage), stage_b_config(stage, override).warp_at
+                    )
                     picked = choice.chosen if stage is not None else None
                 result = front.step(frame)
             except BadInputError as error:
@@ -1182,13 +1190,13 @@ def _add_network_size(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--stage-b",
         choices=list(STAGE_B_WARP),
-        default=PAPER_WARP,
-        help="Stage B's warp: paper (the previous network image warped bilinearly, what the "
-        "shipped models were trained on) or working (both 640x512 frames resampled alike: "
-        "less ground texture left in R on a moving camera; measured with the shipped models: "
-        "real thermal stills AP 0.775 -> 0.790, a real colour clip along a gust path 0.51 -> "
-        "0.63 of the walkers at 0.52 -> 0.20 false positives a frame, but the labelled RGB "
-        "drone clip 0.92 -> 0.88; README 'Real footage') (default: %(default)s)",
+        default=AUTO,
+        help="Stage B's warp: auto (each model's own: working for the thermal model, paper "
+        "for the default one), paper (the previous network image warped bilinearly, the "
+        "paper's) or working (both 640x512 frames resampled alike: less ground texture left "
+        "in R on a moving camera; with the default model a real colour clip along a gust path "
+        "0.51 -> 0.63 of the walkers at 0.52 -> 0.20 false positives a frame, but the "
+        "labelled RGB drone clip 0.92 -> 0.88; README 'Real footage') (default: %(default)s)",
     )
 
 
@@ -1625,6 +1633,13 @@ def _add_training(sub) -> None:
         help="record the residual level (R's 90th percentile) the runtime scales louder "
         "frames down to before this model (a reshaped .onnx keeps its own; 0 removes it; "
         "without one: 0.0095, the level of the sets the shipped models were trained on)",
+    )
+    p.add_argument(
+        "--stage-b",
+        choices=[w for w in STAGE_B_WARP if w != AUTO],
+        help="record Stage B's warp the runtime runs this model with: paper (the paper's, "
+        "also when none is recorded) or working (both 640x512 frames resampled alike; the "
+        "thermal model's) (a reshaped .onnx keeps its own)",
     )
     p.set_defaults(run=_cmd_export)
 

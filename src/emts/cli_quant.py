@@ -122,7 +122,7 @@ def bench_peer(args: argparse.Namespace) -> tuple[dict, str]:
         precision=args.precision,
         model=args.model,
         backend=args.backend,
-        warp_at=_channel_config(args).warp_at,
+        warp_at=getattr(_channel_config(args), "warp_at", None),
     )
     return report, format_peer(report)
 
@@ -133,7 +133,8 @@ def _sets(args: argparse.Namespace) -> dict[str, str]:
 
 def _detector_calibration(args: argparse.Namespace, source: Path):
     """The calibration stream of ``--tier1``/``--negatives``, ``--clips`` x ``--frames``,
-    ``--seed``, as the detector ``source`` is fed: at its network size and residual level."""
+    ``--seed``, as the detector ``source`` is fed: at its network size, residual level and
+    Stage B warp."""
     from emts.detector import Detector
     from emts.train.quantize import detector_calibration
 
@@ -145,6 +146,7 @@ def _detector_calibration(args: argparse.Namespace, source: Path):
         args.seed,
         detector.network_size,
         detector.residual_reference,
+        detector.stage_b_warp,
     )
 
 

@@ -89,9 +89,9 @@ class ChannelConfig:
     # pixels' centres, the previous one through the camera motion. A sub-pixel warp at the
     # network size smooths the ground's texture by an amount that depends on the motion's
     # fraction of a pixel, and that texture stays in R wherever the camera moves; "working"
-    # leaves far less (R's level on the synthetic sets 0.0108 -> 0.0076). Candidate U,
-    # measured but not the default: reports/real/candidates/u_stage_b_working_warp.md.
-    # Pair it with Detector(residual_reference=WORKING_WARP_RESIDUAL_REFERENCE).
+    # leaves far less (R's level on the synthetic sets 0.0108 -> 0.0076). Candidate U: the
+    # thermal model runs it (each model records its warp, Detector.stage_b_warp, and the
+    # pipeline builds Stage B for it); reports/real/candidates/u_stage_b_working_warp.md.
     warp_at: str = "network"
 
 

@@ -149,10 +149,12 @@ def run_demo(
 
 
 def _figure(frames, path: Path, at: int = 40) -> None:
-    from emts.pipeline import MotionFrontEnd
+    from emts.pipeline import MotionFrontEnd, stage_b_config
 
     detector = Detector()
-    front = MotionFrontEnd(network_size=detector.network_size)
+    front = MotionFrontEnd(
+        channel_config=stage_b_config(detector), network_size=detector.network_size
+    )
     at = min(at, len(frames) - 1)  # a short demo (--frames below 41) shows its last frame
     for frame in frames[: at + 1]:
         result = front.step(frame)

@@ -18,7 +18,12 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from emts.channels import RESIDUAL_REFERENCE, normalize_residual_level
+from emts.channels import (
+    RESIDUAL_REFERENCE,
+    WARP_AT,
+    default_reference_for,
+    normalize_residual_level,
+)
 from emts.config import NETWORK_SIZE
 from emts.errors import BadInputError
 
@@ -158,6 +163,9 @@ BOX_SCALE_METADATA = "emts_box_scale"
 # (``emts export --residual-reference``): it follows the channels the model was trained on;
 # a model without it gets RESIDUAL_REFERENCE, the level of the sets the earlier models learnt
 RESIDUAL_REFERENCE_METADATA = "emts_residual_reference"
+# ONNX metadata: Stage B's warp the model runs with (emts.config.ChannelConfig.warp_at;
+# ``emts export --stage-b``); none: "network", the paper's
+STAGE_B_METADATA = "emts_stage_b_warp"
 
 
 def _fixed_size(session) -> tuple[int, int] | None:
@@ -199,6 +207,16 @@ def residual_reference_for(session, default: float = RESIDUAL_REFERENCE) -> floa
     """The residual reference recorded in the model's metadata (``default`` if none)."""
     text = model_metadata(session, RESIDUAL_REFERENCE_METADATA)
     return default if text is None else float(text)
+
+
+def stage_b_warp_for(session, path: Path) -> str:
+    """Stage B's warp recorded in the model's metadata ("network", the paper's, if none)."""
+    warp = model_metadata(session, STAGE_B_METADATA) or "network"
+    if warp not in WARP_AT:
+        raise BadInputError(
+            f"{path.name} asks for Stage B warp {warp!r}; expected one of {WARP_AT}"
+        )
+    return warp
 
 
 def network_size_for(session, path: Path, requested=None) -> tuple[int, int]:
@@ -246,9 +264,9 @@ class Detector:
             model with an open input size (the shipped one) runs at any size, e.g. 512x384
             for small people in thermal video; None: the model's own (fixed, or the size it
             was trained at, else the paper's 256x192).
-        default_reference: the residual reference of a model that records none (default
-            :data:`emts.channels.RESIDUAL_REFERENCE`, the level of the paper warp's channels;
-            Stage B's ``warp_at="working"``: ``WORKING_WARP_RESIDUAL_REFERENCE``).
+        default_reference: the residual reference of a model that records none (default:
+            the one of the Stage B warp it records, :func:`emts.channels.default_reference_for`:
+            0.0095 for the paper's, 0.0067 for ``"working"``).
 
     Example:
         >>> detector = Detector()                               # doctest: +SKIP
@@ -262,7 +280,7 @@ class Detector:
         threshold: float = DEFAULT_THRESHOLD,
         residual_reference: float | None = None,
         network_size: tuple[int, int] | None = None,
-        default_reference: float = RESIDUAL_REFERENCE,
+        default_reference: float | None = None,
     ) -> None:
         path = Path(model) if model is not None else default_model_path()
         self.session = load_session(path, "detector", threads)
@@ -270,7 +288,11 @@ class Detector:
         self.input_name = self.session.get_inputs()[0].name
         self.network_size = network_size_for(self.session, path, network_size)
         self.box_scale = box_scale_for(self.session, self.network_size)
+        # Stage B's warp the model runs with (the pipeline builds Stage B for it)
+        self.stage_b_warp = stage_b_warp_for(self.session, path)
         self.threshold = threshold
+        if default_reference is None:
+            default_reference = default_reference_for(self.stage_b_warp)
         self.residual_reference = (
             residual_reference_for(self.session, default_reference)
             if residual_reference is None

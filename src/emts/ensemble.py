@@ -34,6 +34,7 @@ SIZE_KEY = "emts_network_size"
 BOX_SCALE_KEY = "emts_box_scale"
 RUN_SIZE_KEY = "emts_run_size"
 REFERENCE_KEY = "emts_residual_reference"
+STAGE_B_KEY = "emts_stage_b_warp"
 
 
 def _metadata(model) -> dict[str, str]:
@@ -86,6 +87,9 @@ def merge_detectors(paths: list[str | Path], out: str | Path) -> dict:
     if len(sizes) != 1:
         trained = ", ".join(sorted(map(str, sizes)))
         raise BadInputError(f"the members were trained at different sizes: {trained}")
+    warps = {m.get(STAGE_B_KEY) or "network" for m in metas}
+    if len(warps) != 1:
+        raise BadInputError(f"the members run different Stage B warps: {', '.join(sorted(warps))}")
     references = {m.get(REFERENCE_KEY) for m in metas}
     if len(references) != 1:
         found = ", ".join(sorted(r or "none (the default)" for r in references))
@@ -143,8 +147,9 @@ def merge_detectors(paths: list[str | Path], out: str | Path) -> dict:
     run_sizes = {m.get(RUN_SIZE_KEY) for m in metas}
     if len(run_sizes) == 1 and None not in run_sizes:
         meta[RUN_SIZE_KEY] = run_sizes.pop()
-    if metas[0].get(REFERENCE_KEY):
-        meta[REFERENCE_KEY] = metas[0][REFERENCE_KEY]
+    for key in (REFERENCE_KEY, STAGE_B_KEY):  # shared by every member (checked above)
+        if metas[0].get(key):
+            meta[key] = metas[0][key]
     meta[ENSEMBLE_METADATA] = json.dumps(members)
     for key, value in meta.items():
         entry = merged.metadata_props.add()

@@ -206,6 +206,11 @@ class FusedDetector:
         """The network's input size: Stage B must be built for it."""
         return tuple(getattr(self.detector, "network_size", NETWORK_SIZE))
 
+    @property
+    def stage_b_warp(self) -> str:
+        """Stage B's warp the network runs with."""
+        return getattr(self.detector, "stage_b_warp", None) or "network"
+
     def reset(self) -> None:
         self._previous = None
         self._geometry = None

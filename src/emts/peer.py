@@ -66,10 +66,10 @@ def run_peer(
     model: str | None = None,
     seed: int = 0,
     backend: str | None = None,
-    warp_at: str = "network",
+    warp_at: str | None = None,
 ) -> dict:
-    """Interleaved timing of our pipeline (Stage B's warp ``warp_at``) and ``peer_model``;
-    returns medians and ratios."""
+    """Interleaved timing of our pipeline (Stage B's warp ``warp_at``; None: the model's own)
+    and ``peer_model``; returns medians and ratios."""
     path = Path(peer_model)
     set_threads(threads)
     peer = _peer_session(path, threads)

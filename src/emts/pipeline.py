@@ -6,6 +6,7 @@ A -> B -> C -> lock acquisition -> D -> E on every frame (E classifies every 8th
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
@@ -115,16 +116,20 @@ class MotionFrontEnd:
         self._corner_mask_for = None
         self._index = 0
 
-    def use_network_size(self, network_size: tuple[int, int]) -> None:
-        """Feed a detector of another input size from the next frame on: Stage A's history
-        is kept (its working frame does not change), Stage B's restarts."""
+    def use_network_size(self, network_size: tuple[int, int], warp_at: str | None = None) -> None:
+        """Feed a detector of another input size (and, given ``warp_at``, Stage B warp) from
+        the next frame on: Stage A's history is kept (its working frame does not change),
+        Stage B's restarts."""
         size = (int(network_size[0]), int(network_size[1]))
-        if size == self.network_size:
+        config = self.channels.config
+        if warp_at is not None and warp_at != config.warp_at:
+            config = dataclasses.replace(config, warp_at=warp_at)
+        elif size == self.network_size:
             return
         self.network_size = size
         self.preprocess.network_size = size
         self.preprocess.geometry = None  # rebuilt for the new size by the next frame
-        self.channels = MotionChannels(self.channels.config, size)
+        self.channels = MotionChannels(config, size)
 
     def step(self, frame: np.ndarray) -> FrontEndResult:
         """Run Stages A and B on one frame (any size; uint8 or uint16; gray, BGR or BGRA)."""
@@ -158,10 +163,13 @@ def network_content(geometry: FrameGeometry) -> np.ndarray | None:
     return content_mask(geometry)
 
 
-def channels_at(frames, network_size: tuple[int, int] = NETWORK_SIZE) -> np.ndarray:
+def channels_at(
+    frames, network_size: tuple[int, int] = NETWORK_SIZE, warp_at: str = "network"
+) -> np.ndarray:
     """(n, 3, H, W) Stage B channels of a clip's frames run through Stages A and B at
-    ``network_size`` (e.g. a stored clip set's frames for a detector of another size)."""
-    front = MotionFrontEnd(network_size=network_size)
+    ``network_size`` with Stage B's ``warp_at`` (e.g. a stored clip set's frames for a
+    detector of another size or warp: the sets cache the paper's 256x192, "network")."""
+    front = MotionFrontEnd(channel_config=ChannelConfig(warp_at=warp_at), network_size=network_size)
     return np.stack([front.step(frame).channels for frame in frames])
 
 
@@ -198,6 +206,25 @@ class DetectorStage(Protocol):
 
 DETECTOR_MODES = ("temporal", "plain", "fused")
 DEFAULT_DETECTOR_MODE = "temporal"
+
+
+def stage_b_of(detector) -> str:
+    """Stage B's warp a Stage C runs with (:attr:`emts.detector.Detector.stage_b_warp`; the
+    paper's for one that says none, and for no detector)."""
+    return getattr(detector, "stage_b_warp", None) or "network"
+
+
+def stage_b_config(detector, override: ChannelConfig | None = None) -> ChannelConfig:
+    """Stage B's parameters for ``detector``: ``override`` where given (a command line's
+    ``--stage-b paper|working``), else the defaults with the detector's own warp."""
+    return override if override is not None else ChannelConfig(warp_at=stage_b_of(detector))
+
+
+def channel_key(detector) -> tuple:
+    """What a Stage C's channels depend on: its network size (w, h) for the paper's warp,
+    (w, h, warp) for another (keys of the channels an evaluation computes per detector)."""
+    size, warp = network_size_of(detector), stage_b_of(detector)
+    return size if warp == "network" else (*size, warp)
 
 
 def network_size_of(detector) -> tuple[int, int]:
@@ -370,9 +397,11 @@ class Pipeline:
             frames its boxes fitted to the person's own pixels, scored up where they fit and
             move, down where they do not move;
             None keeps the network's boxes and scores.
-        channel_config: Stage B's parameters (default: the paper's warp, which the shipped
-            models were trained on); e.g. ``ChannelConfig(warp_at="working")`` with a
-            detector fed ``WORKING_WARP_RESIDUAL_REFERENCE`` (candidate U, see the README).
+        channel_config: Stage B's parameters for every detector (default: each detector's
+            own warp, :attr:`emts.detector.Detector.stage_b_warp` -- the paper's for the
+            default model, ``"working"`` for the thermal one); e.g.
+            ``ChannelConfig(warp_at="working")`` with detectors fed
+            ``WORKING_WARP_RESIDUAL_REFERENCE``.
 
     Example:
         >>> pipeline = Pipeline.default()                      # doctest: +SKIP
@@ -399,8 +428,10 @@ class Pipeline:
         self._choice = detector if isinstance(detector, DetectorChoice) else None
         self.detector = None if self._choice is not None else detector
         look_ahead(self.detector, box_fit)
+        self._channel_config = channel_config  # None: each detector's own Stage B warp
         self.front = MotionFrontEnd(
-            channel_config=channel_config, network_size=network_size_of(self.detector)
+            channel_config=stage_b_config(self.detector, channel_config),
+            network_size=network_size_of(self.detector),
         )
         self.verifier = verifier
         self.acquisition = LockAcquisition(auto_lock, verifier is not None, acquisition_config)
@@ -507,7 +538,9 @@ class Pipeline:
             return  # a uniform frame: Stages A-B run, Stage C waits for content
         self.detector = stage
         look_ahead(stage, self.box_fit)
-        self.front.use_network_size(network_size_of(stage))
+        self.front.use_network_size(
+            network_size_of(stage), stage_b_config(stage, self._channel_config).warp_at
+        )
 
     def step(self, frame: np.ndarray) -> FrameResult:
         """Run one frame through Stages A-E."""

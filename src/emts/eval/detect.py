@@ -26,7 +26,7 @@ from emts.config import NETWORK_SIZE
 from emts.detector import Detector
 from emts.eval.metrics import ImageResult, by_height, coco_ap
 from emts.geometry import WORKING_GEOMETRY, Frame, working_geometry
-from emts.pipeline import channels_at, network_size_of
+from emts.pipeline import channel_key, channels_at, network_size_of, stage_b_of
 from emts.synth.plates import read_hituav
 from emts.synth.store import ClipSet
 from emts.synth.tier2 import pseudo_clip
@@ -50,6 +50,7 @@ class NetworkDetect:
         detector.threshold = EVAL_THRESHOLD
         self.detector = detector
         self.network_size = detector.network_size
+        self.stage_b_warp = detector.stage_b_warp
 
     def __call__(self, channels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         detections = self.detector(channels)
@@ -95,10 +96,11 @@ def evaluate_bench(
     clip_set = ClipSet(folder)
     indices = clip_set.indices[:clips] if clips else clip_set.indices
     results = []
-    size = network_size_of(detect)
+    size, warp = network_size_of(detect), stage_b_of(detect)
+    cached = size == NETWORK_SIZE and warp == "network"  # what the sets cache
     for index in tqdm(indices, desc="eval bench", unit="clip", disable=None):
         clip = clip_set.load(index)
-        channels = clip.channels if size == NETWORK_SIZE else channels_at(clip.frames, size)
+        channels = clip.channels if cached else channels_at(clip.frames, size, warp)
         for t in BENCH_FRAMES:
             gt, ignore = _ground_truth(clip.labels["frames"][t]["persons"])
             boxes, scores = detect(channels[t])
@@ -107,8 +109,9 @@ def evaluate_bench(
 
 
 def hituav_clips(root: str | Path, split: str, variant: str, seed: int = 0, sizes=(NETWORK_SIZE,)):
-    """Yield (file name, {network size: channels of the last frame}, person boxes in the
-    paper's NETWORK px)."""
+    """Yield (file name, {channel key: channels of the last frame}, person boxes in the
+    paper's NETWORK px); ``sizes``: network sizes or channel keys
+    (:func:`emts.pipeline.channel_key`)."""
     root = Path(root)
     for number, (name, entry) in enumerate(read_hituav(root, split)):
         still = cv2.imread(str(root / split / name), cv2.IMREAD_GRAYSCALE)
@@ -117,7 +120,10 @@ def hituav_clips(root: str | Path, split: str, variant: str, seed: int = 0, size
         clip = pseudo_clip(
             still, entry["persons"], rng, frames=4, vehicle_boxes=vehicles, zoom=False
         )
-        channels = {size: channels_at(clip.frames, size)[-1] for size in sizes}
+        channels = {
+            tuple(key): channels_at(clip.frames, key[:2], key[2] if len(key) > 2 else "network")[-1]
+            for key in sizes
+        }
         gt = clip.person_boxes[-1]
         gt = GEOMETRY.boxes(gt, Frame.INPUT, Frame.NETWORK) if len(gt) else gt.reshape(-1, 4)
         yield name, channels, gt
@@ -127,14 +133,14 @@ def evaluate_hituav(
     detects: dict[str, DetectFn], root, split: str, variant: str
 ) -> dict[str, list[ImageResult]]:
     results: dict[str, list[ImageResult]] = {name: [] for name in detects}
-    sizes = list(dict.fromkeys(network_size_of(d) for d in detects.values()))
+    sizes = list(dict.fromkeys(channel_key(d) for d in detects.values()))
     for _, channels, gt in tqdm(
         list(hituav_clips(root, split, variant, sizes=sizes)),
         desc=f"eval hituav {variant}",
         disable=None,
     ):
         for name, detect in detects.items():
-            boxes, scores = detect(channels[network_size_of(detect)])
+            boxes, scores = detect(channels[channel_key(detect)])
             results[name].append(ImageResult(gt, np.zeros(len(gt), bool), boxes, scores))
     return results
 

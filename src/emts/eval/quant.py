@@ -78,16 +78,17 @@ def hituav_accuracy(
     models: dict[str, Path], root: str, variant: str, seeds: int, images: int | None = None
 ) -> dict[str, dict]:
     from emts.eval.real import hituav_frames, network_boxes
+    from emts.pipeline import channel_key
 
     detectors = {name: Detector(path, threshold=EVAL_THRESHOLD) for name, path in models.items()}
     results: dict[str, list[ImageResult]] = {name: [] for name in models}
-    sizes = [d.network_size for d in detectors.values()]
+    sizes = [channel_key(d) for d in detectors.values()]
     frames = itertools.chain.from_iterable(
         hituav_frames(root, "val", variant, seed, images, sizes) for seed in range(seeds)
     )
     for frame in tqdm(frames, desc=f"eval quant: hituav {variant}", unit="frame", disable=None):
         for name, detector in detectors.items():
-            channels = frame.channels_at(detector.network_size)
+            channels = frame.channels_at(channel_key(detector))
             boxes, scores = network_boxes(detector, frame, channels)
             results[name].append(
                 ImageResult(frame.gt, np.zeros(len(frame.gt), bool), boxes, scores)
@@ -488,7 +489,10 @@ def evaluate_quant(
         else:
             fp32 = Detector(fp32_path, threads=1)  # the model's run size and residual level
             calibration = detector_calibration(
-                sets, network_size=fp32.network_size, residual_reference=fp32.residual_reference
+                sets,
+                network_size=fp32.network_size,
+                residual_reference=fp32.residual_reference,
+                warp_at=fp32.stage_b_warp,
             )
             calibration_source = calibration.source
             moving = quantize(  # the shipped recipe (`emts quantize`'s defaults) but the estimator

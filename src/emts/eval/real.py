@@ -34,14 +34,14 @@ from tqdm import tqdm
 
 from emts.boxfit import DEFAULT_BOX_FIT, MotionCheck, with_evidence
 from emts.channels import MotionChannels, content_mask
-from emts.config import NETWORK_SIZE, WORKING_SIZE
+from emts.config import NETWORK_SIZE, WORKING_SIZE, ChannelConfig
 from emts.detector import Detector
 from emts.errors import BadInputError
 from emts.eval.metrics import ImageResult, _iou, coco_ap, match
 from emts.fusion import FusionConfig, blob_features, compensated_residual, fusion_config
 from emts.geometry import Frame, FrameGeometry
 from emts.modality import DEFAULT, VARIANT_FOR, frame_modality
-from emts.pipeline import MotionFrontEnd, network_content, shipped_detector
+from emts.pipeline import MotionFrontEnd, channel_key, network_content, shipped_detector
 from emts.synth.camera import REFERENCE_WIDTH, CameraMotionConfig
 from emts.synth.plates import read_hituav
 from emts.synth.tier2 import pseudo_clip
@@ -89,13 +89,22 @@ class EvalFrame:
     history: list[tuple[dict[tuple[int, int], np.ndarray], np.ndarray]] | None = None
     # the colour input frame, where there is one (Stage C's box fit: emts.boxfit)
     colour: AppearanceView | None = None
+    # the key (emts.pipeline.channel_key) of ``channels``: None, the geometry's network size
+    key: tuple | None = None
 
-    def channels_at(self, size: tuple[int, int]) -> np.ndarray:
-        """Stage B's channels at network ``size``."""
-        return self.channels if size == self.geometry.network_size else self.more_channels[size]
+    def channels_at(self, key: tuple) -> np.ndarray:
+        """Stage B's channels of ``key``: a network size (w, h) with the paper's warp, or
+        (w, h, warp) (:func:`emts.pipeline.channel_key`)."""
+        key = tuple(key)
+        return (
+            self.channels
+            if key == (self.key or self.geometry.network_size)
+            else (self.more_channels[key])
+        )
 
-    def geometry_at(self, size: tuple[int, int]) -> FrameGeometry:
-        """The frame's geometry with a NETWORK frame of ``size``."""
+    def geometry_at(self, size: tuple) -> FrameGeometry:
+        """The frame's geometry with a NETWORK frame of ``size`` (a channel key's first two)."""
+        size = tuple(size[:2])
         if size == self.geometry.network_size:
             return self.geometry
         return _geometry(self.geometry.input_size, size)
@@ -108,9 +117,10 @@ class EvalFrame:
         previous: np.ndarray | None,
         gt: np.ndarray,
         more: MoreSizes | None = None,
+        key: tuple | None = None,
     ) -> EvalFrame:
-        """The frame of a :class:`emts.pipeline.FrontEndResult` (Stages A and B's output);
-        ``more`` adds Stage B at further network sizes."""
+        """The frame of a :class:`emts.pipeline.FrontEndResult` (Stages A and B's output,
+        channels of ``key``); ``more`` adds Stage B at further network sizes and warps."""
         return cls(
             name=name,
             channels=result.channels,
@@ -122,22 +132,36 @@ class EvalFrame:
             gt=gt,
             more_channels=more(result) if more is not None else {},
             motion_known=result.motion.method != "identity",
+            key=key,
         )
 
 
 class MoreSizes:
-    """Stage B at further network sizes, on one stream's Stage A results (so that detectors
-    trained at different sizes are compared on the same camera-motion estimates)."""
+    """Stage B at further network sizes and warps (channel keys, :func:`_front_end`), on one
+    stream's Stage A results (so that detectors trained at different sizes are compared on
+    the same camera-motion estimates)."""
 
-    def __init__(self, sizes) -> None:
-        self.stages = {tuple(size): MotionChannels(network_size=size) for size in sizes}
+    def __init__(self, keys) -> None:
+        self.stages = {
+            tuple(key): MotionChannels(_stage_b(key), network_size=key[:2]) for key in keys
+        }
 
-    def __call__(self, result) -> dict[tuple[int, int], np.ndarray]:
+    def __call__(self, result) -> dict[tuple, np.ndarray]:
         out = {}
-        for size, stage in self.stages.items():
-            content = network_content(_geometry(result.geometry.input_size, size))
-            out[size] = stage.update(result.working, result.motion, content)
+        for key, stage in self.stages.items():
+            content = network_content(_geometry(result.geometry.input_size, key[:2]))
+            out[key] = stage.update(result.working, result.motion, content)
         return out
+
+
+def _stage_b(key: tuple) -> ChannelConfig:
+    """Stage B's parameters of a channel key: (w, h) the paper's warp, (w, h, warp)."""
+    return ChannelConfig(warp_at=key[2] if len(key) > 2 else "network")
+
+
+def _front_end(key: tuple) -> MotionFrontEnd:
+    """Stages A and B making the channels of ``key`` (:func:`emts.pipeline.channel_key`)."""
+    return MotionFrontEnd(channel_config=_stage_b(key), network_size=key[:2])
 
 
 @functools.lru_cache(maxsize=16)
@@ -145,8 +169,9 @@ def _geometry(input_size: tuple[int, int], network_size: tuple[int, int]) -> Fra
     return FrameGeometry(input_size, network_size)
 
 
-def _sizes(network_sizes) -> tuple[tuple[int, int], list[tuple[int, int]]]:
-    """(the first size, the others) of a list of network sizes (default: the paper's)."""
+def _sizes(network_sizes) -> tuple[tuple, list[tuple]]:
+    """(the first, the others) of a list of network sizes or channel keys (default: the
+    paper's size)."""
     sizes = list(dict.fromkeys(tuple(s) for s in network_sizes or [NETWORK_SIZE]))
     return sizes[0], sizes[1:]
 
@@ -169,7 +194,7 @@ def person12_frames(
     if labels.shape[1] != 4 or len(labels) < frames:
         raise BadInputError(f"{labels_path}: expected {frames} lines of x,y,w,h")
     first, others = _sizes(network_sizes)
-    front = MotionFrontEnd(network_size=first)
+    front = _front_end(first)
     more = MoreSizes(others) if others else None
     previous = None
     for i in range(frames):
@@ -179,7 +204,7 @@ def person12_frames(
             raise BadInputError(f"{path}: missing or unreadable")
         result = front.step(image)
         gt = result.geometry.boxes(labels[i : i + 1], Frame.INPUT, Frame.WORKING)
-        frame = EvalFrame.of(f"{i + 1:06d}", result, previous, gt, more)
+        frame = EvalFrame.of(f"{i + 1:06d}", result, previous, gt, more, first)
         frame.colour = AppearanceView(image, result.geometry.matrix(Frame.WORKING, Frame.INPUT))
         yield frame
         previous = result.working
@@ -226,7 +251,7 @@ def hituav_frames(
             camera=camera,
             drift=CAMERA_DRIFT,
         )
-        front = MotionFrontEnd(network_size=first)
+        front = _front_end(first)
         more = MoreSizes(others) if others else None
         results = [front.step(frame) for frame in clip.frames]
         history = []
@@ -236,7 +261,7 @@ def hituav_frames(
                 history.append((channels, np.asarray(result.motion.matrix)))
         last = results[-1]
         gt = last.geometry.boxes(clip.person_boxes[-1], Frame.INPUT, Frame.WORKING)
-        frame = EvalFrame.of(name, last, results[-2].working, gt.reshape(-1, 4), more)
+        frame = EvalFrame.of(name, last, results[-2].working, gt.reshape(-1, 4), more, first)
         frame.history = history
         yield frame
 
@@ -315,14 +340,14 @@ def temporal_boxes(stage: TemporalDetector, frame: EvalFrame) -> Boxes:
     """Detections of Stage C's temporal mode on ``frame`` (WORKING px): a frame with a
     ``history`` starts a new clip (the memory is reset and fed the clip's earlier frames),
     one without continues the stream of the frame before."""
-    size = stage.network_size
-    geometry = frame.geometry_at(size)
+    key = channel_key(stage)
+    geometry = frame.geometry_at(key)
     if frame.history is not None:
         stage.reset()
         for channels, matrix in frame.history:
-            stage.detect_working(channels[size], matrix, geometry)
+            stage.detect_working(channels[key], matrix, geometry)
     motion = frame.motion if frame.motion_known else None
-    detections = stage.detect_working(frame.channels_at(size), motion, geometry)
+    detections = stage.detect_working(frame.channels_at(key), motion, geometry)
     boxes = np.array([d.box for d in detections], float).reshape(-1, 4)
     if len(boxes):
         boxes = geometry.boxes(boxes, Frame.NETWORK, Frame.WORKING)
@@ -439,7 +464,7 @@ def fit_box_scale(
         detector = Detector(model, threshold=TAU_S, network_size=size)
         detector.box_scale = 1.0  # fit on the raw boxes, whatever the model records already
         ratios = []
-        frames = hituav_frames(hituav, split, "persons", seed, images, [size])
+        frames = hituav_frames(hituav, split, "persons", seed, images, [channel_key(detector)])
         label = "box scale at {}x{}".format(*size)
         for frame in tqdm(frames, desc=label, unit="still", disable=None):
             boxes, _ = network_boxes(detector, frame, frame.channels)
@@ -618,7 +643,7 @@ def run_dataset(
             ablations = dict(ABLATIONS)
             if _letterboxed(frame):
                 ablations["padding masked"] = padding_masked
-            channels = frame.channels_at(detector.network_size)
+            channels = frame.channels_at(channel_key(detector))
             for ablation, transform in ablations.items():
                 key = model if ablation == "full" else f"{model} ({ablation})"
                 boxes = network_boxes(detector, frame, transform(channels, frame))
@@ -631,7 +656,7 @@ def run_dataset(
                 run.detections.setdefault(classical_name(k), []).append(boxes)
         if fusion is not None:
             shipped = detectors["shipped"]
-            channels = frame.channels_at(shipped.network_size)
+            channels = frame.channels_at(channel_key(shipped))
             heads = [h[0] for h in shipped.raw(channels, fusion.residual_reference)]
             boxes, _ = fused_boxes(frame, heads, fusion)
             run.detections.setdefault(FUSED_NAME, []).append(boxes)
@@ -783,9 +808,9 @@ def evaluate_real(
     sheets: dict[str, list] = {}
 
     auto = auto_detector(Path(person12) / "frames" / "000001.jpg")
-    sizes = [detectors["shipped"].network_size, *(d.network_size for d in detectors.values())]
+    sizes = [channel_key(detectors["shipped"]), *(channel_key(d) for d in detectors.values())]
     run = run_dataset(
-        person12_frames(person12, network_sizes=[*sizes, auto[1].network_size]),
+        person12_frames(person12, network_sizes=[*sizes, channel_key(auto[1])]),
         detectors,
         "eval real: person12",
         total=PERSON12_FRAMES,
@@ -804,7 +829,7 @@ def evaluate_real(
     total = len(entries)
     auto = auto_detector(root / split / entries[0][0]) if entries else None
     if auto is not None:
-        sizes = [*sizes, auto[1].network_size]
+        sizes = [*sizes, channel_key(auto[1])]
     pooled = f"{total} stills" + (f" x seeds {seed}-{seed + seeds - 1}" if seeds > 1 else "")
     for variant, title in HITUAV_VARIANTS.items():
         frames = itertools.chain.from_iterable(

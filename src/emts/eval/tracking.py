@@ -19,6 +19,8 @@ from emts.pipeline import (
     candidates_of,
     detector_stage,
     network_size_of,
+    stage_b_config,
+    stage_b_of,
 )
 from emts.synth.clips import ClipSpec, render_clip
 from emts.synth.common import CONTRAST_SCALE
@@ -42,13 +44,14 @@ def _centre(box) -> np.ndarray:
     return box[:2] + box[2:] / 2
 
 
-def _stages_ab(clip, size: tuple[int, int]) -> tuple[np.ndarray, list[np.ndarray]]:
-    """(channels at network ``size``, Stage A's motions) of a stored clip: its cached
-    channels at the paper's size, else Stage B run again at ``size``."""
-    front = MotionFrontEnd(network_size=size)
+def _stages_ab(clip, detector) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(channels for ``detector``, Stage A's motions) of a stored clip: its cached channels
+    at the paper's size and warp, else Stage B run again at the detector's size and warp."""
+    size = network_size_of(detector)
+    front = MotionFrontEnd(channel_config=stage_b_config(detector), network_size=size)
     results = [front.step(frame) for frame in clip.frames]
     motions = [r.motion.matrix for r in results]
-    if tuple(size) == NETWORK_SIZE:
+    if tuple(size) == NETWORK_SIZE and stage_b_of(detector) == "network":
         return clip.channels, motions
     return np.stack([r.channels for r in results]), motions
 
@@ -114,7 +117,7 @@ def reacquisition(
         if not persons:
             continue
         target = max(persons, key=lambda p: p["box"][3])
-        channels, motions = _stages_ab(clip, network_size_of(detector))
+        channels, motions = _stages_ab(clip, detector)
         detections = clip_detections(detector, channels, motions, detector_mode)
         # Stage D is fed the detections sighted on each frame, as in the pipeline
         lock_candidates = candidates_of(
@@ -241,7 +244,7 @@ def false_positives(
     detector.threshold = float(thresholds.min())
     for index in tqdm(indices, desc="eval fp", disable=None):
         clip = clip_set.load(index)
-        channels, motions = _stages_ab(clip, network_size_of(detector))
+        channels, motions = _stages_ab(clip, detector)
         detections = clip_detections(detector, channels, motions, detector_mode)
         for t in FP_FRAMES:
             frames += 1

@@ -306,6 +306,11 @@ def adapt_detector(
     cv2.setNumThreads(1)
     started = time.perf_counter()
     detector = Detector(base, threads=config.threads, threshold=config.ignore_score)
+    if detector.stage_b_warp != "network":  # the curriculum's sets cache the paper's warp
+        raise BadInputError(
+            f"{base.name} runs Stage B's {detector.stage_b_warp!r} warp; emts adapt fine-tunes "
+            "models of the paper's warp only (e.g. the default model, not the thermal one)"
+        )
     segments = [prepare_segment(name, frames, detector, config) for name, frames in footage]
     if tracks:
         if len(tracks) != len(segments):

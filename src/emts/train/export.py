@@ -183,6 +183,14 @@ def record_residual_reference(path: str | Path, reference: float | None) -> Path
     return _record(path, RESIDUAL_REFERENCE_METADATA, value)
 
 
+def record_stage_b_warp(path: str | Path, warp_at: str | None) -> Path:
+    """Record (or, with None or the paper's ``"network"``, remove) Stage B's warp a detector
+    ONNX runs with (in place; the weights untouched)."""
+    from emts.detector import STAGE_B_METADATA
+
+    return _record(path, STAGE_B_METADATA, None if warp_at in (None, "network") else warp_at)
+
+
 def record_run_size(path: str | Path, size: tuple[int, int] | None) -> Path:
     """Record (or, with None, remove) the size an open-size detector ONNX runs at when no
     size is asked for (in place; the weights are untouched)."""

@@ -157,11 +157,13 @@ def detector_calibration(
     seed: int = 0,
     network_size: tuple[int, int] = NETWORK_SIZE,
     residual_reference: float = RESIDUAL_REFERENCE,
+    warp_at: str = "network",
 ) -> Calibration:
     """``clips`` x ``frames`` consecutive frames' ``[L, R, D]`` channels from ``sets``
     (name -> folder, e.g. ``{"tier1": "data/tier1", "negatives": "data/negatives"}``) at
-    the detector's ``network_size`` (the sets cache the paper's 256x192; other sizes run
-    Stages A and B again), residual level normalized to ``residual_reference`` as the
+    the detector's ``network_size`` with Stage B's ``warp_at`` (the sets cache the paper's
+    256x192 and warp; others run Stages A and B again), residual level normalized to
+    ``residual_reference`` as the
     runtime detector feeds the model (:attr:`emts.detector.Detector.residual_reference`).
     Frame 0 of a clip has no motion channels and is never used."""
     from emts.pipeline import channels_at
@@ -171,8 +173,8 @@ def detector_calibration(
     for _, clip_set, index in _choose_clips(sets, clips, seed):
         clip = clip_set.load(index)
         channels = clip.channels
-        if tuple(network_size) != NETWORK_SIZE:
-            channels = channels_at(clip.frames, network_size)
+        if tuple(network_size) != NETWORK_SIZE or warp_at != "network":
+            channels = channels_at(clip.frames, network_size, warp_at)
         if len(channels) < frames + 1:
             raise BadInputError(
                 f"{clip_set.folder}: clips have {len(channels)} frames (< {frames + 1})"
@@ -181,11 +183,16 @@ def detector_calibration(
         stream.append(channels[start : start + frames])
     names = ", ".join(f"{k}={v}" for k, v in sets.items())
     source = f"{len(stream)} clips x {frames} consecutive frames of {names} (seed {seed})"
+    if warp_at != "network":  # the paper's warp is what every earlier record meant
+        source += f", Stage B at {network_size[0]}x{network_size[1]} warp {warp_at}"
     # what the runtime Detector feeds the network: residual level normalized
     samples = normalize_residual_level(
         np.concatenate(stream).astype(np.float32), residual_reference
     )
-    return Calibration(samples, frames, source + ", residual level normalized")
+    level = "residual level normalized" + (
+        "" if residual_reference == RESIDUAL_REFERENCE else f" to {residual_reference:g}"
+    )
+    return Calibration(samples, frames, f"{source}, {level}")
 
 
 def verifier_calibration(
