@@ -227,6 +227,11 @@ def channel_key(detector) -> tuple:
     return size if warp == "network" else (*size, warp)
 
 
+def key_warp(key: tuple) -> str:
+    """Stage B's warp of a channel key (:func:`channel_key`)."""
+    return key[2] if len(key) > 2 else "network"
+
+
 def network_size_of(detector) -> tuple[int, int]:
     """The NETWORK frame size Stage B must feed ``detector`` (the paper's 256x192 for None)."""
     return tuple(getattr(detector, "network_size", NETWORK_SIZE))

@@ -26,7 +26,7 @@ from emts.config import NETWORK_SIZE
 from emts.detector import Detector
 from emts.eval.metrics import ImageResult, by_height, coco_ap
 from emts.geometry import WORKING_GEOMETRY, Frame, working_geometry
-from emts.pipeline import channel_key, channels_at, network_size_of, stage_b_of
+from emts.pipeline import channel_key, channels_at, key_warp, network_size_of, stage_b_of
 from emts.synth.plates import read_hituav
 from emts.synth.store import ClipSet
 from emts.synth.tier2 import pseudo_clip
@@ -121,8 +121,7 @@ def hituav_clips(root: str | Path, split: str, variant: str, seed: int = 0, size
             still, entry["persons"], rng, frames=4, vehicle_boxes=vehicles, zoom=False
         )
         channels = {
-            tuple(key): channels_at(clip.frames, key[:2], key[2] if len(key) > 2 else "network")[-1]
-            for key in sizes
+            tuple(key): channels_at(clip.frames, key[:2], key_warp(key))[-1] for key in sizes
         }
         gt = clip.person_boxes[-1]
         gt = GEOMETRY.boxes(gt, Frame.INPUT, Frame.NETWORK) if len(gt) else gt.reshape(-1, 4)

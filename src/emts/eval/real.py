@@ -41,7 +41,13 @@ from emts.eval.metrics import ImageResult, _iou, coco_ap, match
 from emts.fusion import FusionConfig, blob_features, compensated_residual, fusion_config
 from emts.geometry import Frame, FrameGeometry
 from emts.modality import DEFAULT, VARIANT_FOR, frame_modality
-from emts.pipeline import MotionFrontEnd, channel_key, network_content, shipped_detector
+from emts.pipeline import (
+    MotionFrontEnd,
+    channel_key,
+    key_warp,
+    network_content,
+    shipped_detector,
+)
 from emts.synth.camera import REFERENCE_WIDTH, CameraMotionConfig
 from emts.synth.plates import read_hituav
 from emts.synth.tier2 import pseudo_clip
@@ -156,7 +162,7 @@ class MoreSizes:
 
 def _stage_b(key: tuple) -> ChannelConfig:
     """Stage B's parameters of a channel key: (w, h) the paper's warp, (w, h, warp)."""
-    return ChannelConfig(warp_at=key[2] if len(key) > 2 else "network")
+    return ChannelConfig(warp_at=key_warp(key))
 
 
 def _front_end(key: tuple) -> MotionFrontEnd:
