@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("pycocotools")
 
-from emts.eval.detect import ClassicalDetector, evaluate_hituav  # noqa: E402
+from emts.eval.detect import ClassicalDetector, evaluate_hituav, hituav_clips  # noqa: E402
 from emts.eval.metrics import ImageResult, by_height, coco_ap  # noqa: E402
 from emts.synth.still_clip import load_demo_still  # noqa: E402
 
@@ -80,8 +80,21 @@ def test_hituav_protocol_on_a_tiny_coco_folder(tmp_path):
         "categories": [],
     }
     (tmp_path / "val.json").write_text(json.dumps(coco))
-    results = evaluate_hituav({"classical": ClassicalDetector()}, tmp_path, "val", "vehicles")
+
+    class Working(ClassicalDetector):  # a detector that runs Stage B's working warp
+        stage_b_warp = "working"
+
+        def __call__(self, channels):
+            seen.append(channels)
+            return super().__call__(channels)
+
+    seen = []
+    detects = {"classical": ClassicalDetector(), "working": Working()}
+    results = evaluate_hituav(detects, tmp_path, "val", "vehicles")
     (result,) = results["classical"]
+    (paper,) = hituav_clips(tmp_path, "val", "vehicles")  # the paper's warp: a size alone
+    assert seen and not np.array_equal(seen[0], paper[1][(256, 192)])  # other channels
+    np.testing.assert_array_equal(seen[0][0], paper[1][(256, 192)][0])  # the same L
     assert result.gt_boxes.shape == (1, 4)  # the person only; the moving car is unlabeled
     x, y, w, h = result.gt_boxes[0]
     assert 100 < x < 160 and 30 < y < 70 and 3 < w < 10 and 8 < h < 16  # network px
