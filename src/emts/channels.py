@@ -254,6 +254,7 @@ def motion_in_network(
 
 WARP_AT = ("working", "network")  # ChannelConfig.warp_at
 WORKING_BOX = 3  # working px: the box filter of warp_at="working" (the shrink's 8/3 footprint)
+_SAMPLING = {"flags": cv2.INTER_LINEAR, "borderMode": cv2.BORDER_REPLICATE}  # its resampling
 
 
 class MotionChannels:
@@ -369,7 +370,7 @@ class MotionChannels:
             return stack
         to_network = layout.to_network
         # the two samplings land in R's and D's rows of the stack (overwritten by _finish)
-        flags = {"flags": cv2.INTER_LINEAR, "borderMode": cv2.BORDER_REPLICATE}
+        flags = _SAMPLING
         sampled = cv2.warpAffine(box, to_network[:2], size, dst=stack[1], **flags)
         if not self.config.ego_compensation:
             warped = cv2.warpAffine(previous, to_network[:2], size, dst=stack[2], **flags)

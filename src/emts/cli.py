@@ -172,9 +172,14 @@ def _stage_c(args: argparse.Namespace):
 STAGE_B_WARP = {AUTO: None, "paper": "network", "working": "working"}
 
 
+def _stage_b_warp(args: argparse.Namespace) -> str | None:
+    """``--stage-b``'s warp for every model (ChannelConfig.warp_at), or None: each model's own."""
+    return STAGE_B_WARP[getattr(args, "stage_b", AUTO)]
+
+
 def _channel_config(args: argparse.Namespace) -> ChannelConfig | None:
     """Stage B's parameters of ``--stage-b`` for every model, or None: each model's own."""
-    warp = STAGE_B_WARP[getattr(args, "stage_b", AUTO)]
+    warp = _stage_b_warp(args)
     return None if warp is None else ChannelConfig(warp_at=warp)
 
 
@@ -381,7 +386,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             detector_mode=args.detector_mode,
             backend=args.backend,
             network_size=args.network_size,
-            warp_at=STAGE_B_WARP[args.stage_b],  # None: the model's own
+            warp_at=_stage_b_warp(args),  # None: the model's own
         )
         table = format_table(report)
     print(table)

@@ -122,7 +122,7 @@ def bench_peer(args: argparse.Namespace) -> tuple[dict, str]:
         precision=args.precision,
         model=args.model,
         backend=args.backend,
-        warp_at=getattr(_channel_config(args), "warp_at", None),
+        warp_at=_stage_b_warp(args),
     )
     return report, format_peer(report)
 
@@ -150,10 +150,10 @@ def _detector_calibration(args: argparse.Namespace, source: Path):
     )
 
 
-def _channel_config(args: argparse.Namespace):
-    from emts.cli import _channel_config as channel_config
+def _stage_b_warp(args: argparse.Namespace) -> str | None:
+    from emts.cli import _stage_b_warp as stage_b_warp
 
-    return channel_config(args)
+    return stage_b_warp(args)
 
 
 def _require_train_extra() -> None:

@@ -258,15 +258,14 @@ class Detector:
         residual_reference: frames whose residual level (90th percentile of R) exceeds this
             are scaled down to it before the network
             (:func:`emts.channels.normalize_residual_level`); 0 feeds Stage B's channels as
-            they are; None: the model's own (metadata ``emts_residual_reference``, else
-            ``default_reference``).
+            they are; None: the model's own (metadata ``emts_residual_reference``, else the
+            level of the Stage B warp it runs with,
+            :func:`emts.channels.default_reference_for`: 0.0095 for the paper's, 0.0067 for
+            ``"working"``).
         network_size: (w, h) of the NETWORK frame to run at (Stage B is built for it): a
             model with an open input size (the shipped one) runs at any size, e.g. 512x384
             for small people in thermal video; None: the model's own (fixed, or the size it
             was trained at, else the paper's 256x192).
-        default_reference: the residual reference of a model that records none (default:
-            the one of the Stage B warp it records, :func:`emts.channels.default_reference_for`:
-            0.0095 for the paper's, 0.0067 for ``"working"``).
 
     Example:
         >>> detector = Detector()                               # doctest: +SKIP
@@ -280,7 +279,6 @@ class Detector:
         threshold: float = DEFAULT_THRESHOLD,
         residual_reference: float | None = None,
         network_size: tuple[int, int] | None = None,
-        default_reference: float | None = None,
     ) -> None:
         path = Path(model) if model is not None else default_model_path()
         self.session = load_session(path, "detector", threads)
@@ -291,10 +289,8 @@ class Detector:
         # Stage B's warp the model runs with (the pipeline builds Stage B for it)
         self.stage_b_warp = stage_b_warp_for(self.session, path)
         self.threshold = threshold
-        if default_reference is None:
-            default_reference = default_reference_for(self.stage_b_warp)
         self.residual_reference = (
-            residual_reference_for(self.session, default_reference)
+            residual_reference_for(self.session, default_reference_for(self.stage_b_warp))
             if residual_reference is None
             else float(residual_reference)
         )

@@ -102,11 +102,9 @@ class EvalFrame:
         """Stage B's channels of ``key``: a network size (w, h) with the paper's warp, or
         (w, h, warp) (:func:`emts.pipeline.channel_key`)."""
         key = tuple(key)
-        return (
-            self.channels
-            if key == (self.key or self.geometry.network_size)
-            else (self.more_channels[key])
-        )
+        if key == (self.key or self.geometry.network_size):
+            return self.channels
+        return self.more_channels[key]
 
     def geometry_at(self, size: tuple) -> FrameGeometry:
         """The frame's geometry with a NETWORK frame of ``size`` (a channel key's first two)."""
