@@ -218,15 +218,17 @@ class EgoMotionEstimator:
         # Model selection: eight parameters always fit noisy tracks a little better than
         # four (on synthetic similarity paths by 1-10 %, which only adds noise to R); a real
         # change of perspective cuts the error by half (person12: median 0.52).
-        points, targets = src[explained], dst[explained]
-        error_similarity = np.mean(
-            np.sum((points @ similarity[:, :2].T + similarity[:, 2] - targets) ** 2, axis=1)
+        # (OpenCV's point transforms and norm: a third of the time of the numpy products)
+        points, targets = src[explained].reshape(-1, 1, 2), dst[explained].reshape(-1, 1, 2)
+        count = len(points)
+        error_similarity = (
+            cv2.norm(cv2.transform(points, similarity), targets, cv2.NORM_L2SQR) / count
         )
-        scale = points @ homography[2, :2] + homography[2, 2]
+        scale = points.reshape(-1, 2) @ homography[2, :2] + homography[2, 2]
         if np.any(scale <= 1e-6):  # a track sent through the horizon: a degenerate fit
             return None
-        mapped = (points @ homography[:2, :2].T + homography[:2, 2]) / scale[:, None]
-        error_homography = np.mean(np.sum((mapped - targets) ** 2, axis=1))
+        mapped = cv2.perspectiveTransform(points, homography)
+        error_homography = cv2.norm(mapped, targets, cv2.NORM_L2SQR) / count
         if error_homography > (1.0 - c.homography_min_gain) * error_similarity:
             return None
         working = _STAGE_A_TO_WORKING @ homography @ WORKING_TO_STAGE_A.matrix
