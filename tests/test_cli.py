@@ -160,6 +160,43 @@ def test_bench_reports_each_stage_and_writes_json(tmp_path, capsys):
     assert "total" in capsys.readouterr().out
 
 
+def test_bench_paced_feeds_frames_on_the_cameras_schedule(monkeypatch, tmp_path, capsys):
+    """--pace: frame i is started at first + i / fps (sleeping in between), and the report
+    says how it was fed and how many frames overran the frame interval."""
+    import emts.bench
+
+    clock = {"now": 100.0}
+    slept = []
+
+    def fake_sleep(seconds):
+        slept.append(seconds)
+        clock["now"] += seconds
+
+    def fake_clock():
+        clock["now"] += 1e-4  # every reading: 0.1 ms of work
+        return clock["now"]
+
+    monkeypatch.setattr(emts.bench.time, "sleep", fake_sleep)
+    monkeypatch.setattr(emts.bench.time, "perf_counter", fake_clock)
+    out = tmp_path / "bench.json"
+    argv = ["bench", "--frames", "3", "--warmup", "1", "--threads", "1", "--pace", "10"]
+    assert main([*argv, "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["pace_fps"] == 10 and report["over_interval"] == 0
+    assert len(slept) == 4 and slept[0] == pytest.approx(0.0, abs=1e-3)
+    # each later frame waits out the rest of its 100 ms interval
+    assert all(0.09 < s <= 0.1 for s in slept[1:])
+    assert "fed at 10 fps" in capsys.readouterr().out
+    with pytest.raises(ValueError):
+        emts.bench.run_bench(frames=1, warmup=0, pace=0.0)
+
+
+def test_bench_refuses_pace_with_peer(tmp_path, capsys):
+    argv = ["bench", "--pace", "30", "--peer-yolo", str(tmp_path / "yolo.onnx")]
+    assert main(argv) == 2
+    assert "--pace" in capsys.readouterr().err
+
+
 # --- Field hardening (issue 10): bad arguments and paths, signals, streams with bad data ---
 
 

@@ -374,6 +374,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from emts.bench import format_table, run_bench
 
     _check_outputs(None, {"--json": args.json})
+    if args.peer_yolo and args.pace is not None:
+        raise BadInputError("--pace times the pipeline alone; --peer-yolo runs frames back to back")
     if args.peer_yolo:
         report, table = cli_quant.bench_peer(args)
     else:
@@ -387,6 +389,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             backend=args.backend,
             network_size=args.network_size,
             warp_at=_stage_b_warp(args),  # None: the model's own
+            pace=args.pace,
         )
         table = format_table(report)
     print(table)
@@ -1890,6 +1893,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=_int_in(0, MAX_BENCH_WARMUP),
         default=30,
         help=f"untimed frames first, 0..{MAX_BENCH_WARMUP} (default: %(default)s)",
+    )
+    p.add_argument(
+        "--pace",
+        type=_FPS,
+        metavar="FPS",
+        help="feed the frames at FPS as a live camera does, the pipeline idle in between "
+        "(an idle CPU is slower to start a frame); default: back to back",
     )
     p.add_argument("--model", type=named_model, help=f"{MODEL_HELP}; timed as stage C")
     cli_quant.add_precision(p)
