@@ -157,7 +157,7 @@ def format_table(report: dict) -> str:
     lines.append(f"{'total':<8}{total['median_ms']:>12.3f}{total['p90_ms']:>10.3f}")
     if pace is not None:
         lines.append(
-            f"frames over the {1e3 / pace:.1f} ms frame interval: "
+            f"frames over the {1e3 / pace:.3g} ms frame interval: "
             f"{report['over_interval']} of {report['frames']}"
         )
     return "\n".join(lines)
