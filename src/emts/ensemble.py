@@ -26,15 +26,17 @@ from pathlib import Path
 
 import numpy as np
 
+from emts.detector import (
+    BOX_SCALE_METADATA,
+    RESIDUAL_REFERENCE_METADATA,
+    RUN_SIZE_METADATA,
+    SIZE_METADATA,
+    STAGE_B_METADATA,
+)
 from emts.errors import BadInputError
 
 OUTPUTS = ("heatmap", "log_size", "offset", "embedding")
 ENSEMBLE_METADATA = "emts_ensemble"
-SIZE_KEY = "emts_network_size"
-BOX_SCALE_KEY = "emts_box_scale"
-RUN_SIZE_KEY = "emts_run_size"
-REFERENCE_KEY = "emts_residual_reference"
-STAGE_B_KEY = "emts_stage_b_warp"
 
 
 def _metadata(model) -> dict[str, str]:
@@ -54,7 +56,7 @@ def _check_member(model, path: Path) -> None:
 
 def _box_scales(metas: list[dict[str, str]]) -> dict[str, float]:
     """Per network size, the geometric mean of the members' box scales (sizes all record)."""
-    tables = [json.loads(m[BOX_SCALE_KEY]) if BOX_SCALE_KEY in m else {} for m in metas]
+    tables = [json.loads(m[BOX_SCALE_METADATA]) if BOX_SCALE_METADATA in m else {} for m in metas]
     common = set(tables[0]).intersection(*tables[1:])
     return {
         size: round(float(np.exp(np.mean([np.log(t[size]) for t in tables]))), 4)
@@ -83,14 +85,14 @@ def merge_detectors(paths: list[str | Path], out: str | Path) -> dict:
         _check_member(model, path)
         models.append(model)
     metas = [_metadata(m) for m in models]
-    sizes = {m.get(SIZE_KEY) for m in metas}
+    sizes = {m.get(SIZE_METADATA) for m in metas}
     if len(sizes) != 1:
         trained = ", ".join(sorted(map(str, sizes)))
         raise BadInputError(f"the members were trained at different sizes: {trained}")
-    warps = {m.get(STAGE_B_KEY) or "network" for m in metas}
+    warps = {m.get(STAGE_B_METADATA) or "network" for m in metas}
     if len(warps) != 1:
         raise BadInputError(f"the members run different Stage B warps: {', '.join(sorted(warps))}")
-    references = {m.get(REFERENCE_KEY) for m in metas}
+    references = {m.get(RESIDUAL_REFERENCE_METADATA) for m in metas}
     if len(references) != 1:
         found = ", ".join(sorted(r or "none (the default)" for r in references))
         raise BadInputError(
@@ -140,14 +142,15 @@ def merge_detectors(paths: list[str | Path], out: str | Path) -> dict:
     members = [
         {"file": str(p), "sha256": hashlib.sha256(p.read_bytes()).hexdigest()} for p in paths
     ]
-    meta = {SIZE_KEY: metas[0][SIZE_KEY]} if metas[0].get(SIZE_KEY) else {}
+    meta = {SIZE_METADATA: metas[0][SIZE_METADATA]} if metas[0].get(SIZE_METADATA) else {}
     scales = _box_scales(metas)
     if scales:
-        meta[BOX_SCALE_KEY] = json.dumps(scales)
-    run_sizes = {m.get(RUN_SIZE_KEY) for m in metas}
+        meta[BOX_SCALE_METADATA] = json.dumps(scales)
+    run_sizes = {m.get(RUN_SIZE_METADATA) for m in metas}
     if len(run_sizes) == 1 and None not in run_sizes:
-        meta[RUN_SIZE_KEY] = run_sizes.pop()
-    for key in (REFERENCE_KEY, STAGE_B_KEY):  # shared by every member (checked above)
+        meta[RUN_SIZE_METADATA] = run_sizes.pop()
+    # shared by every member (checked above)
+    for key in (RESIDUAL_REFERENCE_METADATA, STAGE_B_METADATA):
         if metas[0].get(key):
             meta[key] = metas[0][key]
     meta[ENSEMBLE_METADATA] = json.dumps(members)
