@@ -290,3 +290,23 @@ def test_the_working_warp_streams_what_each_pair_of_frames_gives_alone(aerial_sc
         np.testing.assert_array_equal(streamed[t], pair)
     stream.reset()
     assert not stream.update(frames[0], EgoMotion())[1:].any()
+
+
+def test_halved_channels_average_l_and_d_and_rebuild_r_as_stage_b_does():
+    from emts.channels import halved_channels, residual_from_difference
+    from emts.errors import BadInputError
+
+    rng = np.random.default_rng(0)
+    channels = rng.uniform(-0.2, 1.0, (3, 384, 512)).astype(np.float32)
+    small = halved_channels(channels)
+    assert small.shape == (3, 192, 256) and small.dtype == np.float32
+    blocks = channels.reshape(3, 192, 2, 256, 2).mean(axis=(2, 4))
+    np.testing.assert_allclose(small[0], blocks[0], atol=1e-5)
+    np.testing.assert_allclose(small[2], blocks[2], atol=1e-5)
+    np.testing.assert_allclose(small[1], residual_from_difference(blocks[2]), atol=1e-5)
+    content = np.zeros((192, 256), bool)
+    content[20:170] = True
+    masked = halved_channels(channels, content)
+    assert not masked[1:, ~content].any() and np.array_equal(masked[0], small[0])
+    with pytest.raises(BadInputError):
+        halved_channels(channels[:, :383])

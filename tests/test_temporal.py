@@ -148,3 +148,76 @@ def test_a_locked_track_is_fed_what_this_frame_sighted_and_acquisition_what_pass
     assert result.detections == []
     # ... but Stage D is fed the sighting, scored by this frame's heatmap
     assert [round(c.score, 3) for c in fed[-1]] == [0.5]
+
+
+class SizedStub(StubNetwork):
+    """A stub network of any size whose boxes are ``height`` network px tall."""
+
+    def __init__(self, heats, network_size, height: float) -> None:
+        super().__init__(heats)
+        self.network_size = network_size
+        self.height = height
+
+    def raw(self, channels, residual_reference=None):
+        assert channels.shape[1:] == (self.network_size[1], self.network_size[0])
+        heat, size, offset, embedding = super().raw(channels, residual_reference)
+        size[0, 1] = np.log(self.height / 8)
+        return [heat, size, offset, embedding]
+
+
+def _grid(size, cells: dict[tuple[int, int], float]) -> np.ndarray:
+    heat = np.full((size[1] // 8, size[0] // 8), 0.01, np.float32)
+    for (y, x), value in cells.items():
+        heat[y, x] = value
+    return heat
+
+
+def test_the_coarse_pass_adds_tall_people_in_the_fine_pass_pixels():
+    fine = SizedStub([_grid((512, 384), {(20, 30): 0.6})], (512, 384), 16.0)
+    # two coarse peaks: one 32 network px tall (85 WORKING px), one 12 (32 WORKING px)
+    coarse = SizedStub([_grid((256, 192), {(5, 5): 0.7, (15, 25): 0.8})], (256, 192), 32.0)
+    stage = TemporalDetector(fine, coarse=coarse)
+    channels = np.zeros((3, 384, 512), np.float32)
+    found = stage.detect(channels, None)
+    assert [round(d.score, 2) for d in found] == [0.8, 0.7, 0.6]
+    # the coarse peaks land at twice their coarse coordinates, their boxes twice as tall
+    tall = found[0]
+    centre = tall.box[:2] + tall.box[2:] / 2
+    np.testing.assert_allclose(centre, [2 * (25.5 * 8), 2 * (15.5 * 8)], atol=0.6)
+    assert tall.box[3] == pytest.approx(64.0, abs=0.5)
+    short = SizedStub([_grid((256, 192), {(5, 5): 0.7})], (256, 192), 12.0)
+    assert len(TemporalDetector(fine, coarse=short).detect(channels, None)) == 1  # dropped
+    assert TemporalDetector(fine, coarse=None).coarse is None
+
+
+def test_merging_the_passes_drops_overlaps_across_them_only():
+    from emts.detector import Detection
+    from emts.temporal import merge_passes
+
+    def d(x, y, w, h, score):
+        return Detection(np.array([x, y, w, h], float), score, np.ones(8) / np.sqrt(8))
+
+    fine = [d(10, 10, 10, 20, 0.6), d(12, 12, 10, 20, 0.5), d(100, 100, 10, 20, 0.4)]
+    coarse = [d(11, 11, 12, 22, 0.55), d(95, 90, 20, 40, 0.9), d(200, 10, 20, 40, 0.35)]
+    merged = merge_passes(fine, coarse)
+    # the fine pass's own neighbours both stay; the coarse box under the 0.6 goes, the 0.9
+    # coarse box takes the 0.4 fine one's place; best first
+    assert [m.score for m in merged] == [0.9, 0.6, 0.5, 0.35]
+    assert merge_passes(fine, []) is fine
+
+
+def test_a_model_run_at_twice_its_training_size_gets_a_coarse_pass_at_that_size():
+    from emts.detector import Detector
+    from emts.pipeline import shipped_detector
+    from emts.temporal import coarse_pass_for
+
+    thermal = shipped_detector("thermal")  # trained at 256x192, runs at 512x384
+    coarse = coarse_pass_for(thermal)
+    assert coarse.network_size == (256, 192) and coarse.path == thermal.path
+    assert coarse.residual_reference == thermal.residual_reference
+    assert coarse_pass_for(shipped_detector("thermal", network_size=(256, 192))) is None
+    assert coarse_pass_for(Detector()) is None  # the default model at its own size
+    assert coarse_pass_for(Detector(network_size=(512, 384))).network_size == (256, 192)
+    assert coarse_pass_for(Detector(network_size=(384, 288))) is None  # not twice
+    assert detector_stage(thermal).coarse is not None
+    assert detector_stage(thermal, coarse_pass=False).coarse is None

@@ -38,11 +38,12 @@ def build_runner(
     backend: str | None = None,
     network_size: tuple[int, int] | None = None,
     warp_at: str | None = None,
+    coarse_pass: bool = True,
 ):
     """(the pipeline :func:`run_bench` times, the model files it runs): Stages A-E with the
     detector ``model`` or the shipped one of ``precision`` and ``backend``; Stages A and B
     without one. ``warp_at``: Stage B's warp for the detector (:class:`emts.config.ChannelConfig`;
-    None: the model's own)."""
+    None: the model's own); ``coarse_pass``: as :func:`emts.pipeline.detector_stage`."""
     from emts.channels import default_reference_for
     from emts.config import ChannelConfig
 
@@ -71,7 +72,9 @@ def build_runner(
     models["detector mode"] = detector_mode
     models["network size"] = "x".join(map(str, detector.network_size))
     models["stage B warp"] = warp_at or detector.stage_b_warp
-    stage = detector_stage(detector, detector_mode)
+    stage = detector_stage(detector, detector_mode, coarse_pass)
+    coarse = getattr(stage, "coarse", None)
+    models["coarse pass"] = "x".join(map(str, coarse.network_size)) if coarse else "none"
     pipeline = Pipeline(
         stage, verifier, auto_lock=True, threads=threads, channel_config=channel_config
     )
@@ -90,6 +93,7 @@ def run_bench(
     network_size: tuple[int, int] | None = None,
     warp_at: str | None = None,
     pace: float | None = None,
+    coarse_pass: bool = True,
 ) -> dict:
     """Time the runtime stages over ``frames`` frames after ``warmup`` frames.
 
@@ -105,14 +109,15 @@ def run_bench(
     them; None: back to back. An idle CPU is slower to start a frame (caches, clocks,
     sleeping threads): on the 2-core x86 build VM a frame took ~1.5x as long at 30 fps as
     back to back (2026-11-29, two alternating runs each: 4.03 / 4.32 against 2.59 / 2.88 ms,
-    Stage A ~2x), so budget a live stream by the paced figure.
+    Stage A ~2x), so budget a live stream by the paced figure. ``coarse_pass``: as
+    :func:`emts.pipeline.detector_stage`.
     """
     if pace is not None and not pace > 0:
         raise ValueError(f"pace must be a positive frame rate, got {pace}")
     set_threads(threads)
     clip = gusty_clip(frames + warmup, seed=seed)
     runner, models = build_runner(
-        model, precision, threads, detector_mode, backend, network_size, warp_at
+        model, precision, threads, detector_mode, backend, network_size, warp_at, coarse_pass
     )
     per_stage: dict[str, list[float]] = {}
     totals: list[float] = []

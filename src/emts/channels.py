@@ -228,6 +228,28 @@ def normalize_residual_level(
     return out
 
 
+def halved_channels(channels: np.ndarray, content: np.ndarray | None = None) -> np.ndarray:
+    """Stage B's ``[L, R, D]`` at half the size of ``channels`` (3, H, W), H and W even: L and
+    D area-averaged over 2x2 blocks, R rebuilt from the halved D as Stage B builds it (eq. 2),
+    R and D zeroed outside ``content`` (the halved size's :func:`content_mask`; None: only the
+    padding columns). What Stage C's coarse pass (:mod:`emts.temporal`) feeds a model at the
+    size it was trained at, from the channels of the size it runs at: the letterbox of a
+    network size and of its half align exactly (their padding columns halve too)."""
+    height, width = channels.shape[-2:]
+    if channels.ndim != 3 or height % 2 or width % 2:
+        raise BadInputError(
+            f"halved_channels: expected (3, H, W) with H, W even, got {channels.shape}"
+        )
+    size = (width // 2, height // 2)
+    out = np.empty((3, size[1], size[0]), np.float32)
+    cv2.resize(channels[0], size, dst=out[0], interpolation=cv2.INTER_AREA)
+    cv2.resize(channels[2], size, dst=out[2], interpolation=cv2.INTER_AREA)
+    out[1] = residual_from_difference(out[2])
+    if content is not None:
+        out[1:, ~content] = 0.0
+    return out
+
+
 def content_mask(geometry) -> np.ndarray:
     """bool (H, W) mask of the network pixels that hold image for an input geometry
     (:class:`emts.geometry.FrameGeometry`, at its network size): a 16:9 input leaves

@@ -168,7 +168,7 @@ RESIDUAL_REFERENCE_METADATA = "emts_residual_reference"
 STAGE_B_METADATA = "emts_stage_b_warp"
 
 
-def _fixed_size(session) -> tuple[int, int] | None:
+def fixed_size(session) -> tuple[int, int] | None:
     """(w, h) of the model's input when the graph fixes it, else None (an open size)."""
     shape = list(session.get_inputs()[0].shape)
     height, width = shape[2], shape[3]
@@ -225,7 +225,7 @@ def network_size_for(session, path: Path, requested=None) -> tuple[int, int]:
     was trained at (metadata), else the paper's 256x192."""
     from emts.geometry import network_letterbox
 
-    fixed = _fixed_size(session)
+    fixed = fixed_size(session)
     if requested is None:
         return (
             fixed
@@ -289,6 +289,7 @@ class Detector:
         # Stage B's warp the model runs with (the pipeline builds Stage B for it)
         self.stage_b_warp = stage_b_warp_for(self.session, path)
         self.threshold = threshold
+        self.threads = threads
         self.residual_reference = (
             residual_reference_for(self.session, default_reference_for(self.stage_b_warp))
             if residual_reference is None

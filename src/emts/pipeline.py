@@ -243,16 +243,18 @@ def check_detector_mode(mode: str) -> str:
     return mode
 
 
-def detector_stage(detector, mode: str = DEFAULT_DETECTOR_MODE):
+def detector_stage(detector, mode: str = DEFAULT_DETECTOR_MODE, coarse_pass: bool = True):
     """Stage C for ``mode``: ``temporal`` (default) the network with its scores averaged
-    over time in stabilized coordinates (:class:`emts.temporal.TemporalDetector`), ``plain``
-    the network alone, frame by frame (the paper's), ``fused`` the network scoring
-    compensated-difference blobs at 640x512 (:class:`emts.fusion.FusedDetector`)."""
+    over time in stabilized coordinates (:class:`emts.temporal.TemporalDetector`; with
+    ``coarse_pass``, a model run at twice the size it was trained at runs at that size too,
+    for people too tall for the finer pass), ``plain`` the network alone, frame by frame (the
+    paper's), ``fused`` the network scoring compensated-difference blobs at 640x512
+    (:class:`emts.fusion.FusedDetector`)."""
     check_detector_mode(mode)
     if mode == "fused":
         return FusedDetector(detector)
     if mode == "temporal":
-        return TemporalDetector(detector)
+        return TemporalDetector(detector, coarse=AUTO if coarse_pass else None)
     return detector
 
 
@@ -288,13 +290,14 @@ def shipped_stage(
     precision: str = "fp32",
     threads: int = 2,
     backend: str = "onnxruntime",
+    coarse_pass: bool = True,
     **options,
 ):
     """Stage C from the shipped detectors: ``model`` ``auto`` (a
     :class:`emts.modality.DetectorChoice`: the thermal model for frames without colour, the
     default model for colour, the thermal one in fp32 where its ``precision`` is not
-    shipped), ``default`` or ``thermal``; ``mode`` as :func:`detector_stage`; ``options`` as
-    :func:`shipped_detector`."""
+    shipped), ``default`` or ``thermal``; ``mode`` and ``coarse_pass`` as
+    :func:`detector_stage`; ``options`` as :func:`shipped_detector`."""
     if model not in MODEL_CHOICES:
         raise BadInputError(f"model {model!r}: expected one of {', '.join(MODEL_CHOICES)}")
     check_detector_mode(mode)  # one line now, not at the first frame
@@ -310,7 +313,7 @@ def shipped_stage(
         detector = shipped_detector(
             variant, precision, threads, backend, fp32_fallback=model == AUTO, **options
         )
-        return detector_stage(detector, mode)
+        return detector_stage(detector, mode, coarse_pass)
 
     return DetectorChoice(make) if model == AUTO else make(model)
 
