@@ -81,3 +81,21 @@ def test_no_detections_means_no_false_positives(sets):
     report = false_positives(sets / "fpbench", Nothing(), verifier=None, detector_mode="plain")
     assert report["frames"] == 2 * 14
     assert report["fp_per_frame"]["0.3"] == {"detector_only": 0.0, "with_verifier": None}
+
+
+def test_the_bench_streamed_through_stage_c_matches_the_cached_channels_without_memory(sets):
+    from emts.detector import Detector
+    from emts.eval.detect import NetworkDetect, StreamDetect, evaluate_bench
+    from emts.temporal import ScoreMemory
+
+    stream = StreamDetect(Detector())
+    stream.stage.memory = ScoreMemory(0.0)  # the network's own scores, frame by frame
+    streamed = evaluate_bench(stream, sets / "bench")
+    cached = evaluate_bench(NetworkDetect(Detector()), sets / "bench")
+    assert len(streamed) == len(cached) == 4 * 14
+    for a, b in zip(streamed, cached, strict=True):
+        np.testing.assert_array_equal(a.gt_boxes, b.gt_boxes)
+        strong = b.scores >= 0.3  # the sets cache D in float16: scores move in the 3rd decimal
+        assert (a.scores >= 0.3).sum() == pytest.approx(strong.sum(), abs=1)
+        if strong.any() and len(a.scores) and a.scores[0] >= 0.3:
+            np.testing.assert_allclose(a.boxes[0], b.boxes[0], atol=0.5)  # same place

@@ -844,13 +844,20 @@ def _cmd_eval_detect(args: argparse.Namespace) -> int:
     from emts.eval.detect import (
         ClassicalDetector,
         NetworkDetect,
+        StreamDetect,
         evaluate_bench,
         summarize,
         write_report,
     )
 
     _open_clip_set(args.bench)
-    detects = {"EMTS-Det": NetworkDetect(Detector(args.model)), "classical": ClassicalDetector()}
+    detector = Detector(args.model)
+    if args.detector_mode == "temporal":
+        coarse = args.coarse_pass != "off"
+        network = {"EMTS-Det (temporal)": StreamDetect(detector, coarse_pass=coarse)}
+    else:
+        network = {"EMTS-Det": NetworkDetect(detector)}
+    detects = {**network, "classical": ClassicalDetector()}
     curves = {
         name: summarize(evaluate_bench(fn, args.bench, args.clips)) for name, fn in detects.items()
     }
@@ -1697,6 +1704,22 @@ def _add_training(sub) -> None:
     p.add_argument("--model", type=named_model, help=MODEL_HELP)
     p.add_argument("--clips", type=_POSITIVE, help="evaluate only the first N clips")
     p.add_argument("--out", default="reports/detect", help="report folder (default: %(default)s)")
+    p.add_argument(
+        "--detector-mode",
+        choices=["plain", "temporal"],
+        default="plain",
+        help="plain: the network frame by frame on the sets' channels (the paper's protocol); "
+        "temporal: Stage C as the pipeline runs it, each clip streamed through Stages A-C "
+        "(scores averaged over time; the coarse pass where the model has one) "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--coarse-pass",
+        choices=[AUTO, "off"],
+        default=AUTO,
+        help="with --detector-mode temporal: Stage C's coarse pass, as on emts track "
+        "(default: %(default)s)",
+    )
     p.set_defaults(run=_cmd_eval_detect)
     p = eval_sub.add_parser(
         "hituav", help="real HIT-UAV stills as 4-frame pseudo-clips (section 6.5)"

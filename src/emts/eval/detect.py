@@ -1,7 +1,9 @@
 """Detector evaluation protocols (§6.2, §6.5) and the classical baseline.
 
 * :func:`evaluate_bench` -- the held-out synthetic bench: frames 5-18 of every clip (the first
-  four let the motion channels settle, as in the paper).
+  four let the motion channels settle, as in the paper); the network frame by frame (the
+  paper's protocol), or Stage C's temporal mode streamed over each clip as the pipeline runs it
+  (:class:`StreamDetect`).
 * :func:`evaluate_hituav` -- real HIT-UAV val stills, each made a 4-frame pseudo-clip
   (§6.5) and run through the deployed Stage A/B; the last frame is scored. Variant
   ``"persons"`` moves only the persons (the paper's protocol); ``"vehicles"`` also drives the
@@ -22,14 +24,23 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from emts.config import NETWORK_SIZE
+from emts.config import NETWORK_SIZE, ChannelConfig
 from emts.detector import Detector
 from emts.eval.metrics import ImageResult, by_height, coco_ap
 from emts.geometry import WORKING_GEOMETRY, Frame, working_geometry
-from emts.pipeline import channel_key, channels_at, key_warp, network_size_of, stage_b_of
+from emts.modality import AUTO
+from emts.pipeline import (
+    MotionFrontEnd,
+    channel_key,
+    channels_at,
+    key_warp,
+    network_size_of,
+    stage_b_of,
+)
 from emts.synth.plates import read_hituav
 from emts.synth.store import ClipSet
 from emts.synth.tier2 import pseudo_clip
+from emts.temporal import TemporalDetector
 
 GEOMETRY = WORKING_GEOMETRY
 BENCH_FRAMES = range(4, 18)  # frames 5-18 (1-based), §6.2
@@ -59,6 +70,36 @@ class NetworkDetect:
             working = working_geometry(self.network_size).boxes(boxes, Frame.NETWORK, Frame.WORKING)
             boxes = GEOMETRY.boxes(working, Frame.WORKING, Frame.NETWORK)
         return boxes, np.array([d.score for d in detections])
+
+
+class StreamDetect:
+    """Stage C's temporal mode as the pipeline runs it (:class:`emts.temporal.TemporalDetector`,
+    with its coarse pass where the model has one, ``coarse_pass``): each clip streamed through
+    fresh Stages A-B at the detector's size and warp, the score memory reset at each clip, the
+    threshold lowered to :data:`EVAL_THRESHOLD`; boxes in the paper's 256x192 NETWORK px."""
+
+    def __init__(self, detector: Detector, coarse_pass: bool = True) -> None:
+        detector.threshold = EVAL_THRESHOLD
+        self.stage = TemporalDetector(detector, coarse=AUTO if coarse_pass else None)
+        self.network_size = detector.network_size
+        self.stage_b_warp = detector.stage_b_warp
+        self._geometry = working_geometry(self.network_size)
+
+    def clip(self, frames: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(boxes, scores) of every frame of one clip (640x512 gray frames)."""
+        front = MotionFrontEnd(
+            channel_config=ChannelConfig(warp_at=self.stage_b_warp), network_size=self.network_size
+        )
+        self.stage.reset()
+        out = []
+        for frame in frames:
+            detections = self.stage.on_frame(front.step(frame))
+            boxes = np.array([d.box for d in detections], float).reshape(-1, 4)
+            if len(boxes) and self.network_size != NETWORK_SIZE:
+                working = self._geometry.boxes(boxes, Frame.NETWORK, Frame.WORKING)
+                boxes = GEOMETRY.boxes(working, Frame.WORKING, Frame.NETWORK)
+            out.append((boxes, np.array([d.score for d in detections], float)))
+        return out
 
 
 class ClassicalDetector:
@@ -91,8 +132,11 @@ def _ground_truth(persons: list[dict]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def evaluate_bench(
-    detect: DetectFn, folder: str | Path, clips: int | None = None
+    detect: DetectFn | StreamDetect, folder: str | Path, clips: int | None = None
 ) -> list[ImageResult]:
+    """Frames 5-18 of each bench clip: ``detect`` fed each frame's channels (the sets' cached
+    ones where it runs at 256x192 on the paper's warp, else Stages A-B again at its size and
+    warp), or a :class:`StreamDetect` fed the clip as a stream."""
     clip_set = ClipSet(folder)
     indices = clip_set.indices[:clips] if clips else clip_set.indices
     results = []
@@ -100,10 +144,14 @@ def evaluate_bench(
     cached = size == NETWORK_SIZE and warp == "network"  # what the sets cache
     for index in tqdm(indices, desc="eval bench", unit="clip", disable=None):
         clip = clip_set.load(index)
-        channels = clip.channels if cached else channels_at(clip.frames, size, warp)
+        if isinstance(detect, StreamDetect):
+            found = detect.clip(clip.frames)
+        else:
+            channels = clip.channels if cached else channels_at(clip.frames, size, warp)
+            found = {t: detect(channels[t]) for t in BENCH_FRAMES}
         for t in BENCH_FRAMES:
             gt, ignore = _ground_truth(clip.labels["frames"][t]["persons"])
-            boxes, scores = detect(channels[t])
+            boxes, scores = found[t]
             results.append(ImageResult(gt, ignore, boxes, scores))
     return results
 
