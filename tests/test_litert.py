@@ -305,3 +305,26 @@ def test_an_unreadable_tflite_is_one_line_and_exit_2(tmp_path, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cannot be loaded" in err[0], err
+
+
+@needs_litert
+def test_a_litert_model_run_at_twice_its_size_takes_its_coarse_pass_from_the_file_beside_it(
+    tmp_path,
+):
+    import shutil
+
+    from emts.detector import Detector
+    from emts.pipeline import shipped_detector
+    from emts.temporal import coarse_pass_for
+
+    for precision in ("fp32", "int8"):
+        fine = shipped_detector("thermal", precision, backend="litert")
+        coarse = coarse_pass_for(fine)
+        assert fine.network_size == (512, 384) and coarse.network_size == (256, 192)
+        stem = fine.path.name.removesuffix(".tflite")
+        assert coarse.path.name == f"{stem}.256x192.tflite"
+    # without the file beside it: no coarse pass (the fixed size cannot be run at 256x192)
+    alone = tmp_path / "detector.thermal.tflite"
+    for suffix in ("", ".json"):
+        shutil.copy(fine.path.with_name(f"detector.thermal.tflite{suffix}"), f"{alone}{suffix}")
+    assert coarse_pass_for(Detector(alone)) is None

@@ -133,12 +133,12 @@ def _sets(args: argparse.Namespace) -> dict[str, str]:
 
 def _detector_calibration(args: argparse.Namespace, source: Path):
     """The calibration stream of ``--tier1``/``--negatives``, ``--clips`` x ``--frames``,
-    ``--seed``, as the detector ``source`` is fed: at its network size, residual level and
-    Stage B warp."""
+    ``--seed``, as the detector ``source`` is fed: at its network size (``--network-size``
+    where the command has one and it is given), residual level and Stage B warp."""
     from emts.detector import Detector
     from emts.train.quantize import detector_calibration
 
-    detector = Detector(source, threads=1)
+    detector = Detector(source, threads=1, network_size=getattr(args, "network_size", None))
     return detector_calibration(
         _sets(args),
         args.clips,
@@ -154,6 +154,12 @@ def _stage_b_warp(args: argparse.Namespace) -> str | None:
     from emts.cli import _stage_b_warp as stage_b_warp
 
     return stage_b_warp(args)
+
+
+def _size(text: str) -> tuple[int, int]:
+    from emts.cli import _size as size
+
+    return size(text)
 
 
 def _require_train_extra() -> None:
@@ -304,8 +310,11 @@ def cmd_export_litert(args: argparse.Namespace) -> int:
     if not source.is_file():
         raise BadInputError(f"{source}: no such model")
     size = None
+    if args.network_size is not None and args.kind != "detector":
+        raise BadInputError("--network-size: only the detector has one")
     if args.kind == "detector":
         calibration = _detector_calibration(args, source)  # the .tflite: at its size
+        size = args.network_size
     else:
         from emts.verifier import Verifier
 
@@ -401,6 +410,15 @@ def add_export_litert(sub) -> None:
         "(default: %(default)s)",
     )
     _add_float_convs(p)
+    p.add_argument(
+        "--network-size",
+        type=_size,
+        metavar="WxH",
+        help="detector: convert (and calibrate) at this input size (default: the size the "
+        "ONNX runs at). A model run at twice its training size wants its training size too, "
+        "for Stage C's coarse pass: saved as NAME.WxH.tflite beside NAME.tflite, e.g. "
+        "detector.thermal.int8.256x192.tflite",
+    )
     p.set_defaults(run=cmd_export_litert)
 
 

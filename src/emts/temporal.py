@@ -34,15 +34,16 @@ person12 better, HIT-UAV worse).
 
 **The coarse pass.** A model run at twice the size it was trained at (the thermal model:
 trained at 256x192, run at 512x384 for HIT-UAV's 19-px people) sees tall people at twice the
-scale it learnt: on real thermal persons magnified to a median 75 / 94 px tall (HIT-UAV val
-stills, ``benchmarks/thermal_large_persons.py``) it found them at AP@0.25 0.85 / 0.75, AP@0.5
-0.39 / 0.32. So such a model also runs at its training size on the same channels halved
+scale it learnt: on real thermal persons magnified to a median 74 / 94 px tall (HIT-UAV val
+stills, ``benchmarks/thermal_large_persons.py``, seed 0) it found them at AP@0.25 0.84 /
+0.69, AP@0.5 0.41 / 0.29. So such a model also runs at its training size on the same channels halved
 (:func:`emts.channels.halved_channels`), with a score memory of its own; its detections at
 least :data:`COARSE_MIN_HEIGHT` WORKING px tall join the fine pass's, a detection of either
 pass giving way to a better one of the other that it overlaps (:func:`merge_passes`).
-Measured (seed-0 pseudo-clips): magnified persons AP@0.25 0.85 / 0.75 -> 0.90 / 0.87 at 75 /
-94 px, unchanged at 38 / 56 px; HIT-UAV val as it is unchanged with persons moving, -0.004
-with vehicles moving too (pooled seeds 0-2). It costs ~0.8 ms a thermal frame (the halving
+Measured: magnified persons AP@0.25 0.84 / 0.69 -> 0.88 / 0.85 at 74 / 94 px (AP@0.5 0.41 /
+0.29 -> 0.58 / 0.57), unchanged at 39 / 56 px; HIT-UAV val as it is unchanged with persons
+moving, -0.004 with vehicles moving too (pooled seeds 0-2); on person-free gray footage 38 ->
+43 verified false auto-locks in 39 windows. It costs ~0.8 ms a thermal frame (the halving
 0.2, the network at 256x192 0.5; ``emts bench --model thermal [--coarse-pass off]``). The
 50-px floor was chosen among 40 / 50 / 60 on those sets: below it the coarse pass adds only
 false positives where the fine one already sees. ``coarse=None`` (``--coarse-pass off``)
@@ -132,14 +133,21 @@ class ScoreMemory:
 def coarse_pass_for(detector) -> Detector | None:
     """The coarse pass of ``detector`` (module doc): the same model at the size it was
     trained at, where it runs at exactly twice that size (the thermal model: trained at
-    256x192, run at 512x384) and its input size is open; else None (the default model at its
-    own 256x192; a LiteRT file, whose size is fixed; a model that records no training size)."""
+    256x192, run at 512x384) -- the same file where its input size is open, else (a LiteRT
+    file, whose size is fixed) the file converted at that size beside it,
+    ``NAME.WxH.tflite`` (``emts export-litert --network-size WxH``); None without one, for a
+    model run at another size (the default model at its own 256x192) or one that records no
+    training size."""
     session, path = getattr(detector, "session", None), getattr(detector, "path", None)
-    if session is None or path is None or fixed_size(session) is not None:
+    if session is None or path is None:
         return None
     trained = recorded_size(session)
     if trained is None or tuple(detector.network_size) != (2 * trained[0], 2 * trained[1]):
         return None
+    if fixed_size(session) is not None:
+        path = path.with_name(f"{path.stem}.{trained[0]}x{trained[1]}{path.suffix}")
+        if not path.is_file():
+            return None
     return Detector(
         path,
         threads=getattr(detector, "threads", 2),
