@@ -221,3 +221,9 @@ def test_a_model_run_at_twice_its_training_size_gets_a_coarse_pass_at_that_size(
     assert coarse_pass_for(Detector(network_size=(384, 288))) is None  # not twice
     assert detector_stage(thermal).coarse is not None
     assert detector_stage(thermal, coarse_pass=False).coarse is None
+
+
+def test_the_default_pipeline_takes_the_coarse_pass_switch():
+    assert Pipeline.default(model="thermal").detector.coarse is not None
+    assert Pipeline.default(model="thermal", coarse_pass=False).detector.coarse is None
+    assert Pipeline.default(model="default").detector.coarse is None  # at its own size

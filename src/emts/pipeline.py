@@ -458,6 +458,7 @@ class Pipeline:
         detector_mode: str = DEFAULT_DETECTOR_MODE,
         backend: str = "onnxruntime",
         model: str = AUTO,
+        coarse_pass: bool = True,
     ) -> Pipeline:
         """The pipeline with the models shipped in the package; ``model`` ``auto`` (the
         thermal detector for frames without colour, the default one for colour:
@@ -467,11 +468,12 @@ class Pipeline:
         :mod:`emts.temporal`), ``plain`` (the network, frame by frame) or ``fused``
         (:mod:`emts.fusion`);
         ``backend`` ``onnxruntime`` (.onnx) or ``litert`` (.tflite through LiteRT/XNNPACK,
-        extra ``[litert]``: :mod:`emts.litert`)."""
+        extra ``[litert]``: :mod:`emts.litert`); ``coarse_pass`` as :func:`detector_stage` (the
+        thermal model's second pass at 256x192, for people 50 px tall or more)."""
         from emts.precision import model_path
         from emts.verifier import Verifier, default_model_path
 
-        stage = shipped_stage(model, detector_mode, precision, threads, backend)
+        stage = shipped_stage(model, detector_mode, precision, threads, backend, coarse_pass)
         verifier = None
         if default_model_path().is_file():
             verifier = Verifier(model_path("verifier", precision, 1, backend), threads=1)
