@@ -310,3 +310,15 @@ def test_halved_channels_average_l_and_d_and_rebuild_r_as_stage_b_does():
     assert not masked[1:, ~content].any() and np.array_equal(masked[0], small[0])
     with pytest.raises(BadInputError):
         halved_channels(channels[:, :383])
+
+
+def test_the_residual_level_samples_about_the_papers_grid_at_any_size():
+    from emts.channels import _sample_step
+
+    assert [_sample_step(h) for h in (192, 240, 288, 384, 576)] == [2, 2, 2, 4, 6]
+    rng = np.random.default_rng(1)
+    stack = np.zeros((3, 384, 512), np.float32)
+    stack[1] = rng.exponential(0.01, (384, 512))
+    stack[1, :, :16] = stack[1, :, -16:] = 0.0  # padding columns
+    level = residual_level(stack)
+    assert level == pytest.approx(np.percentile(stack[1, :, 16:-16], 90), rel=0.03)

@@ -40,10 +40,10 @@ stills, ``benchmarks/thermal_large_persons.py``, seed 0) it found them at AP@0.2
 (:func:`emts.channels.halved_channels`), with a score memory of its own; its detections at
 least :data:`COARSE_MIN_HEIGHT` WORKING px tall join the fine pass's, a detection of either
 pass giving way to a better one of the other that it overlaps (:func:`merge_passes`).
-Measured: magnified persons AP@0.25 0.84 / 0.69 -> 0.88 / 0.85 at 74 / 94 px (AP@0.5 0.41 /
+Measured: magnified persons AP@0.25 0.84 / 0.69 -> 0.87 / 0.85 at 74 / 94 px (AP@0.5 0.41 /
 0.29 -> 0.58 / 0.57), unchanged at 39 / 56 px; HIT-UAV val as it is unchanged with persons
-moving, -0.004 with vehicles moving too (pooled seeds 0-2); on person-free gray footage 38 ->
-43 verified false auto-locks in 39 windows. It costs ~0.8 ms a thermal frame (the halving
+moving, -0.004 with vehicles moving too (pooled seeds 0-2); on person-free gray footage 40 ->
+42 verified false auto-locks in 39 windows. It costs ~0.7 ms a thermal frame (the halving
 0.2, the network at 256x192 0.5; ``emts bench --model thermal [--coarse-pass off]``). The
 50-px floor was chosen among 40 / 50 / 60 on those sets: below it the coarse pass adds only
 false positives where the fine one already sees. ``coarse=None`` (``--coarse-pass off``)
