@@ -572,3 +572,17 @@ def test_the_detector_modes_on_the_command_line_are_the_pipelines():
 
     assert tuple(DETECTOR_MODE_HELP) == DETECTOR_MODES
     assert DETECTOR_MODES[0] == DEFAULT_DETECTOR_MODE  # the command line's default is the first
+
+
+def test_coarse_pass_reaches_every_stream_command():
+    from emts.cli import _stage_c, build_parser
+
+    parser = build_parser()
+    for command in (["detect", "x", "--jsonl", "-"], ["track", "x"], ["serve", "x"]):
+        args = parser.parse_args([*command, "--model", "thermal"])
+        assert _stage_c(args).coarse.network_size == (256, 192)  # auto: the thermal model's
+        args = parser.parse_args([*command, "--model", "thermal", "--coarse-pass", "off"])
+        assert _stage_c(args).coarse is None
+    assert parser.parse_args(["bench", "--coarse-pass", "off"]).coarse_pass == "off"
+    args = parser.parse_args(["eval", "detect", "--detector-mode", "temporal"])
+    assert (args.detector_mode, args.coarse_pass) == ("temporal", "auto")

@@ -198,7 +198,7 @@ def test_merging_the_passes_drops_overlaps_across_them_only():
         return Detection(np.array([x, y, w, h], float), score, np.ones(8) / np.sqrt(8))
 
     fine = [d(10, 10, 10, 20, 0.6), d(12, 12, 10, 20, 0.5), d(100, 100, 10, 20, 0.4)]
-    coarse = [d(11, 11, 12, 22, 0.55), d(95, 90, 20, 40, 0.9), d(200, 10, 20, 40, 0.35)]
+    coarse = [d(11, 11, 12, 22, 0.55), d(95, 90, 16, 32, 0.9), d(200, 10, 20, 40, 0.35)]
     merged = merge_passes(fine, coarse)
     # the fine pass's own neighbours both stay; the coarse box under the 0.6 goes, the 0.9
     # coarse box takes the 0.4 fine one's place; best first

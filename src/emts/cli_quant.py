@@ -415,9 +415,9 @@ def add_export_litert(sub) -> None:
         type=_size,
         metavar="WxH",
         help="detector: convert (and calibrate) at this input size (default: the size the "
-        "ONNX runs at). A model run at twice its training size wants its training size too, "
-        "for Stage C's coarse pass: saved as NAME.WxH.tflite beside NAME.tflite, e.g. "
-        "detector.thermal.int8.256x192.tflite",
+        "ONNX runs at). A model run at twice its training size wants a file at its training "
+        "size too, for Stage C's coarse pass: name it NAME.WxH.tflite beside NAME.tflite "
+        "(e.g. detector.thermal.int8.256x192.tflite) and Stage C finds it",
     )
     p.set_defaults(run=cmd_export_litert)
 

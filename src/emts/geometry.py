@@ -236,3 +236,13 @@ WORKING_GEOMETRY = FrameGeometry(WORKING_SIZE)
 def working_geometry(network_size: tuple[int, int] = NETWORK_SIZE) -> FrameGeometry:
     """:data:`WORKING_GEOMETRY` for a detector input of ``network_size``."""
     return FrameGeometry(WORKING_SIZE, tuple(network_size))
+
+
+def box_iou(box: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """IoU of one ``[x, y, w, h]`` box with each of ``boxes`` (n, 4), any one frame's px."""
+    x0 = np.maximum(box[0], boxes[:, 0])
+    y0 = np.maximum(box[1], boxes[:, 1])
+    x1 = np.minimum(box[0] + box[2], boxes[:, 0] + boxes[:, 2])
+    y1 = np.minimum(box[1] + box[3], boxes[:, 1] + boxes[:, 3])
+    inter = np.clip(x1 - x0, 0, None) * np.clip(y1 - y0, 0, None)
+    return inter / (box[2] * box[3] + boxes[:, 2] * boxes[:, 3] - inter + 1e-12)

@@ -60,7 +60,7 @@ import numpy as np
 from emts.channels import content_mask, halved_channels
 from emts.detector import STRIDE, Detection, Detector, decode, fixed_size, recorded_size
 from emts.errors import BadInputError
-from emts.geometry import Frame, FrameGeometry, working_geometry
+from emts.geometry import Frame, FrameGeometry, box_iou, working_geometry
 from emts.modality import AUTO
 
 MEMORY = 0.5  # a: the weight of the carried memory (time constant ~1.4 frames)
@@ -157,16 +157,6 @@ def coarse_pass_for(detector) -> Detector | None:
     )
 
 
-def _iou(box: np.ndarray, boxes: np.ndarray) -> np.ndarray:
-    """IoU of one ``[x, y, w, h]`` box with each of ``boxes`` (n, 4)."""
-    x0 = np.maximum(box[0], boxes[:, 0])
-    y0 = np.maximum(box[1], boxes[:, 1])
-    x1 = np.minimum(box[0] + box[2], boxes[:, 0] + boxes[:, 2])
-    y1 = np.minimum(box[1] + box[3], boxes[:, 1] + boxes[:, 3])
-    inter = np.clip(x1 - x0, 0, None) * np.clip(y1 - y0, 0, None)
-    return inter / np.maximum(box[2] * box[3] + boxes[:, 2] * boxes[:, 3] - inter, 1e-9)
-
-
 def merge_passes(
     fine: list[Detection], coarse: list[Detection], iou: float = COARSE_MERGE_IOU
 ) -> list[Detection]:
@@ -182,11 +172,33 @@ def merge_passes(
     kept_boxes: tuple[list, list] = ([], [])
     for detection, source in both:
         other = kept_boxes[1 - source]
-        if other and _iou(np.asarray(detection.box, float), np.array(other)).max() >= iou:
+        if other and box_iou(np.asarray(detection.box, float), np.array(other)).max() >= iou:
             continue
         kept.append(detection)
         kept_boxes[source].append(np.asarray(detection.box, float))
     return kept
+
+
+def _remembered(
+    network: Detector,
+    memory: ScoreMemory,
+    channels: np.ndarray,
+    motion_network: np.ndarray | None,
+    threshold: float,
+    residual_reference: float | None,
+) -> list[Detection]:
+    """``network``'s peaks on ``channels``, scored by ``memory`` (updated with this frame)."""
+    heat, size, offset, embedding = network.raw(channels, residual_reference)
+    scores = memory.update(heat[0][0], motion_network)
+    return decode(
+        heat[0],
+        size[0],
+        offset[0],
+        embedding[0],
+        threshold,
+        box_scale=network.box_scale,
+        scores=scores,
+    )
 
 
 class TemporalDetector:
@@ -254,17 +266,9 @@ class TemporalDetector:
         output, ``sighting >= threshold`` for a locked track (module doc). ``content``: the
         coarse pass's letterbox content mask (:func:`emts.channels.content_mask` at its
         size; None: the frame fills the network input)."""
-        heat, size, offset, embedding = self.detector.raw(channels, residual_reference)
-        scores = self.memory.update(heat[0][0], motion_network)
         threshold = self.detector.threshold - self.lookahead
-        detections = decode(
-            heat[0],
-            size[0],
-            offset[0],
-            embedding[0],
-            threshold,
-            box_scale=self.detector.box_scale,
-            scores=scores,
+        detections = _remembered(
+            self.detector, self.memory, channels, motion_network, threshold, residual_reference
         )
         if self.coarse is None:
             return detections
@@ -287,16 +291,8 @@ class TemporalDetector:
             working = fine.motion(np.asarray(motion_network), Frame.NETWORK, Frame.WORKING)
             motion = coarse.motion(working, Frame.WORKING, Frame.NETWORK)
         small = halved_channels(channels, content)
-        heat, size, offset, embedding = self.coarse.raw(small, residual_reference)
-        scores = self.coarse_memory.update(heat[0][0], motion)
-        found = decode(
-            heat[0],
-            size[0],
-            offset[0],
-            embedding[0],
-            threshold,
-            box_scale=self.coarse.box_scale,
-            scores=scores,
+        found = _remembered(
+            self.coarse, self.coarse_memory, small, motion, threshold, residual_reference
         )
         if not found:
             return []
