@@ -52,6 +52,16 @@ EVAL_THRESHOLD = 0.01  # keep low-score detections for the PR curve
 DetectFn = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
+def paper_boxes(detections, network_size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """(boxes in the paper's 256x192 NETWORK px, scores) of detections made at
+    ``network_size``."""
+    boxes = np.array([d.box for d in detections], float).reshape(-1, 4)
+    if len(boxes) and tuple(network_size) != NETWORK_SIZE:
+        working = working_geometry(network_size).boxes(boxes, Frame.NETWORK, Frame.WORKING)
+        boxes = GEOMETRY.boxes(working, Frame.WORKING, Frame.NETWORK)
+    return boxes, np.array([d.score for d in detections], float)
+
+
 class NetworkDetect:
     """The detector as a :data:`DetectFn` (threshold lowered to :data:`EVAL_THRESHOLD`): fed
     channels at its own network size, its boxes are returned in the paper's 256x192 NETWORK
@@ -64,12 +74,7 @@ class NetworkDetect:
         self.stage_b_warp = detector.stage_b_warp
 
     def __call__(self, channels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        detections = self.detector(channels)
-        boxes = np.array([d.box for d in detections]).reshape(-1, 4)
-        if len(boxes) and self.network_size != NETWORK_SIZE:
-            working = working_geometry(self.network_size).boxes(boxes, Frame.NETWORK, Frame.WORKING)
-            boxes = GEOMETRY.boxes(working, Frame.WORKING, Frame.NETWORK)
-        return boxes, np.array([d.score for d in detections])
+        return paper_boxes(self.detector(channels), self.network_size)
 
 
 class StreamDetect:
@@ -83,7 +88,6 @@ class StreamDetect:
         self.stage = TemporalDetector(detector, coarse=AUTO if coarse_pass else None)
         self.network_size = detector.network_size
         self.stage_b_warp = detector.stage_b_warp
-        self._geometry = working_geometry(self.network_size)
 
     def clip(self, frames: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
         """(boxes, scores) of every frame of one clip (640x512 gray frames)."""
@@ -91,15 +95,10 @@ class StreamDetect:
             channel_config=ChannelConfig(warp_at=self.stage_b_warp), network_size=self.network_size
         )
         self.stage.reset()
-        out = []
-        for frame in frames:
-            detections = self.stage.on_frame(front.step(frame))
-            boxes = np.array([d.box for d in detections], float).reshape(-1, 4)
-            if len(boxes) and self.network_size != NETWORK_SIZE:
-                working = self._geometry.boxes(boxes, Frame.NETWORK, Frame.WORKING)
-                boxes = GEOMETRY.boxes(working, Frame.WORKING, Frame.NETWORK)
-            out.append((boxes, np.array([d.score for d in detections], float)))
-        return out
+        return [
+            paper_boxes(self.stage.on_frame(front.step(frame)), self.network_size)
+            for frame in frames
+        ]
 
 
 class ClassicalDetector:
