@@ -1210,11 +1210,11 @@ def _add_network_size(p: argparse.ArgumentParser) -> None:
         "--coarse-pass",
         choices=[AUTO, "off"],
         default=AUTO,
-        help="Stage C's coarse pass (temporal mode): auto runs a model that runs at twice the "
-        "size it was trained at (the thermal model: 512x384) at that size too, for people too "
-        "tall for the finer pass (over 50 px at 640x512; real thermal persons magnified to "
-        "~94 px: AP@0.25 0.69 -> 0.85), at ~0.7 ms (~14 %%) more a thermal frame; off: the "
-        "finer pass alone (default: %(default)s)",
+        help="Stage C's coarse pass (temporal mode): with auto a model run at twice the size it "
+        "was trained at (the thermal model at 512x384) also runs at its training size, for "
+        "people too tall for the finer pass (over 50 px at 640x512; real thermal persons "
+        "magnified to ~94 px: AP@0.25 0.69 -> 0.85), at ~0.7 ms (~14 %%) more a thermal "
+        "frame; off: the finer pass alone (default: %(default)s)",
     )
     p.add_argument(
         "--stage-b",
