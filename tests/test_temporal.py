@@ -227,3 +227,26 @@ def test_the_default_pipeline_takes_the_coarse_pass_switch():
     assert Pipeline.default(model="thermal").detector.coarse is not None
     assert Pipeline.default(model="thermal", coarse_pass=False).detector.coarse is None
     assert Pipeline.default(model="default").detector.coarse is None  # at its own size
+
+
+def test_the_coarse_pass_masks_a_letterboxed_inputs_padding_rows():
+    from emts.geometry import FrameGeometry
+
+    seen = []
+
+    class Recording(SizedStub):
+        def raw(self, channels, residual_reference=None):
+            seen.append(channels.copy())
+            return super().raw(channels, residual_reference)
+
+    fine = SizedStub([_grid((512, 384), {})], (512, 384), 16.0)
+    coarse = Recording([_grid((256, 192), {})], (256, 192), 32.0)
+    stage = TemporalDetector(fine, coarse=coarse)
+    channels = np.ones((3, 384, 512), np.float32)  # motion everywhere, padding rows included
+    stage.detect_working(channels, None, FrameGeometry((1280, 720), (512, 384)))  # 16:9
+    stage.detect_working(channels, None, FrameGeometry((640, 512), (512, 384)))  # fills it
+    letterboxed, full = seen
+    rows = letterboxed[1].any(axis=1)
+    assert rows.sum() < 192 * 0.8 and not rows[0] and not rows[-1]  # rows above/below: 0
+    assert letterboxed[0].all()  # L untouched
+    assert full[1][5:-5, 12:-12].all()  # no letterbox: the image's R kept
