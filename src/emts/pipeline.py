@@ -17,7 +17,7 @@ import numpy as np
 
 from emts.acquisition import LockAcquisition, Tap
 from emts.boxfit import DEFAULT_BOX_FIT, fit_detections, look_ahead
-from emts.channels import MotionChannels, content_mask
+from emts.channels import MotionChannels, network_content
 from emts.config import (
     NETWORK_SIZE,
     STAGE_A_SIZE,
@@ -151,16 +151,6 @@ class MotionFrontEnd:
         result = FrontEndResult(self._index, geometry, working, motion, channels, ms, size_changed)
         self._index += 1
         return result
-
-
-def network_content(geometry: FrameGeometry) -> np.ndarray | None:
-    """Stage B's content mask for letterboxed input (None when the input fills the frame): the
-    replicated rows above and below a 16:9 image move with the camera and would light up R
-    and D (measured on uav123-person12: the shipped detector's FP/frame 1.27 -> 0.73)."""
-    letterbox = geometry.input_to_working
-    if letterbox.content == letterbox.size:
-        return None
-    return content_mask(geometry)
 
 
 def channels_at(

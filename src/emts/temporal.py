@@ -57,7 +57,7 @@ from dataclasses import replace
 import cv2
 import numpy as np
 
-from emts.channels import content_mask, halved_channels
+from emts.channels import halved_channels, network_content
 from emts.detector import STRIDE, Detection, Detector, decode, fixed_size, recorded_size
 from emts.errors import BadInputError
 from emts.geometry import Frame, FrameGeometry, box_iou, working_geometry
@@ -322,9 +322,7 @@ class TemporalDetector:
         key = tuple(geometry.input_size)
         if key not in self._coarse_content:
             coarse = FrameGeometry(key, self.coarse.network_size)
-            letterbox = coarse.input_to_working
-            letterboxed = letterbox.content != letterbox.size
-            self._coarse_content[key] = content_mask(coarse) if letterboxed else None
+            self._coarse_content[key] = network_content(coarse)
         return self._coarse_content[key]
 
     def on_frame(self, front) -> list[Detection]:
