@@ -26,6 +26,7 @@ from emts.channels import (
 )
 from emts.config import NETWORK_SIZE
 from emts.errors import BadInputError
+from emts.geometry import box_iou
 
 STRIDE = 8
 DEFAULT_THRESHOLD = 0.3  # §6: tau_s
@@ -37,9 +38,9 @@ MAX_DETECTIONS = 100
 # half of HIT-UAV val's: recall 0.64 -> 0.72).
 PEAK_KERNEL = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], np.uint8)
 _SQUARE = np.ones((3, 3), np.uint8)
-# ... and where the boxes of two peaks overlap this much (IoU), the lower-scored one goes: one
-# person's two peaks (people side by side overlap far less)
-PEAK_NMS_IOU = 0.3
+# ... unless its box overlaps a better 3x3 peak's box by more than this IoU: then it is a
+# second peak of that one's person (two people side by side hardly overlap)
+SECOND_PEAK_MAX_IOU = 0.2
 DEFAULT_MODEL = "detector.onnx"
 
 
@@ -130,18 +131,23 @@ def decode(
     peaks = (heat >= cv2.dilate(heat, _SQUARE)) & (either >= threshold)
     # a peak among its edge neighbours only (PEAK_KERNEL) must pass on the heatmap itself: the
     # network sees a second person there, not the score memory's trail of the first
-    peaks |= (heat >= cv2.dilate(heat, PEAK_KERNEL)) & (heat >= threshold)
-    ys, xs = np.nonzero(peaks)
+    second = (heat >= cv2.dilate(heat, PEAK_KERNEL)) & (heat >= threshold) & ~peaks
+    ys, xs = np.nonzero(peaks | second)
     order = np.argsort(-score[ys, xs], kind="stable")
     ys, xs = ys[order], xs[order]
     # every peak at once (one frame has up to max_detections; a loop per peak cost ~12 us each)
     w, h = box_scale * STRIDE * np.exp(np.clip(log_size[:, ys, xs], -4.0, 5.0))
     cx, cy = (xs + offset[0, ys, xs]) * STRIDE, (ys + offset[1, ys, xs]) * STRIDE
     boxes = np.stack([cx - w / 2, cy - h / 2, w, h], axis=1)
-    if len(boxes) > 1:  # two peaks of one person (PEAK_KERNEL): the lower one's box goes
-        kept = cv2.dnn.NMSBoxes(boxes.astype(np.float32), score[ys, xs], 0.0, PEAK_NMS_IOU)
-        kept = np.sort(np.asarray(kept, int).reshape(-1))
-        ys, xs, boxes = ys[kept], xs[kept], boxes[kept]
+    extra = second[ys, xs]
+    if extra.any() and not extra.all():
+        # a second peak whose box overlaps a better 3x3 peak's is that one's person
+        others = np.nonzero(~extra)[0]
+        overlap = box_iou(boxes[extra].T[:, :, None], boxes[others]) > SECOND_PEAK_MAX_IOU
+        better = others[None, :] < np.nonzero(extra)[0][:, None]
+        keep = np.ones(len(boxes), bool)
+        keep[np.nonzero(extra)[0][(overlap & better).any(axis=1)]] = False
+        ys, xs, boxes = ys[keep], xs[keep], boxes[keep]
     ys, xs, boxes = ys[:max_detections], xs[:max_detections], boxes[:max_detections]
     vectors = embedding[:, ys, xs].T.astype(np.float32)
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
