@@ -87,6 +87,18 @@ def test_multi_person_metrics_height_bins_and_width_ratio():
     assert m["fp_per_image@0.3"] == 0
 
 
+def test_multi_person_metrics_recall_by_the_nearest_other_persons_distance():
+    # a pair 15 px apart (0.75 and 0.375 heights), one person alone; the pair's second missed
+    gt = np.array([[0, 0, 10, 20], [15, 0, 10, 40], [300, 300, 10, 20]], float)
+    found = np.array([[0, 0, 10, 20], [300, 300, 10, 20]], float)
+    m = multi_person_metrics([ImageResult(gt, np.zeros(3, bool), found, np.ones(2))])
+    assert m["recall_by_spacing"]["<1.5h"] == {"persons": 2, "recall": 0.5}
+    assert m["recall_by_spacing"]["1.5-3h"] == {"persons": 0, "recall": None}
+    assert m["recall_by_spacing"][">=3h or alone"] == {"persons": 1, "recall": 1.0}
+    alone = ImageResult(gt[:1], np.zeros(1, bool), found[:1], np.ones(1))
+    assert multi_person_metrics([alone])["recall_by_spacing"][">=3h or alone"]["recall"] == 1.0
+
+
 def test_padding_masked_zeroes_motion_outside_a_16_9_input():
     frame = _frame(None, np.zeros((512, 640), np.uint8), np.eye(2, 3), [], size=(1280, 720))
     channels = np.ones((3, 192, 256), np.float32)
