@@ -35,7 +35,7 @@ MAX_DETECTIONS = 100
 # or, where its own heatmap value passes the threshold, as its four edge neighbours: two
 # people whose centres fall in diagonally adjacent cells -- a pair walking together, 1-1.5
 # cells apart -- each keep their peak (real thermal persons with another within 1.5 heights,
-# half of HIT-UAV val's: recall 0.64 -> 0.72).
+# half of HIT-UAV val's: recall 0.64 -> 0.71; README "Two people standing close").
 PEAK_KERNEL = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], np.uint8)
 _SQUARE = np.ones((3, 3), np.uint8)
 # ... unless its box overlaps a better 3x3 peak's box by more than this IoU: then it is a
@@ -124,7 +124,9 @@ def decode(
     ``box_scale`` multiplies every box's width and height about its centre. ``scores``
     (24, 32): read each peak's score there instead of the heatmap (Stage C's temporal mode,
     :mod:`emts.temporal`), its heatmap value going to ``raw_score``; peaks are still the
-    heatmap's local maxima, kept where either value reaches ``threshold``."""
+    heatmap's local maxima (3x3), kept where either value reaches ``threshold``, and its
+    second peaks (:data:`PEAK_KERNEL`), kept where the heatmap's own value does and their box
+    overlaps no better 3x3 peak's by more than :data:`SECOND_PEAK_MAX_IOU`."""
     heat = heatmap[0].astype(np.float32)
     score = heat if scores is None else np.asarray(scores, np.float32)
     either = heat if scores is None else np.maximum(heat, score)
