@@ -114,6 +114,17 @@ def test_tap_on_flat_ground_uses_the_default_box_and_a_drawn_box_is_kept():
     np.testing.assert_allclose(decision.lock.centre, [100, 100])
 
 
+def test_a_tap_off_the_frame_locks_without_an_error():
+    # a person half out of the frame, or a tap at the edge carried out by the camera's motion
+    for x, y in ((-3.0, 100.0), (645.0, 520.0), (-40.0, -40.0)):
+        acquisition = LockAcquisition(auto_lock=False)
+        acquisition.request(Tap.make(x, y))
+        assert _step(acquisition, _with_person(_ground(), 6, 100)).lock is not None
+    # the visible half of a person at the left edge is measured
+    box = blob_box(_with_person(_ground(), 6, 100), np.array([-3.0, 100.0]), AcquisitionConfig())
+    assert box is not None and box[0] < 12
+
+
 def test_a_tap_on_the_last_frame_shown_is_carried_by_the_camera_motion():
     acquisition = LockAcquisition(auto_lock=False)
     acquisition.request(Tap.make(300, 200, on_last_frame=True))

@@ -90,8 +90,11 @@ def blob_box(
     mask, and the connected component under (or nearest to) the point is the blob.
     """
     half_w, half_h = (s // 2 for s in config.tap_window)
-    x, y = int(round(point[0])), int(round(point[1]))
     height, width = working.shape
+    # a point off the frame (a person half out of it, or a tap carried out by the camera's
+    # motion) is measured at the nearest pixel of the frame
+    x = int(np.clip(round(point[0]), 0, width - 1))
+    y = int(np.clip(round(point[1]), 0, height - 1))
     x0, y0 = max(x - half_w, 0), max(y - half_h, 0)
     x1, y1 = min(x + half_w + 1, width), min(y + half_h + 1, height)
     if x1 - x0 < 8 or y1 - y0 < 8:
