@@ -1,0 +1,159 @@
+"""Following one person of a group: tap tracking on real thermal stills (HIT-UAV val).
+
+On each val still with two or more persons, one person standing within 1.5 of their own
+heights of another (a pair or a group; half of HIT-UAV val's persons do) is tapped at frame 3
+of a 60-frame pseudo-clip (`emts eval real`'s: every person walking 0.5-1.5 px/frame in a
+random direction at 640x512, the camera drifting); the whole pipeline follows them
+(`Pipeline.default(model="thermal")`, no auto-lock). A frame counts where the reported
+target's centre lies in the tapped person's box grown by a fifth each side; lock recall =
+such frames / frames after the tap. Runs with Stage C's decoder as shipped and, with
+``--compare-square``, with CenterNet's 3x3 peaks alone (``emts.detector.PEAK_KERNEL``, as
+before 2026-11-29's second peaks).
+
+    python benchmarks/group_taps.py --hituav ../shared/data/hit-uav --out DIR --seeds 0,1,2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+from tqdm import tqdm
+
+import emts.detector
+from emts.eval.real import CAMERA_DRIFT, PERSON_SPEED, _spacings, eval_camera
+from emts.pipeline import Pipeline
+from emts.synth.plates import read_hituav
+from emts.synth.tier2 import pseudo_clip
+
+FRAMES, TAP_AT, CLOSE = 60, 3, 1.5
+DECODERS = {"second peaks (shipped)": emts.detector.PEAK_KERNEL.copy()}
+SQUARE = {"3x3 peaks only (before)": np.ones((3, 3), np.uint8)}
+
+
+def follow(clip, k: int, kernel: np.ndarray) -> float:
+    """Lock recall of the pipeline tapped on person ``k`` at frame TAP_AT."""
+    emts.detector.PEAK_KERNEL = kernel
+    pipeline = Pipeline.default(model="thermal", auto_lock=False)
+    box = clip.person_boxes[TAP_AT][k]
+    hits = 0
+    for t, frame in enumerate(clip.frames):
+        if t == TAP_AT:
+            pipeline.lock(*(box[:2] + box[2:] / 2))
+        result = pipeline.step(frame)
+        if t < TAP_AT or result.target is None:
+            continue
+        x, y, w, h = clip.person_boxes[t][k]
+        cx, cy = np.asarray(result.target.box[:2]) + np.asarray(result.target.box[2:]) / 2
+        hits += abs(cx - (x + w / 2)) <= 0.7 * w and abs(cy - (y + h / 2)) <= 0.7 * h
+    return hits / (FRAMES - TAP_AT)
+
+
+def run(hituav: Path, seed: int, decoders: dict, stills: int | None) -> dict:
+    entries = [e for e in read_hituav(hituav, "val") if len(e[1]["persons"]) >= 2][:stills]
+    recalls: dict[str, list[float]] = {name: [] for name in decoders}
+    for number, (name, entry) in enumerate(tqdm(entries, desc=f"seed {seed}", unit="still")):
+        still = cv2.imread(str(hituav / "val" / name), cv2.IMREAD_GRAYSCALE)
+        if still is None:
+            raise SystemExit(f"error: {hituav / 'val' / name} missing or unreadable")
+        rng = np.random.default_rng([seed, number, 2])
+        clip = pseudo_clip(
+            still,
+            entry["persons"],
+            rng,
+            frames=FRAMES,
+            zoom=False,
+            person_speed=PERSON_SPEED,
+            random_heading=True,
+            camera=eval_camera(),
+            drift=CAMERA_DRIFT,
+        )
+        close = np.nonzero(_spacings(clip.person_boxes[TAP_AT]) < CLOSE)[0]
+        if not len(close):
+            continue
+        k = int(close[rng.integers(len(close))])
+        for label, kernel in decoders.items():
+            recalls[label].append(follow(clip, k, kernel))
+    return recalls
+
+
+def summary(values: list[float]) -> dict:
+    v = np.asarray(values)
+    return {
+        "runs": len(v),
+        "mean_lock_recall": round(float(v.mean()), 3) if len(v) else None,
+        "runs_at_0.9": int((v >= 0.9).sum()),
+        "runs_below_0.5": int((v < 0.5).sum()),
+    }
+
+
+def plot(recalls: dict[str, list[float]], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    bins = np.linspace(0, 1, 11)
+    for label, values in recalls.items():
+        label = f"{label}: mean {np.mean(values):.3f}"
+        ax.hist(values, bins, histtype="step", linewidth=2, label=label)
+    ax.set_xlabel("lock recall of the tapped person (60-frame clip)")
+    ax.set_ylabel("runs")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hituav", required=True, help="HIT-UAV root (val.json, val/)")
+    parser.add_argument("--out", required=True, help="folder for group_taps.json / .png")
+    parser.add_argument("--seeds", default="0", help="comma-separated pseudo-clip seeds (0)")
+    parser.add_argument("--stills", type=int, default=None, help="first N stills only")
+    parser.add_argument("--compare-square", action="store_true", help="also 3x3 peaks only")
+    args = parser.parse_args(argv)
+    root, out = Path(args.hituav), Path(args.out)
+    if not (root / "val.json").is_file():
+        print(f"error: {root / 'val.json'} not found (pass the HIT-UAV root)", file=sys.stderr)
+        return 2
+    try:
+        seeds = [int(s) for s in args.seeds.split(",")]
+    except ValueError:
+        print(f"error: --seeds must be integers, got {args.seeds!r}", file=sys.stderr)
+        return 2
+    out.mkdir(parents=True, exist_ok=True)
+    decoders = {**DECODERS, **(SQUARE if args.compare_square else {})}
+    pooled: dict[str, list[float]] = {name: [] for name in decoders}
+    per_seed = {}
+    for seed in seeds:
+        recalls = run(root, seed, decoders, args.stills)
+        per_seed[seed] = {name: summary(v) for name, v in recalls.items()}
+        print(f"seed {seed}: {per_seed[seed]}")
+        for name, v in recalls.items():
+            pooled[name] += v
+    emts.detector.PEAK_KERNEL = DECODERS["second peaks (shipped)"]
+    title = f"Tap on a person within {CLOSE} heights of another, HIT-UAV val, seeds {args.seeds}"
+    report = {
+        "title": title,
+        "command": "python benchmarks/group_taps.py " + " ".join(argv or sys.argv[1:]),
+        "pooled": {name: summary(v) for name, v in pooled.items()},
+        "per_seed": per_seed,
+        "lock_recalls": pooled,
+    }
+    (out / "group_taps.json").write_text(json.dumps(report, indent=1) + "\n")
+    plot(pooled, out / "group_taps.png", title)
+    print(f"pooled: {report['pooled']}")
+    print(f"wrote {out / 'group_taps.json'}, group_taps.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
