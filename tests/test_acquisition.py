@@ -81,6 +81,18 @@ def test_tap_without_a_detection_locks_at_once_on_the_blob_under_the_finger():
     np.testing.assert_allclose(decision.lock.size, [12, 30], atol=3)
 
 
+def test_a_tap_beside_a_neighbours_detection_locks_the_person_under_the_finger():
+    # two people 18 px apart; the tapped one (x 300) undetected this frame, the neighbour's
+    # detection (x 318, drawn off-centre towards the tap) reaching over the tapped point
+    working = _with_person(_with_person(_ground(), 300, 200), 318, 200)
+    acquisition = LockAcquisition(auto_lock=False)
+    acquisition.request(Tap.make(301, 203))
+    neighbour = Candidate(np.array([312.0, 200.0]), np.array([18.0, 34.0]), 0.6, E[2])
+    decision = _step(acquisition, working, [neighbour])
+    assert decision.lock.source == "tap:blob"
+    np.testing.assert_allclose(decision.lock.centre, [300, 200], atol=2.5)
+
+
 def test_a_blob_with_its_cast_shadow_is_narrowed_to_a_person_on_the_tapped_column():
     working = _with_person(_ground(), 300, 200)
     working[185:215, 306:336] = 50  # the shadow, beside the person

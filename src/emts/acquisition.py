@@ -243,6 +243,11 @@ class LockAcquisition:
         blob = blob_box(working, point, c)
         if blob is not None and np.hypot(*(blob[:2] - point)) > blob[3]:
             blob = None  # not the person under the point
+        if under and blob is not None:
+            # a detection whose centre lies off the blob under the finger is the neighbour's
+            # (two people close together, the tapped one undetected this frame)
+            reach = blob[2:] / 2 * (1 + c.tap_detection_margin)
+            under = [k for k in under if np.all(np.abs(k.centre - blob[:2]) <= reach)]
         if under:
             nearest = min(under, key=lambda k: float(np.hypot(*(k.centre - point))))
             if blob is None or nearest.size[0] <= c.tap_detection_max_widen * blob[2]:

@@ -261,7 +261,8 @@ class AcquisitionConfig:
 
     autolock_frames: int = 3  # §6.7: the strongest detection, stable for 3 consecutive frames
     autolock_threshold: float = 0.35  # §6.7: the auto-lock stands at P(human) >= 0.35
-    # A tap takes the detection whose box (grown by this fraction) holds the tapped point ...
+    # A tap takes the detection whose box (grown by this fraction) holds the tapped point and
+    # whose centre lies on the blob under it (below; grown alike: else it is a neighbour's) ...
     tap_detection_margin: float = 0.25
     # ... unless that box is this many times wider than the blob under the point (below): a
     # coarse box whose appearance template would hold ground beside the person and slide on
