@@ -25,10 +25,13 @@ import numpy as np
 from tqdm import tqdm
 
 import emts.detector
-from emts.eval.real import CAMERA_DRIFT, PERSON_SPEED, _spacings, eval_camera
+from emts.eval.real import CAMERA_DRIFT, PERSON_SPEED, eval_camera, spacings
 from emts.pipeline import Pipeline
 from emts.synth.plates import read_hituav
 from emts.synth.tier2 import pseudo_clip
+
+sys.path.insert(0, str(Path(__file__).parent))
+from thermal_large_persons import tap_lock_recall  # noqa: E402
 
 FRAMES, TAP_AT, CLOSE = 60, 3, 1.5
 DECODERS = {"second peaks (shipped)": emts.detector.PEAK_KERNEL.copy()}
@@ -39,18 +42,7 @@ def follow(clip, k: int, kernel: np.ndarray) -> float:
     """Lock recall of the pipeline tapped on person ``k`` at frame TAP_AT."""
     emts.detector.PEAK_KERNEL = kernel
     pipeline = Pipeline.default(model="thermal", auto_lock=False)
-    box = clip.person_boxes[TAP_AT][k]
-    hits = 0
-    for t, frame in enumerate(clip.frames):
-        if t == TAP_AT:
-            pipeline.lock(*(box[:2] + box[2:] / 2))
-        result = pipeline.step(frame)
-        if t < TAP_AT or result.target is None:
-            continue
-        x, y, w, h = clip.person_boxes[t][k]
-        cx, cy = np.asarray(result.target.box[:2]) + np.asarray(result.target.box[2:]) / 2
-        hits += abs(cx - (x + w / 2)) <= 0.7 * w and abs(cy - (y + h / 2)) <= 0.7 * h
-    return hits / (FRAMES - TAP_AT)
+    return tap_lock_recall(pipeline, clip, k, TAP_AT)
 
 
 def run(hituav: Path, seed: int, decoders: dict, stills: int | None) -> dict:
@@ -72,7 +64,7 @@ def run(hituav: Path, seed: int, decoders: dict, stills: int | None) -> dict:
             camera=eval_camera(),
             drift=CAMERA_DRIFT,
         )
-        close = np.nonzero(_spacings(clip.person_boxes[TAP_AT]) < CLOSE)[0]
+        close = np.nonzero(spacings(clip.person_boxes[TAP_AT]) < CLOSE)[0]
         if not len(close):
             continue
         k = int(close[rng.integers(len(close))])

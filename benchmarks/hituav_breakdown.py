@@ -30,11 +30,11 @@ from emts.eval.real import (
     MATCH_IOU,
     TAU_S,
     CompensatedDifference,
-    _spacings,
     auto_detector,
     channel_key,
     hituav_frames,
     run_dataset,
+    spacings,
 )
 from emts.synth.plates import read_hituav
 
@@ -71,7 +71,7 @@ def _by_spacing(results: list[ImageResult]) -> dict:
     counts = {label: [0, 0] for *_, label in SPACINGS}
     for r in results:
         matched = {g for g, _, _ in match(r, TAU_S, MATCH_IOU)}
-        for g, spacing in enumerate(_spacings(r.gt_boxes)):
+        for g, spacing in enumerate(spacings(r.gt_boxes)):
             label = next(lab for lo, hi, lab in SPACINGS if lo <= spacing < hi or hi == np.inf)
             counts[label][0] += 1
             counts[label][1] += g in matched

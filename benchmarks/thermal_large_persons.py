@@ -137,6 +137,24 @@ def run_zoom(hituav: Path, z: float, seed: int, detector: Detector) -> dict:
 TAP_FRAMES, TAP_AT = 60, 3
 
 
+def tap_lock_recall(pipeline, clip, k: int, tap_at: int = TAP_AT) -> float:
+    """``pipeline`` fed ``clip`` (a pseudo-clip), person ``k`` tapped at frame ``tap_at``:
+    the share of the later frames whose reported target's centre lies in that person's box
+    grown by a fifth each side."""
+    box = clip.person_boxes[tap_at][k]
+    hits = 0
+    for t, frame in enumerate(clip.frames):
+        if t == tap_at:
+            pipeline.lock(*(box[:2] + box[2:] / 2))
+        result = pipeline.step(frame)
+        if t < tap_at or result.target is None:
+            continue
+        x, y, w, h = clip.person_boxes[t][k]
+        cx, cy = np.asarray(result.target.box[:2]) + np.asarray(result.target.box[2:]) / 2
+        hits += abs(cx - (x + w / 2)) <= 0.7 * w and abs(cy - (y + h / 2)) <= 0.7 * h
+    return hits / (len(clip.frames) - tap_at)
+
+
 def run_taps(hituav: Path, z: float, stills: int, seed: int) -> dict:
     """Tap tracking: the first ``stills`` val stills holding a person, magnified ``z`` times,
     as 60-frame pseudo-clips; the person nearest the frame's centre tapped at frame 3; a
@@ -167,17 +185,7 @@ def run_taps(hituav: Path, z: float, stills: int, seed: int) -> dict:
         k = int(np.argmin(np.linalg.norm(centres - [320, 256], axis=1)))
         for stage_name, coarse in zip(PASSES, (False, True), strict=True):
             pipeline = Pipeline.default(model="thermal", coarse_pass=coarse, auto_lock=False)
-            hits = 0
-            for t, frame in enumerate(clip.frames):
-                if t == TAP_AT:
-                    pipeline.lock(*centres[k])
-                result = pipeline.step(frame)
-                if t < TAP_AT or result.target is None:
-                    continue
-                x, y, w, h = clip.person_boxes[t][k]
-                cx, cy = np.asarray(result.target.box[:2]) + np.asarray(result.target.box[2:]) / 2
-                hits += abs(cx - (x + w / 2)) <= 0.7 * w and abs(cy - (y + h / 2)) <= 0.7 * h
-            shares[stage_name].append(hits / (TAP_FRAMES - TAP_AT))
+            shares[stage_name].append(tap_lock_recall(pipeline, clip, k))
     return {
         name: {
             "runs": len(v),

@@ -543,7 +543,7 @@ def person_metrics(results: list[ImageResult], tau: float = TAU_S) -> dict:
     }
 
 
-def _spacings(boxes: np.ndarray) -> np.ndarray:
+def spacings(boxes: np.ndarray) -> np.ndarray:
     """Each box's distance to the nearest other box's centre, in its own heights (inf where
     it is alone)."""
     boxes = np.asarray(boxes, float).reshape(-1, 4)
@@ -555,7 +555,8 @@ def _spacings(boxes: np.ndarray) -> np.ndarray:
 
 
 def multi_person_metrics(results: list[ImageResult], tau: float = TAU_S) -> dict:
-    """AP, recall and FP/image at tau (IoU 0.25, one-to-one), recall by height (WORKING px),
+    """AP, recall and FP/image at tau (IoU 0.25, one-to-one), recall by height (WORKING px)
+    and by the nearest other person's distance (:func:`spacings`, :data:`SPACING_EDGES`),
     and the width ratio of matched boxes (detection / truth, p10-p50-p90)."""
     ap = coco_ap(results)
     persons = found = false_positives = 0
@@ -568,7 +569,7 @@ def multi_person_metrics(results: list[ImageResult], tau: float = TAU_S) -> dict
         persons += len(image.gt_boxes)
         found += len(matches)
         false_positives += int((image.scores >= tau).sum()) - len(matches)
-        for g, spacing in enumerate(_spacings(image.gt_boxes)):
+        for g, spacing in enumerate(spacings(image.gt_boxes)):
             label = SPACING_LABELS[int(np.searchsorted(SPACING_EDGES, spacing, side="right"))]
             by_spacing[label][0] += 1
             by_spacing[label][1] += g in matched
@@ -920,6 +921,11 @@ def _plot_pr(section: dict, names: list[str], path: Path, title: str) -> None:
     plt.close(fig)
 
 
+def _recalls(bins: dict) -> str:
+    """``{label: {"recall": r}}`` as "r1 / r2 / ..." ("-" where a bin is empty)."""
+    return " / ".join("-" if v["recall"] is None else f"{v['recall']:.2f}" for v in bins.values())
+
+
 def write_real_report(
     out: Path, sections: dict, sheets: dict, models: list[str], command: str
 ) -> None:
@@ -977,22 +983,14 @@ def write_real_report(
             if person12:
                 cells = [s["recall@0.3"], s["fp_per_frame@0.3"], s["AP@0.25"], s["AP@0.5"]]
             else:
-                heights = " / ".join(
-                    "-" if v["recall"] is None else f"{v['recall']:.2f}"
-                    for v in s["recall_by_height"].values()
-                )
-                spacings = " / ".join(
-                    "-" if v["recall"] is None else f"{v['recall']:.2f}"
-                    for v in s["recall_by_spacing"].values()
-                )
                 widths = s["width_ratio_p10_p50_p90"]
                 cells = [
                     s["AP@0.25"],
                     s["AP@0.5"],
                     s["recall@0.3"],
                     s["fp_per_image@0.3"],
-                    heights,
-                    spacings,
+                    _recalls(s["recall_by_height"]),
+                    _recalls(s["recall_by_spacing"]),
                     "-" if widths is None else "/".join(f"{w:g}" for w in widths),
                 ]
             lines.append(f"| {label} | " + " | ".join(str(c) for c in cells) + " |")
