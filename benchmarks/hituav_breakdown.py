@@ -53,6 +53,8 @@ def _camera(name: str) -> tuple[int, int]:
 
 
 def _group(results: list[ImageResult]) -> dict:
+    if not results:  # no still of this view (a subset run: --images)
+        return {"images": 0, "persons": 0, "AP@0.25": None, "AP@0.5": None}
     ap = coco_ap(results)
     persons = sum(len(r.gt_boxes) for r in results)
     found = sum(len(match(r, TAU_S, MATCH_IOU)) for r in results)
@@ -183,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{detector}: all {section['all']}")
         for key in ("camera angle", "altitude"):
             for label, row in section[key].items():
-                print(f"  {key} {label}: AP@0.25 {row['AP@0.25']:.3f}  recall {row['recall@0.3']}")
+                print(f"  {key} {label}: AP@0.25 {row['AP@0.25']}  recall {row.get('recall@0.3')}")
         for label, row in section["recall by the nearest other person's distance"].items():
             print(f"  nearest other person {label}: {row}")
     print(f"wrote {out / 'breakdown.json'}, breakdown.png")
