@@ -25,16 +25,16 @@ from pathlib import Path
 
 import numpy as np
 
-from emts.eval.metrics import ImageResult, coco_ap, match
+from emts.eval.metrics import ImageResult
 from emts.eval.real import (
-    MATCH_IOU,
     TAU_S,
     CompensatedDifference,
     auto_detector,
     channel_key,
     hituav_frames,
+    multi_person_metrics,
+    recall_by_spacing,
     run_dataset,
-    spacings,
 )
 from emts.synth.plates import read_hituav
 
@@ -42,8 +42,8 @@ CLASSICAL_K = 4.0
 ANGLES = ((30, 40, "30-40 deg (oblique)"), (40, 60, "40-60 deg"), (60, 80, "60-80 deg"))
 ANGLES += ((80, 91, "80-90 deg (straight down)"),)
 ALTITUDES = ((60, 80, "60-70 m"), (80, 110, "80-100 m"), (110, 140, "110-130 m"))
-SPACINGS = ((0.0, 0.75, "< 0.75 heights"), (0.75, 1.5, "0.75-1.5"), (1.5, 3.0, "1.5-3"))
-SPACINGS += ((3.0, np.inf, ">= 3 or alone"),)
+SPACING_EDGES = (0.75, 1.5, 3.0)  # the nearest other person, in the person's heights
+SPACING_LABELS = ("< 0.75 heights", "0.75-1.5", "1.5-3", ">= 3 or alone")
 
 
 def _camera(name: str) -> tuple[int, int]:
@@ -55,32 +55,16 @@ def _camera(name: str) -> tuple[int, int]:
 def _group(results: list[ImageResult]) -> dict:
     if not results:  # no still of this view (a subset run: --images)
         return {"images": 0, "persons": 0, "AP@0.25": None, "AP@0.5": None}
-    ap = coco_ap(results)
-    persons = sum(len(r.gt_boxes) for r in results)
-    found = sum(len(match(r, TAU_S, MATCH_IOU)) for r in results)
-    flagged = sum(int((r.scores >= TAU_S).sum()) for r in results)
-    return {
-        "images": len(results),
-        "persons": persons,
-        "AP@0.25": round(ap["AP@0.25"], 4),
-        "AP@0.5": round(ap["AP@0.5"], 4),
-        f"recall@{TAU_S:g}": round(found / persons, 4) if persons else None,
-        f"fp_per_image@{TAU_S:g}": round((flagged - found) / len(results), 4),
-    }
-
-
-def _by_spacing(results: list[ImageResult]) -> dict:
-    counts = {label: [0, 0] for *_, label in SPACINGS}
-    for r in results:
-        matched = {g for g, _, _ in match(r, TAU_S, MATCH_IOU)}
-        for g, spacing in enumerate(spacings(r.gt_boxes)):
-            label = next(lab for lo, hi, lab in SPACINGS if lo <= spacing < hi or hi == np.inf)
-            counts[label][0] += 1
-            counts[label][1] += g in matched
-    return {
-        label: {"persons": n, "recall": round(k / n, 4) if n else None}
-        for label, (n, k) in counts.items()
-    }
+    m = multi_person_metrics(results)
+    keys = (
+        "images",
+        "persons",
+        "AP@0.25",
+        "AP@0.5",
+        f"recall@{TAU_S:g}",
+        f"fp_per_image@{TAU_S:g}",
+    )
+    return {key: m[key] for key in keys}
 
 
 def breakdown(names: list[str], results: dict[str, list[ImageResult]]) -> dict:
@@ -94,7 +78,9 @@ def breakdown(names: list[str], results: dict[str, list[ImageResult]]) -> dict:
         for lo, hi, label in ALTITUDES:
             pick = [r for r, (h, _) in zip(rows, cameras, strict=True) if lo <= h < hi]
             section["altitude"][label] = _group(pick)
-        section["recall by the nearest other person's distance"] = _by_spacing(rows)
+        section["recall by the nearest other person's distance"] = recall_by_spacing(
+            rows, edges=SPACING_EDGES, labels=SPACING_LABELS
+        )
         out[detector] = section
     return out
 

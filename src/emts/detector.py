@@ -142,7 +142,7 @@ def decode(
     cx, cy = (xs + offset[0, ys, xs]) * STRIDE, (ys + offset[1, ys, xs]) * STRIDE
     boxes = np.stack([cx - w / 2, cy - h / 2, w, h], axis=1)
     extra = second[ys, xs]
-    if extra.any() and not extra.all():
+    if extra.any():  # (there is a 3x3 peak up every second peak's slope: ``others`` is not empty)
         # a second peak whose box overlaps a better 3x3 peak's is that one's person
         others = np.nonzero(~extra)[0]
         overlap = box_iou(boxes[extra].T[:, :, None], boxes[others]) > SECOND_PEAK_MAX_IOU

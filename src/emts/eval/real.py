@@ -554,6 +554,27 @@ def spacings(boxes: np.ndarray) -> np.ndarray:
     return nearest / np.maximum(boxes[:, 3], 1e-6)
 
 
+def recall_by_spacing(
+    results: list[ImageResult],
+    tau: float = TAU_S,
+    edges: tuple[float, ...] = SPACING_EDGES,
+    labels: tuple[str, ...] = SPACING_LABELS,
+) -> dict:
+    """Recall at ``tau`` (IoU 0.25, one-to-one) of the labelled persons binned by
+    :func:`spacings` at ``edges`` (in the person's heights; ``labels``: one more than edges)."""
+    counts = {label: [0, 0] for label in labels}
+    for image in results:
+        matched = {g for g, _, _ in match(image, tau, MATCH_IOU)}
+        for g, spacing in enumerate(spacings(image.gt_boxes)):
+            label = labels[int(np.searchsorted(edges, spacing, side="right"))]
+            counts[label][0] += 1
+            counts[label][1] += g in matched
+    return {
+        label: {"persons": n, "recall": round(k / n, 4) if n else None}
+        for label, (n, k) in counts.items()
+    }
+
+
 def multi_person_metrics(results: list[ImageResult], tau: float = TAU_S) -> dict:
     """AP, recall and FP/image at tau (IoU 0.25, one-to-one), recall by height (WORKING px)
     and by the nearest other person's distance (:func:`spacings`, :data:`SPACING_EDGES`),
@@ -561,7 +582,6 @@ def multi_person_metrics(results: list[ImageResult], tau: float = TAU_S) -> dict
     ap = coco_ap(results)
     persons = found = false_positives = 0
     by_bin = {label: [0, 0] for label in HEIGHT_LABELS}
-    by_spacing = {label: [0, 0] for label in SPACING_LABELS}
     ratios = []
     for image in results:
         matches = match(image, tau, MATCH_IOU)
@@ -569,10 +589,6 @@ def multi_person_metrics(results: list[ImageResult], tau: float = TAU_S) -> dict
         persons += len(image.gt_boxes)
         found += len(matches)
         false_positives += int((image.scores >= tau).sum()) - len(matches)
-        for g, spacing in enumerate(spacings(image.gt_boxes)):
-            label = SPACING_LABELS[int(np.searchsorted(SPACING_EDGES, spacing, side="right"))]
-            by_spacing[label][0] += 1
-            by_spacing[label][1] += g in matched
         for g, box in enumerate(image.gt_boxes):
             label = next(
                 lab
@@ -596,10 +612,7 @@ def multi_person_metrics(results: list[ImageResult], tau: float = TAU_S) -> dict
             label: {"persons": n, "recall": round(k / n, 4) if n else None}
             for label, (n, k) in by_bin.items()
         },
-        "recall_by_spacing": {
-            label: {"persons": n, "recall": round(k / n, 4) if n else None}
-            for label, (n, k) in by_spacing.items()
-        },
+        "recall_by_spacing": recall_by_spacing(results, tau),
         "width_ratio_p10_p50_p90": widths,
         "_precision": ap["precision"],
     }
