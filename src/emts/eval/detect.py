@@ -123,7 +123,7 @@ class ClassicalDetector:
         return np.array(boxes, float).reshape(-1, 4), np.array(scores)
 
 
-def _ground_truth(persons: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+def ground_truth(persons: list[dict]) -> tuple[np.ndarray, np.ndarray]:
     boxes = np.array([p["box"] for p in persons], float).reshape(-1, 4)
     boxes = GEOMETRY.boxes(boxes, Frame.INPUT, Frame.NETWORK) if len(boxes) else boxes
     ignore = np.array([p.get("visible", 1.0) < MIN_VISIBLE for p in persons], bool)
@@ -149,7 +149,7 @@ def evaluate_bench(
             channels = clip.channels if cached else channels_at(clip.frames, size, warp)
             found = {t: detect(channels[t]) for t in BENCH_FRAMES}
         for t in BENCH_FRAMES:
-            gt, ignore = _ground_truth(clip.labels["frames"][t]["persons"])
+            gt, ignore = ground_truth(clip.labels["frames"][t]["persons"])
             boxes, scores = found[t]
             results.append(ImageResult(gt, ignore, boxes, scores))
     return results

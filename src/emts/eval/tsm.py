@@ -28,7 +28,7 @@ from tqdm import tqdm
 
 from emts.detector import Detector
 from emts.errors import BadInputError
-from emts.eval.detect import BENCH_FRAMES, EVAL_THRESHOLD, _ground_truth
+from emts.eval.detect import BENCH_FRAMES, EVAL_THRESHOLD, ground_truth
 from emts.eval.metrics import ImageResult, coco_ap
 from emts.precision import shipped_model
 
@@ -70,7 +70,7 @@ def streaming_bench(
         for t in range(1, last + 1):  # frame 0 has no motion channels
             scored = t in BENCH_FRAMES
             if scored:
-                gt, ignore = _ground_truth(clip.labels["frames"][t]["persons"])
+                gt, ignore = ground_truth(clip.labels["frames"][t]["persons"])
             for name, detector in streams.items():
                 detections = detector(clip.channels[t])
                 if scored:
