@@ -6,7 +6,9 @@ Runs (person12 frames 0-200 at 10 fps, the shipped models unless --model / --ver
   frame 0; the person cut out at 150:165; occluded at 40:55, 100:125, 60:90 (24 runs);
 * ``auto``: auto-lock from frame 0 (no tap), plain and gust seeds 1-15 (16 runs);
 * ``heldout``: the tap at frame 0 under gust seeds 16-30 (15 runs), kept out of the tuning of
-  Stage D since 2026-11-27 (night): check a change shaped on the ``tap`` runs here, once.
+  Stage D since 2026-11-27 (night): check a change shaped on the ``tap`` runs here, once;
+* ``offset``: an operator's imprecise finger: taps a quarter of the person's width and/or
+  height off the label's centre, in 8 directions, at frames 0 / 50 / 100 / 150 (32 runs).
 
 ``all`` runs ``tap`` and ``auto``.
 
@@ -32,12 +34,24 @@ from tqdm import tqdm
 
 GUSTS = range(1, 16)
 HELD_OUT_GUSTS = range(16, 31)
+OFFSET_FRAMES = (0, 50, 100, 150)
+OFFSET = 0.25  # of the person's width / height
+DIRECTIONS = [(dx, dy) for dy in (-1, 0, 1) for dx in (-1, 0, 1) if dx or dy]
 
 
-def runs(suite: str) -> dict[str, list[str]]:
-    """Run name -> the `emts eval track` options of that run."""
+def runs(suite: str, truth: np.ndarray | None = None) -> dict[str, list[str]]:
+    """Run name -> the `emts eval track` options of that run (``truth``: the label rows
+    ``x, y, w, h``, for the ``offset`` suite)."""
     if suite == "heldout":
         return {f"gust{g}": ["--gust", str(g)] for g in HELD_OUT_GUSTS}
+    if suite == "offset":
+        out = {}
+        for f in OFFSET_FRAMES:
+            x, y, w, h = truth[f]
+            for dx, dy in DIRECTIONS:
+                tap = f"{x + w / 2 + OFFSET * w * dx:.1f},{y + h / 2 + OFFSET * h * dy:.1f}@{f}"
+                out[f"f{f}{dx:+d}{dy:+d}"] = ["--lock", tap, "--frames", f"{f}:200"]
+        return out
     if suite == "auto":
         out = {"plain": []}
         out.update({f"gust{g}": ["--gust", str(g)] for g in GUSTS})
@@ -120,7 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clip", default="../shared/data/uav123-person12", type=Path)
     parser.add_argument("--out", default="benchmarks/out/real_clip_locks", type=Path)
-    parser.add_argument("--suite", choices=["tap", "auto", "heldout", "all"], default="all")
+    parser.add_argument(
+        "--suite", choices=["tap", "auto", "heldout", "offset", "all"], default="all"
+    )
     parser.add_argument("--model", help="detector (default: the shipped one)")
     parser.add_argument("--verifier", help="verifier (default: the shipped one)")
     args = parser.parse_args(argv)
@@ -131,8 +147,9 @@ def main(argv: list[str] | None = None) -> int:
         ["--verifier", args.verifier] if args.verifier else []
     )
     suites = ["tap", "auto"] if args.suite == "all" else [args.suite]
+    truth = np.loadtxt(args.clip / "groundtruth_rect.txt", delimiter=",", ndmin=2)
     results: dict[str, dict] = {}
-    todo = [(s, n, o) for s in suites for n, o in runs(s).items()]
+    todo = [(s, n, o) for s in suites for n, o in runs(s, truth).items()]
     for suite, name, options in tqdm(todo, desc="person12 runs", unit="run"):
         results.setdefault(suite, {})[name] = one(
             args.clip, args.out / suite / name, options, extra
