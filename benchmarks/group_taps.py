@@ -1,14 +1,18 @@
 """Following one person of a group: tap tracking on real thermal stills (HIT-UAV val).
 
 On each val still with two or more persons, one person standing within 1.5 of their own
-heights of another (a pair or a group; half of HIT-UAV val's persons do) is tapped at frame 3
+heights of another (a pair or a group; half of HIT-UAV val's persons do; ``--select alone``: one
+3 or more heights from every other, the control) is tapped at frame 3
 of a 60-frame pseudo-clip (`emts eval real`'s: every person walking 0.5-1.5 px/frame in a
 random direction at 640x512, the camera drifting); the whole pipeline follows them
 (`Pipeline.default(model="thermal")`, no auto-lock). A frame counts where the reported
 target's centre lies in the tapped person's box grown by a fifth each side; lock recall =
-such frames / frames after the tap. Runs with Stage C's decoder as shipped and, with
-``--compare-square``, with CenterNet's 3x3 peaks alone (``emts.detector.PEAK_KERNEL``, as
-before 2026-11-29's second peaks).
+such frames / frames after the tap. The tap lands on the person's centre, or with
+``--tap-jitter F`` uniformly within F of their box's width and height of it (an operator's
+finger on a small person). Runs the pipeline as shipped and, with ``--compare-square``, with
+CenterNet's 3x3 peaks alone (``emts.detector.PEAK_KERNEL``, as before 2026-11-29's second
+peaks), with ``--compare-uncentred``, with the lock on the tapped detection's or blob's box
+as it is (``AcquisitionConfig.tap_recentre_offset`` 0, as before 2026-11-29, night).
 
     python benchmarks/group_taps.py --hituav ../shared/data/hit-uav --out DIR --seeds 0,1,2
 """
@@ -25,6 +29,7 @@ import numpy as np
 from tqdm import tqdm
 
 import emts.detector
+from emts.config import AcquisitionConfig
 from emts.eval.real import CAMERA_DRIFT, PERSON_SPEED, eval_camera, spacings
 from emts.pipeline import Pipeline
 from emts.synth.plates import read_hituav
@@ -33,21 +38,33 @@ from emts.synth.tier2 import pseudo_clip
 sys.path.insert(0, str(Path(__file__).parent))
 from thermal_large_persons import tap_lock_recall  # noqa: E402
 
-FRAMES, TAP_AT, CLOSE = 60, 3, 1.5
-DECODERS = {"second peaks (shipped)": emts.detector.PEAK_KERNEL.copy()}
-SQUARE = {"3x3 peaks only (before)": np.ones((3, 3), np.uint8)}
+FRAMES, TAP_AT, CLOSE, ALONE = 60, 3, 1.5, 3.0
+SHIPPED = "shipped"
+# name -> (Stage C's peak kernel, the acquisition's config)
+VARIANTS = {SHIPPED: (emts.detector.PEAK_KERNEL.copy(), AcquisitionConfig())}
+SQUARE = {"3x3 peaks only (before)": (np.ones((3, 3), np.uint8), AcquisitionConfig())}
+UNCENTRED = {
+    "lock on the box as it is (before)": (
+        emts.detector.PEAK_KERNEL.copy(),
+        AcquisitionConfig(tap_recentre_offset=0.0),
+    )
+}
 
 
-def follow(clip, k: int, kernel: np.ndarray) -> float:
-    """Lock recall of the pipeline tapped on person ``k`` at frame TAP_AT."""
+def follow(clip, k: int, variant: tuple, tap: np.ndarray) -> float:
+    """Lock recall of the pipeline tapped at ``tap`` on person ``k`` at frame TAP_AT."""
+    kernel, acquisition = variant
     emts.detector.PEAK_KERNEL = kernel
     pipeline = Pipeline.default(model="thermal", auto_lock=False)
-    return tap_lock_recall(pipeline, clip, k, TAP_AT)
+    pipeline.acquisition.config = acquisition
+    return tap_lock_recall(pipeline, clip, k, TAP_AT, tap)
 
 
-def run(hituav: Path, seed: int, decoders: dict, stills: int | None) -> dict:
+def run(
+    hituav: Path, seed: int, variants: dict, stills: int | None, select: str, jitter: float
+) -> dict:
     entries = [e for e in read_hituav(hituav, "val") if len(e[1]["persons"]) >= 2][:stills]
-    recalls: dict[str, list[float]] = {name: [] for name in decoders}
+    recalls: dict[str, list[float]] = {name: [] for name in variants}
     for number, (name, entry) in enumerate(tqdm(entries, desc=f"seed {seed}", unit="still")):
         still = cv2.imread(str(hituav / "val" / name), cv2.IMREAD_GRAYSCALE)
         if still is None:
@@ -64,12 +81,17 @@ def run(hituav: Path, seed: int, decoders: dict, stills: int | None) -> dict:
             camera=eval_camera(),
             drift=CAMERA_DRIFT,
         )
-        close = np.nonzero(spacings(clip.person_boxes[TAP_AT]) < CLOSE)[0]
-        if not len(close):
+        spacing = spacings(clip.person_boxes[TAP_AT])
+        eligible = np.nonzero(spacing < CLOSE if select == "close" else spacing >= ALONE)[0]
+        if not len(eligible):
             continue
-        k = int(close[rng.integers(len(close))])
-        for label, kernel in decoders.items():
-            recalls[label].append(follow(clip, k, kernel))
+        k = int(eligible[rng.integers(len(eligible))])
+        box = clip.person_boxes[TAP_AT][k]
+        # its own stream: the clips and the tapped persons stay those of jitter 0
+        offset = np.random.default_rng([seed, number, 7]).uniform(-1, 1, 2)
+        tap = box[:2] + box[2:] / 2 + jitter * box[2:] * offset
+        for label, variant in variants.items():
+            recalls[label].append(follow(clip, k, variant, tap))
     return recalls
 
 
@@ -111,6 +133,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default="0", help="comma-separated pseudo-clip seeds (0)")
     parser.add_argument("--stills", type=int, default=None, help="first N stills only")
     parser.add_argument("--compare-square", action="store_true", help="also 3x3 peaks only")
+    parser.add_argument(
+        "--compare-uncentred", action="store_true", help="also the lock on the box as it is"
+    )
+    parser.add_argument(
+        "--select",
+        choices=["close", "alone"],
+        default="close",
+        help=f"tap a person within {CLOSE} heights of another (default) or {ALONE}+ from all",
+    )
+    parser.add_argument(
+        "--tap-jitter",
+        type=float,
+        default=0.0,
+        help="tap uniformly within this fraction of the box's size of its centre (0)",
+    )
     args = parser.parse_args(argv)
     root, out = Path(args.hituav), Path(args.out)
     if not (root / "val.json").is_file():
@@ -121,18 +158,26 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:
         print(f"error: --seeds must be integers, got {args.seeds!r}", file=sys.stderr)
         return 2
+    if not 0.0 <= args.tap_jitter <= 0.5:
+        print(f"error: --tap-jitter must be in [0, 0.5], got {args.tap_jitter}", file=sys.stderr)
+        return 2
     out.mkdir(parents=True, exist_ok=True)
-    decoders = {**DECODERS, **(SQUARE if args.compare_square else {})}
-    pooled: dict[str, list[float]] = {name: [] for name in decoders}
+    variants = {
+        **VARIANTS,
+        **(SQUARE if args.compare_square else {}),
+        **(UNCENTRED if args.compare_uncentred else {}),
+    }
+    pooled: dict[str, list[float]] = {name: [] for name in variants}
     per_seed = {}
     for seed in seeds:
-        recalls = run(root, seed, decoders, args.stills)
+        recalls = run(root, seed, variants, args.stills, args.select, args.tap_jitter)
         per_seed[seed] = {name: summary(v) for name, v in recalls.items()}
         print(f"seed {seed}: {per_seed[seed]}")
         for name, v in recalls.items():
             pooled[name] += v
-    emts.detector.PEAK_KERNEL = DECODERS["second peaks (shipped)"]
-    title = f"Tap on a person within {CLOSE} heights of another, HIT-UAV val, seeds {args.seeds}"
+    emts.detector.PEAK_KERNEL = VARIANTS[SHIPPED][0]
+    whom = f"within {CLOSE} heights of another" if args.select == "close" else f"{ALONE}+ from all"
+    title = f"Tap on a person {whom}, jitter {args.tap_jitter}, HIT-UAV val, seeds {args.seeds}"
     report = {
         "title": title,
         "command": "python benchmarks/group_taps.py " + " ".join(argv or sys.argv[1:]),

@@ -137,15 +137,16 @@ def run_zoom(hituav: Path, z: float, seed: int, detector: Detector) -> dict:
 TAP_FRAMES, TAP_AT = 60, 3
 
 
-def tap_lock_recall(pipeline, clip, k: int, tap_at: int = TAP_AT) -> float:
-    """``pipeline`` fed ``clip`` (a pseudo-clip), person ``k`` tapped at frame ``tap_at``:
-    the share of the later frames whose reported target's centre lies in that person's box
-    grown by a fifth each side."""
+def tap_lock_recall(pipeline, clip, k: int, tap_at: int = TAP_AT, tap=None) -> float:
+    """``pipeline`` fed ``clip`` (a pseudo-clip), person ``k`` tapped at frame ``tap_at`` (on
+    their box's centre, or at ``tap``, input px): the share of the later frames whose
+    reported target's centre lies in that person's box grown by a fifth each side."""
     box = clip.person_boxes[tap_at][k]
+    tap = box[:2] + box[2:] / 2 if tap is None else tap
     hits = 0
     for t, frame in enumerate(clip.frames):
         if t == tap_at:
-            pipeline.lock(*(box[:2] + box[2:] / 2))
+            pipeline.lock(*tap)
         result = pipeline.step(frame)
         if t < tap_at or result.target is None:
             continue

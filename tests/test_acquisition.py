@@ -49,12 +49,82 @@ def _step(acquisition, working, candidates=(), motion=None, mode="search", p_hum
 
 def test_tap_on_a_detection_takes_its_box():
     acquisition = LockAcquisition(auto_lock=False)
-    acquisition.request(Tap.make(302, 205))
+    acquisition.request(Tap.make(302, 205))  # within a fifth of its size of its centre
     person = Candidate(np.array([300.0, 200.0]), np.array([12.0, 30.0]), 0.6, E[0])
     decoy = Candidate(np.array([340.0, 200.0]), np.array([12.0, 30.0]), 0.9, E[1])
     decision = _step(acquisition, _ground(), [decoy, person])
     assert decision.lock.source == "tap:detection"
     np.testing.assert_allclose(decision.lock.centre, person.centre)
+
+
+def _pair(colour, tap=(300, 190), recentre=0.2):
+    """A tap on the upper one of two people merged into one detection (centre 300, 200)."""
+    acquisition = LockAcquisition(
+        auto_lock=False, config=AcquisitionConfig(tap_recentre_offset=recentre)
+    )
+    acquisition.request(Tap.make(*tap))
+    pair = Candidate(np.array([300.0, 200.0]), np.array([16.0, 40.0]), 0.6, E[3])
+    motion = np.eye(2, 3)
+    return acquisition.step(GEOMETRY, _ground(), motion, [pair], "search", None, colour)
+
+
+def test_a_tap_off_a_detections_centre_is_centred_on_the_point_without_colour():
+    # the tap a quarter of the box's height above its centre: the largest box centred on
+    # the tap inside the detection's (here the floor, half its height)
+    lock = _pair(colour=False).lock
+    assert lock.source == "tap:detection"
+    np.testing.assert_allclose(lock.centre, [300, 190])
+    np.testing.assert_allclose(lock.size, [16, 20])
+    np.testing.assert_array_equal(lock.embedding, E[3])
+    # a smaller offset shrinks the box by twice the offset, not to the floor
+    lock = _pair(colour=False, tap=(300, 191)).lock
+    np.testing.assert_allclose(lock.centre, [300, 191])
+    np.testing.assert_allclose(lock.size, [16, 22])
+    # within a fifth of its size of its centre: the box as it is
+    lock = _pair(colour=False, tap=(302, 193)).lock
+    np.testing.assert_allclose(lock.centre, [300, 200])
+
+
+@pytest.mark.parametrize("colour, recentre", [(True, 0.2), (False, 0.0)])
+def test_a_tap_off_a_detections_centre_keeps_its_box_in_colour_or_when_switched_off(
+    colour, recentre
+):
+    lock = _pair(colour=colour, recentre=recentre).lock
+    np.testing.assert_allclose(lock.centre, [300, 200])
+    np.testing.assert_allclose(lock.size, [16, 40])
+
+
+def _spy_on(acquisition: LockAcquisition) -> list[AcquisitionDecision]:
+    """The acquisition's decisions, one per step, as the pipeline makes them."""
+    decisions, step = [], acquisition.step
+
+    def spied(*args):
+        decisions.append(step(*args))
+        return decisions[-1]
+
+    acquisition.step = spied
+    return decisions
+
+
+def test_the_pipeline_tells_a_colour_frame_from_one_without_at_the_tap():
+    # ground of too little contrast for a blob under the finger, enough to tell colour; the
+    # stand-in's detection: NETWORK box (100, 70, 6, 14) -> WORKING centre (257.5, 192.5),
+    # size (15, 35); the tap a quarter of its height below that
+    ground = (128 + (_ground(5).astype(np.float32) - 128) / 4).astype(np.uint8)
+    colour = cv2.applyColorMap(ground, cv2.COLORMAP_JET)
+    tap = np.array([257.5, 201.25])
+    for frame, on_tap in ((ground, True), (colour, False)):
+        pipeline = Pipeline(StillDetector(), None, auto_lock=False)
+        decisions = _spy_on(pipeline.acquisition)
+        pipeline.step(frame)
+        pipeline.lock(*tap)
+        pipeline.step(frame)
+        lock = decisions[-1].lock
+        assert lock.source == "tap:detection"
+        # without colour centred on the tap; in colour the detection's box as it is (its
+        # centre there refitted by the colour evidence: emts.boxfit)
+        assert (np.hypot(*(lock.centre - tap)) < 1e-6) == on_tap
+        assert on_tap or np.hypot(*(lock.centre - tap)) > 3.0
 
 
 def test_a_detection_far_wider_than_the_person_under_the_tap_gives_way_to_the_blob():

@@ -22,7 +22,7 @@ camera motion, so nothing outside the stages calls into D or E.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import cv2
 import numpy as np
@@ -145,6 +145,35 @@ def blob_box(
     return np.array([*centre, *size])
 
 
+def around_tap(
+    point: np.ndarray, centre: np.ndarray, size: np.ndarray, config: AcquisitionConfig
+) -> tuple[np.ndarray, np.ndarray]:
+    """The box ``centre, size`` (WORKING px) re-centred on the tapped ``point`` where it lies
+    off the box's centre by more than ``tap_recentre_offset`` of its size on either axis: the
+    largest box centred on the point inside the box, at least ``tap_recentre_floor`` of its
+    size per axis; else the box unchanged.
+
+    Two people walking close together are often one detection and one blob, centred between
+    them; the operator tapped one of them. Centred on the tap, the lock's template and its
+    Kalman state start on that one, and keep to them when the two part. (A tap's lock on a
+    colour frame skips this: :class:`emts.config.AcquisitionConfig`.)
+
+    Example:
+        >>> from emts.config import AcquisitionConfig
+        >>> centre, size = around_tap(
+        ...     np.array([94.0, 100.0]), np.array([100.0, 100.0]), np.array([24.0, 20.0]),
+        ...     AcquisitionConfig(),
+        ... )
+        >>> centre.tolist(), size.tolist()
+        ([94.0, 100.0], [12.0, 20.0])
+    """
+    offset = np.abs(np.asarray(point, float) - centre)
+    if config.tap_recentre_offset <= 0 or np.all(offset <= config.tap_recentre_offset * size):
+        return centre, size
+    inside = np.maximum(size - 2.0 * offset, config.tap_recentre_floor * size)
+    return np.asarray(point, float).copy(), inside
+
+
 class LockAcquisition:
     """Turns operator taps and the auto-lock rule into lock decisions for the tracker.
 
@@ -194,6 +223,7 @@ class LockAcquisition:
         candidates: list[Candidate],
         tracker_mode: Mode,
         p_human: float | None,
+        colour: bool = False,
     ) -> AcquisitionDecision:
         """Decide for this frame.
 
@@ -203,12 +233,16 @@ class LockAcquisition:
             tracker_mode: the tracker's mode after the previous frame.
             p_human: the verifier's probability if it classified the track on the previous
                 frame, else None.
+            colour: the frame has colour (:func:`emts.modality.frame_modality`; read where
+                a tap is :attr:`pending`): a tap's box is then not re-centred on the point
+                (:func:`around_tap`) unless ``tap_recentre_colour``.
         """
         if self._tap is not None:
             tap, self._tap = self._tap, None
             self.provisional = self.relocking = False
             self._history = []
-            command = self._tap_lock(tap, geometry, working, motion, candidates)
+            recentre = not colour or self.config.tap_recentre_colour
+            command = self._tap_lock(tap, geometry, working, motion, candidates, recentre)
             self.last_source = command.source
             return AcquisitionDecision(lock=command)
         if self.provisional:
@@ -224,8 +258,10 @@ class LockAcquisition:
         return self._auto_lock(motion, candidates)
 
     # ------------------------------------------------------------------ internals
-    def _tap_lock(self, tap, geometry, working, motion, candidates) -> LockCommand:
+    def _tap_lock(self, tap, geometry, working, motion, candidates, recentre) -> LockCommand:
         c = self.config
+        if not recentre:
+            c = replace(c, tap_recentre_offset=0.0)
         point = geometry.points([tap.point], Frame.INPUT, Frame.WORKING)[0]
         if tap.on_last_frame:  # carried by this frame's camera motion
             point = motion[:, :2] @ point + motion[:, 2]
@@ -251,11 +287,14 @@ class LockAcquisition:
         if under:
             nearest = min(under, key=lambda k: float(np.hypot(*(k.centre - point))))
             if blob is None or nearest.size[0] <= c.tap_detection_max_widen * blob[2]:
-                return LockCommand.from_candidate(nearest, "tap:detection")
+                centre, size = around_tap(point, nearest.centre, nearest.size, c)
+                return LockCommand(centre, size, nearest.embedding, "tap:detection")
             # the detection's box is far wider than the person: the blob's box, its embedding
-            return LockCommand(blob[:2], blob[2:], nearest.embedding, "tap:blob")
+            centre, size = around_tap(point, blob[:2], blob[2:], c)
+            return LockCommand(centre, size, nearest.embedding, "tap:blob")
         if blob is not None:
-            return LockCommand(blob[:2], blob[2:], None, "tap:blob")
+            centre, size = around_tap(point, blob[:2], blob[2:], c)
+            return LockCommand(centre, size, None, "tap:blob")
         return LockCommand(point, np.array(c.tap_default_size, float), None, "tap:default")
 
     def _auto_lock(self, motion: np.ndarray, candidates: list[Candidate]) -> AcquisitionDecision:

@@ -268,6 +268,20 @@ class AcquisitionConfig:
     # coarse box whose appearance template would hold ground beside the person and slide on
     # it (a distilled detector's 41-px box on person12's 19-px walker, tap at frame 25)
     tap_detection_max_widen: float = 1.5
+    # On frames without colour (thermal), the box taken (detection or blob) is then
+    # re-centred on the tapped point where the point lies more than this fraction of its size
+    # off its centre (either axis): the largest box centred on the point inside it, no
+    # smaller than tap_recentre_floor of it per axis. Two people 0.3-0.6 heights apart are
+    # one detection and one blob; centred between them, the lock had even odds of following
+    # the other one when they parted (HIT-UAV val: benchmarks/group_taps.py). A fifth, not a
+    # tenth: a tap a little off a lone person's centre narrowed a good box (demo seeds, 2
+    # more lost). Not on colour frames (tap_recentre_colour): there a person is no uniform
+    # blob -- shirt, legs, shadow -- and a tap a quarter of a height low re-centred the lock
+    # on the legs (person12's offset suite 0.960 -> 0.920). 0 -> never (as before 2026-11-29,
+    # night).
+    tap_recentre_offset: float = 0.2
+    tap_recentre_floor: float = 0.5
+    tap_recentre_colour: bool = False
     # ... else the blob around the point that differs from the local ground level (median of
     # this (w, h) window, WORKING px) by at least this many gray levels ...
     tap_window: tuple[int, int] = (81, 121)

@@ -33,7 +33,7 @@ from emts.ego_motion import EgoMotion, EgoMotionEstimator
 from emts.errors import BadInputError
 from emts.fusion import FusedDetector
 from emts.geometry import Frame, FrameGeometry
-from emts.modality import AUTO, DEFAULT, MODEL_CHOICES, DetectorChoice
+from emts.modality import AUTO, COLOUR, DEFAULT, MODEL_CHOICES, DetectorChoice, frame_modality
 from emts.preprocess import Preprocessor, validate_frame
 from emts.temporal import TemporalDetector
 from emts.tracker import AppearanceView, Candidate, TargetTracker
@@ -578,6 +578,8 @@ class Pipeline:
             sightings = candidates_of(decoded, geometry, threshold, sightings=True)
         else:
             sightings = candidates_of(passed, geometry)
+        # a pending tap's lock depends on whether the camera sees colour (read only then)
+        colour = self.acquisition.pending and frame_modality(frame) == COLOUR
         decision = self.acquisition.step(
             geometry,
             front.working,
@@ -585,6 +587,7 @@ class Pipeline:
             candidates,
             self.tracker.mode,
             self.verification.classified,
+            colour,
         )
         release = decision.release or self._release or front.size_changed
         if front.size_changed and self.tracker.locked:
