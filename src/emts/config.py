@@ -274,11 +274,11 @@ class AcquisitionConfig:
     # smaller than tap_recentre_floor of it per axis. Two people 0.3-0.6 heights apart are
     # one detection and one blob; centred between them, the lock had even odds of following
     # the other one when they parted (HIT-UAV val: benchmarks/group_taps.py). A fifth, not a
-    # tenth: a tap a little off a lone person's centre narrowed a good box (demo seeds, 2
-    # more lost). Not on colour frames (tap_recentre_colour): there a person is no uniform
-    # blob -- shirt, legs, shadow -- and a tap a quarter of a height low re-centred the lock
-    # on the legs (person12's offset suite 0.960 -> 0.920). 0 -> never (as before 2026-11-29,
-    # night).
+    # tenth: a tap a little off a lone person's centre narrowed a good box (demo seeds
+    # tracked 61 of 72 before, 56 at a tenth, 60 at a fifth). Not on colour frames
+    # (tap_recentre_colour): there a person is no uniform blob -- shirt, legs, shadow -- and
+    # a tap a quarter of a height low re-centred the lock on the legs (person12's offset
+    # suite 0.960 -> 0.920). 0 -> never (as before 2026-11-29, night).
     tap_recentre_offset: float = 0.2
     tap_recentre_floor: float = 0.5
     tap_recentre_colour: bool = False

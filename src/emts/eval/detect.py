@@ -124,6 +124,8 @@ class ClassicalDetector:
 
 
 def ground_truth(persons: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """A bench frame's labelled ``persons`` as (boxes in the paper's NETWORK px, ignore
+    flags: persons less than :data:`MIN_VISIBLE` visible)."""
     boxes = np.array([p["box"] for p in persons], float).reshape(-1, 4)
     boxes = GEOMETRY.boxes(boxes, Frame.INPUT, Frame.NETWORK) if len(boxes) else boxes
     ignore = np.array([p.get("visible", 1.0) < MIN_VISIBLE for p in persons], bool)
