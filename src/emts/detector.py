@@ -144,11 +144,11 @@ def decode(
     extra = second[ys, xs]
     if extra.any():  # (there is a 3x3 peak up every second peak's slope: ``others`` is not empty)
         # a second peak whose box overlaps a better 3x3 peak's is that one's person
-        others = np.nonzero(~extra)[0]
-        overlap = box_iou(boxes[extra].T[:, :, None], boxes[others]) > SECOND_PEAK_MAX_IOU
-        better = others[None, :] < np.nonzero(extra)[0][:, None]
+        seconds, others = np.nonzero(extra)[0], np.nonzero(~extra)[0]
+        overlap = box_iou(boxes[seconds].T[:, :, None], boxes[others]) > SECOND_PEAK_MAX_IOU
+        better = others[None, :] < seconds[:, None]
         keep = np.ones(len(boxes), bool)
-        keep[np.nonzero(extra)[0][(overlap & better).any(axis=1)]] = False
+        keep[seconds[(overlap & better).any(axis=1)]] = False
         ys, xs, boxes = ys[keep], xs[keep], boxes[keep]
     ys, xs, boxes = ys[:max_detections], xs[:max_detections], boxes[:max_detections]
     vectors = embedding[:, ys, xs].T.astype(np.float32)
