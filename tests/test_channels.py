@@ -322,3 +322,88 @@ def test_the_residual_level_samples_about_the_papers_grid_at_any_size():
     stack[1, :, :16] = stack[1, :, -16:] = 0.0  # padding columns
     level = residual_level(stack)
     assert level == pytest.approx(np.percentile(stack[1, :, 16:-16], 90), rel=0.03)
+
+
+def _walk(scene, steps: int, square_step: float, rng_seed: int = 7):
+    """A stream of a camera drifting over ``scene`` with a bright 12x24 square walking
+    ``square_step`` working px a frame: (frames, Stage A motions)."""
+    rng = np.random.default_rng(rng_seed)
+    motions = [similarity(0.002 * k, 1.0, *rng.uniform(-5, 5, 2)) for k in range(steps)]
+    poses = [BASE]
+    for m in motions[1:]:
+        poses.append(compose(m, poses[-1]))
+    frames = []
+    for t, pose in enumerate(poses):
+        frame = render(scene, pose).copy()
+        x = int(round(300 + square_step * t))
+        cv2.rectangle(frame, (x, 240), (x + 12, 264), 255, -1)
+        frames.append(frame)
+    return frames, [EgoMotion(np.asarray(m, np.float64)) for m in motions]
+
+
+@pytest.mark.parametrize("warp_at", ["network", "working"])
+def test_r_over_three_frames_keeps_the_ground_quiet_and_triples_a_slow_walkers_trail(
+    aerial_scene, warp_at
+):
+    """R over n frames brings the frame n back on through the product of Stage A's motions:
+    a static scene stays quiet, a square moving 1 px a frame leaves a much stronger residual
+    (its 1-px edges' difference, blurred and shrunk 2.5x, was faint), and D is still the
+    previous frame's difference."""
+    frames, motions = _walk(aerial_scene, 6, square_step=1.0)
+    stacks = {}
+    for n in (1, 3):
+        stage_b = MotionChannels(ChannelConfig(warp_at=warp_at, residual_baseline=n))
+        stacks[n] = [stage_b.update(f, m) for f, m in zip(frames, motions, strict=True)]
+    one, three = stacks[1][-1], stacks[3][-1]
+    np.testing.assert_array_equal(one[0], three[0])  # L
+    np.testing.assert_array_equal(one[2], three[2])  # D: the previous frame's
+    ground = three[1][INTERIOR].copy()
+    ground[70 - 16 : 110 - 16, 100 - 24 : 150 - 24] = 0  # the square's trail
+    assert np.percentile(ground, 99) < 0.03 and ground.mean() < 0.006
+    trail = (slice(80, 112), slice(104, 148))
+    assert three[1][trail].max() > 1.6 * one[1][trail].max()
+    # the first frames compare with the oldest they have: the second is eq. 2's R
+    np.testing.assert_array_equal(stacks[1][1], stacks[3][1])
+
+
+def test_r_over_n_frames_restarts_with_the_stream_and_refuses_fewer_than_one(aerial_scene):
+    frames, motions = _walk(aerial_scene, 4, square_step=2.0)
+    stage_b = MotionChannels(ChannelConfig(warp_at="working", residual_baseline=3))
+    for f, m in zip(frames, motions, strict=True):
+        stage_b.update(f, m)
+    stage_b.reset()
+    assert not stage_b.update(frames[0], EgoMotion())[1:].any()
+    again = stage_b.update(frames[1], motions[1])
+    alone = MotionChannels(ChannelConfig(warp_at="working"))
+    alone.update(frames[0], EgoMotion())
+    np.testing.assert_array_equal(again, alone.update(frames[1], motions[1]))
+    with pytest.raises(ValueError, match="residual_baseline"):
+        MotionChannels(ChannelConfig(residual_baseline=0))
+
+
+@pytest.mark.parametrize("warp_at", ["network", "working"])
+def test_r_over_three_frames_is_eq2_of_the_frame_three_back_through_the_motions_product(
+    aerial_scene, warp_at
+):
+    rng = np.random.default_rng(11)
+    motions = [
+        similarity(rng.uniform(-0.03, 0.03), rng.uniform(0.98, 1.03), *rng.uniform(-9, 9, 2))
+        for _ in range(6)
+    ]
+    poses = [BASE]
+    for m in motions[1:]:
+        poses.append(compose(m, poses[-1]))
+    frames = [render(aerial_scene, pose) for pose in poses]
+    stream = MotionChannels(ChannelConfig(warp_at=warp_at, residual_baseline=3))
+    streamed = [
+        stream.update(f, EgoMotion(np.asarray(m, np.float64)))
+        for f, m in zip(frames, motions, strict=True)
+    ]
+    for t in range(3, len(frames)):
+        product = np.eye(3)
+        for m in motions[t - 2 : t + 1]:
+            product = np.vstack([m, [0, 0, 1]]) @ product
+        alone = MotionChannels(ChannelConfig(warp_at=warp_at))
+        alone.update(frames[t - 3], EgoMotion())
+        pair = alone.update(frames[t], EgoMotion(product[:2].copy()))
+        np.testing.assert_allclose(streamed[t][1], pair[1], atol=2e-4)

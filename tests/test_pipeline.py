@@ -210,3 +210,35 @@ def test_each_detector_runs_with_the_stage_b_warp_it_records(tmp_path, clip):
     assert pipeline.front.channels.config.warp_at == "working"
     assert main([*args, "--stage-b", "paper"]) == 0  # the paper's: none recorded
     assert Detector(out).stage_b_warp == "network"
+
+
+def test_a_detector_trained_on_r_over_n_frames_runs_with_that_r(tmp_path, clip, capsys):
+    pytest.importorskip("onnx")
+    from emts.cli import main
+    from emts.detector import Detector, default_model_path
+    from emts.pipeline import channel_key, detector_stage, key_config
+    from emts.train.export import _record
+
+    out = tmp_path / "r3.onnx"
+    args = ["export", str(default_model_path()), "--out", str(out), "--any-size"]
+    assert main([*args, "--residual-baseline", "3"]) == 0
+    detector = Detector(out)
+    assert detector.residual_baseline == 3 and Detector().residual_baseline == 1
+    pipeline = Pipeline(detector_stage(detector), verifier=None, auto_lock=False)
+    assert pipeline.front.channels.config.residual_baseline == 3
+    # a command line's Stage B warp keeps the R the weights were trained on
+    working = ChannelConfig(warp_at="working")
+    pipeline = Pipeline(detector_stage(detector), None, auto_lock=False, channel_config=working)
+    assert pipeline.front.channels.config == ChannelConfig(warp_at="working", residual_baseline=3)
+    pipeline.step(clip.frames[0])
+    assert pipeline.step(clip.frames[1]).target is None
+    key = channel_key(detector)
+    assert key == (256, 192, "network", 3) and key_config(key).residual_baseline == 3
+    assert channel_key(Detector()) == (256, 192)
+    assert main([*args, "--residual-baseline", "1"]) == 0  # eq. 2's: none recorded
+    assert Detector(out).residual_baseline == 1
+    assert main([*args, "--residual-baseline", "0"]) == 2
+    assert "--residual-baseline must be at least 1" in capsys.readouterr().err
+    _record(out, "emts_residual_baseline", "three")
+    with pytest.raises(BadInputError, match="R over 'three' frames"):
+        Detector(out)

@@ -182,3 +182,30 @@ def test_a_stored_clip_set_can_be_served_at_a_lower_frame_rate(tmp_path):
     )  # D: between frames 3 apart, Stage A/B run afresh
     assert not np.array_equal(slow.difference[0][4], full.difference[0][12])
     assert slow.labels[0]["frames"][4]["persons"] == full.labels[0]["frames"][12]["persons"]
+
+
+def test_a_stored_clip_set_serves_r_over_n_frames_beside_the_previous_frames_d(tmp_path):
+    from emts.pipeline import channels_at
+    from emts.synth.generate import generate_set
+    from emts.synth.store import ClipSet
+    from emts.train.data import StoredClips
+
+    generate_set("tier1", tmp_path, clips=1, workers=1, progress=False)
+    plain = StoredClips(tmp_path, "tier1")
+    longer = StoredClips(tmp_path, "tier1", residual_baseline=3)
+    expected = channels_at(ClipSet(tmp_path)[0].frames, residual_baseline=3)
+    np.testing.assert_array_equal(longer.residual[0], expected[:, 1].astype(np.float16))
+    np.testing.assert_array_equal(longer.light[0], plain.light[0])
+    np.testing.assert_allclose(
+        longer.difference[0].astype(np.float32), plain.difference[0].astype(np.float32), atol=2e-3
+    )  # D: the previous frame's, as the set caches it (Stage A run again)
+    rng = np.random.default_rng(0)
+    light = longer.light[0]
+    for _ in range(20):
+        sample = longer.sample(rng, 4, 0)
+        first = np.rint(sample.channels[0, 0] * 255).astype(np.uint8)
+        start = next(t for t in range(len(light)) if np.array_equal(light[t], first))
+        assert start >= 3  # R spans its 3 frames from the clip's 4th frame on
+        np.testing.assert_array_equal(
+            sample.channels[:, 1], longer.residual[0][start : start + 4].astype(np.float32)
+        )

@@ -72,6 +72,8 @@ def build_runner(
     models["detector mode"] = detector_mode
     models["network size"] = "x".join(map(str, detector.network_size))
     models["stage B warp"] = warp_at or detector.stage_b_warp
+    if detector.residual_baseline > 1:
+        models["R over frames"] = str(detector.residual_baseline)
     stage = detector_stage(detector, detector_mode, coarse_pass)
     coarse = getattr(stage, "coarse", None)
     models["coarse pass"] = "x".join(map(str, coarse.network_size)) if coarse else "none"

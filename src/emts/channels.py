@@ -325,13 +325,53 @@ class MotionChannels:
             )
         self.network_size = (int(network_size[0]), int(network_size[1]))
         self._layout = _layout(self.network_size)
+        if int(self.config.residual_baseline) < 1:
+            raise ValueError(
+                f"ChannelConfig.residual_baseline must be >= 1, got {self.config.residual_baseline}"
+            )
         self._previous: np.ndarray | None = None
         self._spare: np.ndarray | None = None  # warp_at="working": the buffer to fill next
+        # residual_baseline n > 1: up to n-1 kept images before the previous one, oldest
+        # first, and for each its map (3x3, WORKING px) onto the previous frame
+        self._older: list[np.ndarray] = []
+        self._older_maps: list[np.ndarray | None] = []
 
     def reset(self) -> None:
-        """Forget the previous frame; the next R and D are zero."""
+        """Forget the previous frames; the next R and D are zero."""
         self._previous = None
         self._spare = None
+        self._older.clear()
+        self._older_maps.clear()
+
+    def _step(self, motion: EgoMotion) -> np.ndarray | None:
+        """The 3x3 WORKING-px map of the previous frame onto this one; None: no ego
+        compensation (the identity)."""
+        if not self.config.ego_compensation:
+            return None
+        if motion.homography is not None:
+            return np.asarray(motion.homography, np.float64)
+        return lift(motion.matrix)
+
+    def _oldest(
+        self, previous: np.ndarray, step: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """``residual_baseline`` > 1: the kept image R compares this frame with (the oldest
+        of the last n) and its map onto this frame (None: the identity); moves the history
+        on by this frame."""
+        older, maps = self._older, self._older_maps
+        if older:
+            image, first = older[0], maps[0]
+            matrix = None if step is None else step if first is None else step @ first
+        else:
+            image, matrix = previous, step
+        if step is not None:
+            maps[:] = [step if m is None else step @ m for m in maps]
+        older.append(previous)
+        maps.append(step)
+        if len(older) >= self.config.residual_baseline:
+            older.pop(0)
+            maps.pop(0)
+        return image, matrix
 
     def update(
         self, frame: np.ndarray, motion: EgoMotion, content: np.ndarray | None = None
@@ -379,7 +419,20 @@ class MotionChannels:
                 flags=cv2.INTER_LINEAR,
                 borderMode=cv2.BORDER_REPLICATE,
             )
-        return self._finish(stack, current, warped, content)
+        longer = None
+        if self.config.residual_baseline > 1:
+            image, matrix = self._oldest(previous, self._step(motion))
+            layout = self._layout
+            if matrix is not None:
+                image = cv2.warpPerspective(
+                    image,
+                    layout.to_network @ matrix @ layout.from_network,
+                    size,
+                    flags=cv2.INTER_LINEAR,
+                    borderMode=cv2.BORDER_REPLICATE,
+                )
+            longer = np.subtract(current, image)
+        return self._finish(stack, current, warped, content, longer)
 
     def _update_working(
         self,
@@ -398,7 +451,8 @@ class MotionChannels:
         # two 640x512 float buffers, this frame's and the previous one's, reused: a fresh
         # 1.3 MB array a frame costs page faults on every frame
         box = self._spare if self._spare is not None else np.empty(frame.shape, np.float32)
-        self._spare = self._previous
+        # (with residual_baseline > 1 the previous frame joins the history: none to reuse)
+        self._spare = self._previous if self.config.residual_baseline == 1 else None
         cv2.boxFilter(
             frame,
             cv2.CV_32F,
@@ -422,7 +476,13 @@ class MotionChannels:
         else:
             matrix = (to_network @ lift(motion.matrix))[:2]
             warped = cv2.warpAffine(previous, matrix, size, dst=stack[2], **flags)
-        return self._finish(stack, sampled, warped, content)
+        longer = None
+        if self.config.residual_baseline > 1:
+            image, matrix = self._oldest(previous, self._step(motion))
+            matrix = to_network if matrix is None else to_network @ matrix
+            longer = cv2.warpPerspective(image, matrix, size, **flags)
+            longer -= sampled  # (minus R's difference: the sign goes in |.|)
+        return self._finish(stack, sampled, warped, content, longer)
 
     def _new_stack(
         self, light: np.ndarray, kept: np.ndarray
@@ -437,15 +497,22 @@ class MotionChannels:
             stack[1:] = 0.0
         return previous, stack
 
-    def _finish(self, stack, current, warped, content) -> np.ndarray:
+    def _finish(self, stack, current, warped, content, longer=None) -> np.ndarray:
         """D = current - warped (eq. 2), R its blurred magnitude, both zeroed in the padding
-        columns and outside ``content``."""
+        columns and outside ``content``. ``longer`` (``residual_baseline`` > 1): the difference
+        of this frame and the oldest one compared (either sign), of which R is the blurred
+        magnitude instead."""
         np.subtract(current, warped, out=stack[2])  # eq. 2: D = I_t - warped
         # The padding columns hold no image: no motion there (else the replicated edge
         # column, shifted by the warp, paints a stripe the detector could learn as a cue).
         stack[2, :, : self._layout.pad_left] = 0.0
         stack[2, :, self._layout.pad_right :] = 0.0
-        stack[1] = residual_from_difference(stack[2], self.config.residual_blur)  # eq. 2: R
+        if longer is None:
+            stack[1] = residual_from_difference(stack[2], self.config.residual_blur)  # eq. 2: R
+        else:
+            longer[:, : self._layout.pad_left] = 0.0
+            longer[:, self._layout.pad_right :] = 0.0
+            stack[1] = residual_from_difference(longer, self.config.residual_blur)
         if content is not None:
             stack[1:, ~content] = 0.0
         return stack

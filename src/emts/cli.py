@@ -636,6 +636,14 @@ def _add_train_detector_recipe(p) -> None:
         help="weight of the log-size L1 in the total loss (default 0.1, the paper's eq. 6)",
     )
     p.add_argument(
+        "--residual-baseline",
+        type=int,
+        metavar="N",
+        help="R over N frames: the frame N back, through Stage A's motions, instead of the "
+        "previous one (D stays the previous frame's; slow walkers leave N times the residual); "
+        "default 1, eq. 2",
+    )
+    p.add_argument(
         "--variant",
         choices=["paper", "wide"],
         help="architecture: paper (default; 22,021 parameters, Table 2) or wide (1.5x the "
@@ -677,6 +685,7 @@ def _recipe_overrides(args: argparse.Namespace) -> dict:
         "network_size",
         "crop",
         "size_weight",
+        "residual_baseline",
     )
     out = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
     if "network_size" in out:
@@ -710,6 +719,8 @@ def _recipe_overrides(args: argparse.Namespace) -> dict:
         raise BadInputError("--still-speed and --loader-workers must not be negative")
     if out.get("size_weight", 1) <= 0:
         raise BadInputError("--size-weight must be positive")
+    if out.get("residual_baseline", 1) < 1:
+        raise BadInputError("--residual-baseline must be at least 1")
     return out
 
 
@@ -723,6 +734,17 @@ def _cmd_ensemble(args: argparse.Namespace) -> int:
     scales = meta.get("emts_box_scale", "none (not every member records one)")
     print(f"ensemble of {len(args.models)} detectors: {args.out} (box scales: {scales})")
     return 0
+
+
+def _trained_residual_baseline(model: Path) -> int | None:
+    """The frames R spanned in training, from the run folder's metrics.json beside a
+    model.pt (None when it says nothing)."""
+    metrics = model.parent / "metrics.json"
+    try:
+        config = json.loads(metrics.read_text()).get("config") or {}
+    except (OSError, ValueError):
+        return None
+    return config.get("residual_baseline")
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
@@ -743,6 +765,10 @@ def _cmd_export(args: argparse.Namespace) -> int:
         from emts.geometry import network_letterbox
 
         network_letterbox(args.run_size)  # one line for a size the geometry cannot use
+    if args.residual_baseline is not None and args.residual_baseline < 1:
+        raise BadInputError("--residual-baseline must be at least 1")
+    if args.residual_baseline is None and Path(args.model).suffix != ".onnx":
+        args.residual_baseline = _trained_residual_baseline(Path(args.model))
     if Path(args.model).suffix == ".onnx":  # reshape an exported detector, weights untouched
         from emts.detector import Detector, recorded_size
 
@@ -759,6 +785,10 @@ def _cmd_export(args: argparse.Namespace) -> int:
         from emts.train.export import record_stage_b_warp
 
         record_stage_b_warp(out, STAGE_B_WARP[args.stage_b])
+    if args.residual_baseline is not None:
+        from emts.train.export import record_residual_baseline
+
+        record_residual_baseline(out, args.residual_baseline)
     if args.fit_box_scale:
         from emts.eval.real import fit_box_scale
         from emts.train.export import record_box_scale
@@ -803,8 +833,9 @@ def _cmd_detect(args: argparse.Namespace) -> int:
                 if stage is None:
                     stage = choice.stage_for(frame)  # None while the frames are uniform
                     look_ahead(stage, box_fit)
+                    config = stage_b_config(stage, override)
                     front.use_network_size(
-                        network_size_of(stage), stage_b_config(stage, override).warp_at
+                        network_size_of(stage), config.warp_at, config.residual_baseline
                     )
                     picked = choice.chosen if stage is not None else None
                 result = front.step(frame)
@@ -1670,6 +1701,14 @@ def _add_training(sub) -> None:
         help="record Stage B's warp the runtime runs this model with: paper (the paper's, "
         "also when none is recorded) or working (both 640x512 frames resampled alike; the "
         "thermal model's) (a reshaped .onnx keeps its own)",
+    )
+    p.add_argument(
+        "--residual-baseline",
+        type=int,
+        metavar="N",
+        help="record the frames R spans for this model, as it was trained (emts train "
+        "detector --residual-baseline; default: what the run folder's metrics.json says for "
+        "a model.pt, 1 -- eq. 2 -- when nothing says; a reshaped .onnx keeps its own)",
     )
     p.set_defaults(run=_cmd_export)
 

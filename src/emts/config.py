@@ -93,6 +93,12 @@ class ChannelConfig:
     # thermal model runs it (each model records its warp, Detector.stage_b_warp, and the
     # pipeline builds Stage B for it); reports/real/candidates/u_stage_b_working_warp.md.
     warp_at: str = "network"
+    # Frames between the two images R is the residual of: 1 = the previous frame (eq. 2, R =
+    # G * |D|); n > 1 = the frame n back, brought onto this one through the product of Stage
+    # A's last n motions, while D stays the previous frame's difference (a person walking
+    # v px/frame leaves n x v px of residual in R, and D still says where they are now: the
+    # slow walker's lever, issue 8). The first frames of a stream use the oldest they have.
+    residual_baseline: int = 1
 
 
 @dataclass(frozen=True)

@@ -192,6 +192,9 @@ RESIDUAL_REFERENCE_METADATA = "emts_residual_reference"
 # ONNX metadata: Stage B's warp the model runs with (emts.config.ChannelConfig.warp_at;
 # ``emts export --stage-b``); none: "network", the paper's
 STAGE_B_METADATA = "emts_stage_b_warp"
+# ONNX metadata: the frames R spans for this model (emts.config.ChannelConfig.residual_baseline;
+# ``emts export --residual-baseline``); none: 1, eq. 2's R of the previous frame
+RESIDUAL_BASELINE_METADATA = "emts_residual_baseline"
 
 
 def fixed_size(session) -> tuple[int, int] | None:
@@ -243,6 +246,18 @@ def stage_b_warp_for(session, path: Path) -> str:
             f"{path.name} asks for Stage B warp {warp!r}; expected one of {WARP_AT}"
         )
     return warp
+
+
+def residual_baseline_for(session, path: Path) -> int:
+    """The frames R spans for this model, from its metadata (1, eq. 2's, if none)."""
+    text = model_metadata(session, RESIDUAL_BASELINE_METADATA)
+    try:
+        baseline = 1 if text is None else int(text)
+    except ValueError:
+        baseline = 0
+    if baseline < 1:
+        raise BadInputError(f"{path.name} asks for an R over {text!r} frames; expected 1 or more")
+    return baseline
 
 
 def network_size_for(session, path: Path, requested=None) -> tuple[int, int]:
@@ -314,6 +329,7 @@ class Detector:
         self.box_scale = box_scale_for(self.session, self.network_size)
         # Stage B's warp the model runs with (the pipeline builds Stage B for it)
         self.stage_b_warp = stage_b_warp_for(self.session, path)
+        self.residual_baseline = residual_baseline_for(self.session, path)  # R over n frames
         self.threshold = threshold
         self.threads = threads
         self.residual_reference = (

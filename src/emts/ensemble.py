@@ -28,6 +28,7 @@ import numpy as np
 
 from emts.detector import (
     BOX_SCALE_METADATA,
+    RESIDUAL_BASELINE_METADATA,
     RESIDUAL_REFERENCE_METADATA,
     RUN_SIZE_METADATA,
     SIZE_METADATA,
@@ -92,6 +93,10 @@ def merge_detectors(paths: list[str | Path], out: str | Path) -> dict:
     warps = {m.get(STAGE_B_METADATA) or "network" for m in metas}
     if len(warps) != 1:
         raise BadInputError(f"the members run different Stage B warps: {', '.join(sorted(warps))}")
+    baselines = {m.get(RESIDUAL_BASELINE_METADATA) or "1" for m in metas}
+    if len(baselines) != 1:
+        spans = ", ".join(sorted(baselines))
+        raise BadInputError(f"the members were trained on R over different frames: {spans}")
     references = {m.get(RESIDUAL_REFERENCE_METADATA) for m in metas}
     if len(references) != 1:
         found = ", ".join(sorted(r or "none (the default)" for r in references))
@@ -150,7 +155,7 @@ def merge_detectors(paths: list[str | Path], out: str | Path) -> dict:
     if len(run_sizes) == 1 and None not in run_sizes:
         meta[RUN_SIZE_METADATA] = run_sizes.pop()
     # shared by every member (checked above)
-    for key in (RESIDUAL_REFERENCE_METADATA, STAGE_B_METADATA):
+    for key in (RESIDUAL_REFERENCE_METADATA, STAGE_B_METADATA, RESIDUAL_BASELINE_METADATA):
         if metas[0].get(key):
             meta[key] = metas[0][key]
     meta[ENSEMBLE_METADATA] = json.dumps(members)

@@ -211,6 +211,11 @@ class FusedDetector:
         """Stage B's warp the network runs with."""
         return getattr(self.detector, "stage_b_warp", None) or "network"
 
+    @property
+    def residual_baseline(self) -> int:
+        """The frames R spans for the network (1: eq. 2's)."""
+        return int(getattr(self.detector, "residual_baseline", None) or 1)
+
     def reset(self) -> None:
         self._previous = None
         self._geometry = None

@@ -116,14 +116,24 @@ class MotionFrontEnd:
         self._corner_mask_for = None
         self._index = 0
 
-    def use_network_size(self, network_size: tuple[int, int], warp_at: str | None = None) -> None:
-        """Feed a detector of another input size (and, given ``warp_at``, Stage B warp) from
-        the next frame on: Stage A's history is kept (its working frame does not change),
-        Stage B's restarts."""
+    def use_network_size(
+        self,
+        network_size: tuple[int, int],
+        warp_at: str | None = None,
+        residual_baseline: int | None = None,
+    ) -> None:
+        """Feed a detector of another input size (and, given ``warp_at`` and
+        ``residual_baseline``, Stage B warp and R) from the next frame on: Stage A's history is
+        kept (its working frame does not change), Stage B's restarts."""
         size = (int(network_size[0]), int(network_size[1]))
         config = self.channels.config
+        changes = {}
         if warp_at is not None and warp_at != config.warp_at:
-            config = dataclasses.replace(config, warp_at=warp_at)
+            changes["warp_at"] = warp_at
+        if residual_baseline is not None and residual_baseline != config.residual_baseline:
+            changes["residual_baseline"] = int(residual_baseline)
+        if changes:
+            config = dataclasses.replace(config, **changes)
         elif size == self.network_size:
             return
         self.network_size = size
@@ -154,12 +164,17 @@ class MotionFrontEnd:
 
 
 def channels_at(
-    frames, network_size: tuple[int, int] = NETWORK_SIZE, warp_at: str = "network"
+    frames,
+    network_size: tuple[int, int] = NETWORK_SIZE,
+    warp_at: str = "network",
+    residual_baseline: int = 1,
 ) -> np.ndarray:
     """(n, 3, H, W) Stage B channels of a clip's frames run through Stages A and B at
-    ``network_size`` with Stage B's ``warp_at`` (e.g. a stored clip set's frames for a
-    detector of another size or warp: the sets cache the paper's 256x192, "network")."""
-    front = MotionFrontEnd(channel_config=ChannelConfig(warp_at=warp_at), network_size=network_size)
+    ``network_size`` with Stage B's ``warp_at`` and ``residual_baseline`` (e.g. a stored clip
+    set's frames for a detector of another size or warp: the sets cache the paper's 256x192,
+    "network", R of the previous frame)."""
+    config = ChannelConfig(warp_at=warp_at, residual_baseline=residual_baseline)
+    front = MotionFrontEnd(channel_config=config, network_size=network_size)
     return np.stack([front.step(frame).channels for frame in frames])
 
 
@@ -204,22 +219,43 @@ def stage_b_of(detector) -> str:
     return getattr(detector, "stage_b_warp", None) or "network"
 
 
+def residual_baseline_of(detector) -> int:
+    """The frames R spans for a Stage C (:attr:`emts.detector.Detector.residual_baseline`;
+    1, eq. 2's, for one that says none, and for no detector)."""
+    return int(getattr(detector, "residual_baseline", None) or 1)
+
+
 def stage_b_config(detector, override: ChannelConfig | None = None) -> ChannelConfig:
     """Stage B's parameters for ``detector``: ``override`` where given (a command line's
-    ``--stage-b paper|working``), else the defaults with the detector's own warp."""
-    return override if override is not None else ChannelConfig(warp_at=stage_b_of(detector))
+    ``--stage-b paper|working``), else the defaults with the detector's own warp; R spans
+    the frames the detector was trained with either way (a property of its weights)."""
+    config = override if override is not None else ChannelConfig(warp_at=stage_b_of(detector))
+    baseline = residual_baseline_of(detector)
+    if config.residual_baseline == baseline:
+        return config
+    return dataclasses.replace(config, residual_baseline=baseline)
 
 
 def channel_key(detector) -> tuple:
-    """What a Stage C's channels depend on: its network size (w, h) for the paper's warp,
-    (w, h, warp) for another (keys of the channels an evaluation computes per detector)."""
+    """What a Stage C's channels depend on: its network size (w, h) for the paper's warp and
+    R, (w, h, warp) for another warp, (w, h, warp, n) for an R over n > 1 frames (keys of the
+    channels an evaluation computes per detector)."""
     size, warp = network_size_of(detector), stage_b_of(detector)
+    baseline = residual_baseline_of(detector)
+    if baseline > 1:
+        return (*size, warp, baseline)
     return size if warp == "network" else (*size, warp)
 
 
 def key_warp(key: tuple) -> str:
     """Stage B's warp of a channel key (:func:`channel_key`)."""
     return key[2] if len(key) > 2 else "network"
+
+
+def key_config(key: tuple) -> ChannelConfig:
+    """Stage B's parameters of a channel key (:func:`channel_key`)."""
+    baseline = key[3] if len(key) > 3 else 1
+    return ChannelConfig(warp_at=key_warp(key), residual_baseline=baseline)
 
 
 def network_size_of(detector) -> tuple[int, int]:
@@ -538,8 +574,9 @@ class Pipeline:
             return  # a uniform frame: Stages A-B run, Stage C waits for content
         self.detector = stage
         look_ahead(stage, self.box_fit)
+        config = stage_b_config(stage, self._channel_config)
         self.front.use_network_size(
-            network_size_of(stage), stage_b_config(stage, self._channel_config).warp_at
+            network_size_of(stage), config.warp_at, config.residual_baseline
         )
 
     def step(self, frame: np.ndarray) -> FrameResult:

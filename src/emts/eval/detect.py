@@ -24,7 +24,7 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from emts.config import NETWORK_SIZE, ChannelConfig
+from emts.config import NETWORK_SIZE
 from emts.detector import Detector
 from emts.eval.metrics import ImageResult, by_height, coco_ap
 from emts.geometry import WORKING_GEOMETRY, Frame, working_geometry
@@ -33,8 +33,10 @@ from emts.pipeline import (
     MotionFrontEnd,
     channel_key,
     channels_at,
-    key_warp,
+    key_config,
     network_size_of,
+    residual_baseline_of,
+    stage_b_config,
     stage_b_of,
 )
 from emts.synth.plates import read_hituav
@@ -72,6 +74,7 @@ class NetworkDetect:
         self.detector = detector
         self.network_size = detector.network_size
         self.stage_b_warp = detector.stage_b_warp
+        self.residual_baseline = residual_baseline_of(detector)
 
     def __call__(self, channels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return paper_boxes(self.detector(channels), self.network_size)
@@ -88,12 +91,11 @@ class StreamDetect:
         self.stage = TemporalDetector(detector, coarse=AUTO if coarse_pass else None)
         self.network_size = detector.network_size
         self.stage_b_warp = detector.stage_b_warp
+        self.residual_baseline = residual_baseline_of(detector)
 
     def clip(self, frames: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
         """(boxes, scores) of every frame of one clip (640x512 gray frames)."""
-        front = MotionFrontEnd(
-            channel_config=ChannelConfig(warp_at=self.stage_b_warp), network_size=self.network_size
-        )
+        front = MotionFrontEnd(channel_config=stage_b_config(self), network_size=self.network_size)
         self.stage.reset()
         return [
             paper_boxes(self.stage.on_frame(front.step(frame)), self.network_size)
@@ -142,13 +144,14 @@ def evaluate_bench(
     indices = clip_set.indices[:clips] if clips else clip_set.indices
     results = []
     size, warp = network_size_of(detect), stage_b_of(detect)
-    cached = size == NETWORK_SIZE and warp == "network"  # what the sets cache
+    baseline = residual_baseline_of(detect)
+    cached = size == NETWORK_SIZE and warp == "network" and baseline == 1  # what the sets cache
     for index in tqdm(indices, desc="eval bench", unit="clip", disable=None):
         clip = clip_set.load(index)
         if isinstance(detect, StreamDetect):
             found = detect.clip(clip.frames)
         else:
-            channels = clip.channels if cached else channels_at(clip.frames, size, warp)
+            channels = clip.channels if cached else channels_at(clip.frames, size, warp, baseline)
             found = {t: detect(channels[t]) for t in BENCH_FRAMES}
         for t in BENCH_FRAMES:
             gt, ignore = ground_truth(clip.labels["frames"][t]["persons"])
@@ -169,8 +172,10 @@ def hituav_clips(root: str | Path, split: str, variant: str, seed: int = 0, size
         clip = pseudo_clip(
             still, entry["persons"], rng, frames=4, vehicle_boxes=vehicles, zoom=False
         )
+        configs = {tuple(key): key_config(key) for key in sizes}
         channels = {
-            tuple(key): channels_at(clip.frames, key[:2], key_warp(key))[-1] for key in sizes
+            key: channels_at(clip.frames, key[:2], c.warp_at, c.residual_baseline)[-1]
+            for key, c in configs.items()
         }
         gt = clip.person_boxes[-1]
         gt = GEOMETRY.boxes(gt, Frame.INPUT, Frame.NETWORK) if len(gt) else gt.reshape(-1, 4)

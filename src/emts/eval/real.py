@@ -44,7 +44,7 @@ from emts.modality import DEFAULT, VARIANT_FOR, frame_modality
 from emts.pipeline import (
     MotionFrontEnd,
     channel_key,
-    key_warp,
+    key_config,
     network_content,
     shipped_detector,
 )
@@ -163,8 +163,8 @@ class MoreSizes:
 
 
 def _stage_b(key: tuple) -> ChannelConfig:
-    """Stage B's parameters of a channel key: (w, h) the paper's warp, (w, h, warp)."""
-    return ChannelConfig(warp_at=key_warp(key))
+    """Stage B's parameters of a channel key (:func:`emts.pipeline.key_config`)."""
+    return key_config(key)
 
 
 def _front_end(key: tuple) -> MotionFrontEnd:

@@ -20,7 +20,6 @@ from emts.pipeline import (
     detector_stage,
     network_size_of,
     stage_b_config,
-    stage_b_of,
 )
 from emts.synth.clips import ClipSpec, render_clip
 from emts.synth.common import CONTRAST_SCALE
@@ -51,7 +50,8 @@ def _stages_ab(clip, detector) -> tuple[np.ndarray, list[np.ndarray]]:
     front = MotionFrontEnd(channel_config=stage_b_config(detector), network_size=size)
     results = [front.step(frame) for frame in clip.frames]
     motions = [r.motion.matrix for r in results]
-    if tuple(size) == NETWORK_SIZE and stage_b_of(detector) == "network":
+    config = stage_b_config(detector)
+    if tuple(size) == NETWORK_SIZE and (config.warp_at, config.residual_baseline) == ("network", 1):
         return clip.channels, motions
     return np.stack([r.channels for r in results]), motions
 

@@ -311,6 +311,11 @@ def adapt_detector(
             f"{base.name} runs Stage B's {detector.stage_b_warp!r} warp; emts adapt fine-tunes "
             "models of the paper's warp only (e.g. the default model, not the thermal one)"
         )
+    if detector.residual_baseline != 1:  # nor R over more frames
+        raise BadInputError(
+            f"{base.name} was trained on R over {detector.residual_baseline} frames; emts adapt "
+            "fine-tunes models of eq. 2's R (over the previous frame) only"
+        )
     segments = [prepare_segment(name, frames, detector, config) for name, frames in footage]
     if tracks:
         if len(tracks) != len(segments):

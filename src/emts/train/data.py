@@ -149,6 +149,9 @@ class StoredClips:
     ``frame_stride``: each clip as a camera at 1/n of its frame rate delivers it
     (:func:`emts.train.verifier.strided_clip`: every n-th frame, Stages A and B afresh; 3: the
     curriculum's 30 fps as 10 fps, candidate P in ``reports/real/candidates/p_low_fps``).
+    ``residual_baseline``: R over that many frames (:class:`emts.config.ChannelConfig`): the
+    clip's frames run through Stages A and B again on load and R kept beside D (float16)
+    instead of rebuilt from D.
     """
 
     def __init__(
@@ -159,22 +162,29 @@ class StoredClips:
         still_speed: float = 0.0,
         network_size: tuple[int, int] = NETWORK_SIZE,
         frame_stride: int = 1,
+        residual_baseline: int = 1,
     ) -> None:
         clip_set = ClipSet(folder)
         self.source = source
         self.still_speed = still_speed
         self.network_size = tuple(network_size)
+        self.residual_baseline = int(residual_baseline)
         self.light: list[np.ndarray] = []
         self.difference: list[np.ndarray] = []
+        self.residual: list[np.ndarray] = []  # residual_baseline > 1 only
         self.labels: list[dict] = []
         items = range(len(clip_set))
         for position in progress(items, desc=f"load {Path(folder).name}") if progress else items:
             clip = strided_clip(clip_set[position], frame_stride)
             channels = clip.channels
-            if self.network_size != NETWORK_SIZE:
-                channels = channels_at(clip.frames, self.network_size)
+            if self.network_size != NETWORK_SIZE or self.residual_baseline > 1:
+                channels = channels_at(
+                    clip.frames, self.network_size, residual_baseline=self.residual_baseline
+                )
             self.light.append(np.rint(channels[:, 0] * 255).astype(np.uint8))
             self.difference.append(channels[:, 2].astype(np.float16))
+            if self.residual_baseline > 1:
+                self.residual.append(channels[:, 1].astype(np.float16))
             self.labels.append(clip.labels)
 
     def __len__(self) -> int:
@@ -183,12 +193,17 @@ class StoredClips:
     def sample(self, rng: np.random.Generator, frames: int, clip_number: int) -> Sample:
         index = int(rng.integers(len(self)))
         light, labels = self.light[index], self.labels[index]
-        start = int(rng.integers(1, len(light) - frames + 1))
+        # (R over n frames is whole from the clip's n-th frame on)
+        first = max(1, self.residual_baseline)
+        start = int(rng.integers(first, len(light) - frames + 1))
         channels = np.empty((frames, 3, *light.shape[1:]), np.float32)
         channels[:, 0] = light[start : start + frames] * np.float32(1 / 255)
         channels[:, 2] = self.difference[index][start : start + frames]
-        for i in range(frames):
-            channels[i, 1] = residual_from_difference(channels[i, 2])
+        if self.residual:
+            channels[:, 1] = self.residual[index][start : start + frames]
+        else:
+            for i in range(frames):
+                channels[i, 1] = residual_from_difference(channels[i, 2])
         boxes, identities, visibility = [], [], []
         for t in range(start, start + frames):
             persons = labels["frames"][t]["persons"]
@@ -212,9 +227,15 @@ class Tier2Stills:
     flights) never reach training, and the HIT-UAV val split is never read here.
     """
 
-    def __init__(self, root: str | Path, network_size: tuple[int, int] = NETWORK_SIZE) -> None:
+    def __init__(
+        self,
+        root: str | Path,
+        network_size: tuple[int, int] = NETWORK_SIZE,
+        residual_baseline: int = 1,
+    ) -> None:
         self.root = Path(root)
         self.network_size = tuple(network_size)
+        self.residual_baseline = int(residual_baseline)
         self.entries = [e for e in read_hituav(self.root, "train") if hituav_split(e[0]) == "train"]
         self._cache: dict[str, np.ndarray] = {}
 
@@ -229,11 +250,14 @@ class Tier2Stills:
     def sample(self, rng: np.random.Generator, frames: int, clip_number: int) -> Sample:
         name, entry = self.entries[int(rng.integers(len(self)))]
         vehicles = entry["vehicles"] if rng.random() < TIER2_VEHICLE_MOTION else []
+        skip = self.residual_baseline  # frames before R and D are whole
         clip = pseudo_clip(
-            self._image(name), entry["persons"], rng, frames + 1, vehicle_boxes=vehicles
+            self._image(name), entry["persons"], rng, frames + skip, vehicle_boxes=vehicles
         )
-        channels = channels_at(clip.frames, self.network_size)[1:]
-        boxes = [_to_network(b, self.network_size) for b in clip.person_boxes[1:]]
+        channels = channels_at(
+            clip.frames, self.network_size, residual_baseline=self.residual_baseline
+        )[skip:]
+        boxes = [_to_network(b, self.network_size) for b in clip.person_boxes[skip:]]
         identities = [clip_number * 1000 + np.arange(len(b)) for b in boxes]
         return Sample(channels, boxes, identities, [np.ones(len(b)) for b in boxes], "tier2")
 

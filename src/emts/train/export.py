@@ -191,6 +191,15 @@ def record_stage_b_warp(path: str | Path, warp_at: str | None) -> Path:
     return _record(path, STAGE_B_METADATA, None if warp_at in (None, "network") else warp_at)
 
 
+def record_residual_baseline(path: str | Path, frames: int | None) -> Path:
+    """Record (or, with None or 1, remove) the frames R spans for a detector ONNX
+    (:class:`emts.config.ChannelConfig` ``residual_baseline``; in place, the weights
+    untouched)."""
+    from emts.detector import RESIDUAL_BASELINE_METADATA
+
+    return _record(path, RESIDUAL_BASELINE_METADATA, None if frames in (None, 1) else str(frames))
+
+
 def record_run_size(path: str | Path, size: tuple[int, int] | None) -> Path:
     """Record (or, with None, remove) the size an open-size detector ONNX runs at when no
     size is asked for (in place; the weights are untouched)."""

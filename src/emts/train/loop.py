@@ -72,6 +72,9 @@ class TrainConfig:
     # term ~2 % of the total (runs/i_c26: 0.032 of 1.55); its boxes regress to the mean size.
     # 1.0 measured (reports/real/candidates/k_size_weight.md): better boxes, lower RGB recall.
     size_weight: float = 0.1
+    # R over this many frames (emts.config.ChannelConfig.residual_baseline; D stays the previous
+    # frame's): the sets' frames run through Stages A and B again on load. 1: eq. 2's R.
+    residual_baseline: int = 1
 
     def phases(self) -> list[tuple[str, int, dict[str, float]]]:
         """(name, steps, mixture) per phase."""
@@ -114,12 +117,20 @@ def train_detector(
         model.parameters(), lr=config.lr, weight_decay=config.weight_decay
     )
     size = tuple(config.network_size)
+    baseline = config.residual_baseline
     sources = {
         "tier1": StoredClips(
-            tier1, "tier1", progress=tqdm, still_speed=config.still_speed, network_size=size
+            tier1,
+            "tier1",
+            progress=tqdm,
+            still_speed=config.still_speed,
+            network_size=size,
+            residual_baseline=baseline,
         ),
-        "negative": StoredClips(negatives, "negative", progress=tqdm, network_size=size),
-        "tier2": Tier2Stills(hituav, network_size=size),
+        "negative": StoredClips(
+            negatives, "negative", progress=tqdm, network_size=size, residual_baseline=baseline
+        ),
+        "tier2": Tier2Stills(hituav, network_size=size, residual_baseline=baseline),
     }
     state = run_phases(
         model, optimizer, sources, config.phases(), config, out, device, checkpoint_every
