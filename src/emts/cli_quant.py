@@ -147,6 +147,7 @@ def _detector_calibration(args: argparse.Namespace, source: Path):
         detector.network_size,
         detector.residual_reference,
         detector.stage_b_warp,
+        detector.residual_baseline,
     )
 
 

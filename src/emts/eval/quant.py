@@ -493,6 +493,7 @@ def evaluate_quant(
                 network_size=fp32.network_size,
                 residual_reference=fp32.residual_reference,
                 warp_at=fp32.stage_b_warp,
+                residual_baseline=fp32.residual_baseline,
             )
             calibration_source = calibration.source
             moving = quantize(  # the shipped recipe (`emts quantize`'s defaults) but the estimator

@@ -158,11 +158,13 @@ def detector_calibration(
     network_size: tuple[int, int] = NETWORK_SIZE,
     residual_reference: float = RESIDUAL_REFERENCE,
     warp_at: str = "network",
+    residual_baseline: int = 1,
 ) -> Calibration:
     """``clips`` x ``frames`` consecutive frames' ``[L, R, D]`` channels from ``sets``
     (name -> folder, e.g. ``{"tier1": "data/tier1", "negatives": "data/negatives"}``) at
-    the detector's ``network_size`` with Stage B's ``warp_at`` (the sets cache the paper's
-    256x192 and warp; others run Stages A and B again), residual level normalized to
+    the detector's ``network_size`` with Stage B's ``warp_at`` and ``residual_baseline`` (the
+    sets cache the paper's 256x192, warp and R; others run Stages A and B again), residual
+    level normalized to
     ``residual_reference`` as the
     runtime detector feeds the model (:attr:`emts.detector.Detector.residual_reference`).
     Frame 0 of a clip has no motion channels and is never used."""
@@ -173,18 +175,20 @@ def detector_calibration(
     for _, clip_set, index in _choose_clips(sets, clips, seed):
         clip = clip_set.load(index)
         channels = clip.channels
-        if tuple(network_size) != NETWORK_SIZE or warp_at != "network":
-            channels = channels_at(clip.frames, network_size, warp_at)
+        if tuple(network_size) != NETWORK_SIZE or (warp_at, residual_baseline) != ("network", 1):
+            channels = channels_at(clip.frames, network_size, warp_at, residual_baseline)
         if len(channels) < frames + 1:
             raise BadInputError(
                 f"{clip_set.folder}: clips have {len(channels)} frames (< {frames + 1})"
             )
-        start = int(rng.integers(1, len(channels) - frames + 1))
+        start = int(rng.integers(residual_baseline, len(channels) - frames + 1))
         stream.append(channels[start : start + frames])
     names = ", ".join(f"{k}={v}" for k, v in sets.items())
     source = f"{len(stream)} clips x {frames} consecutive frames of {names} (seed {seed})"
     if warp_at != "network":  # the paper's warp is what every earlier record meant
         source += f", Stage B at {network_size[0]}x{network_size[1]} warp {warp_at}"
+    if residual_baseline != 1:
+        source += f", R over {residual_baseline} frames"
     # what the runtime Detector feeds the network: residual level normalized
     samples = normalize_residual_level(
         np.concatenate(stream).astype(np.float32), residual_reference
