@@ -407,3 +407,23 @@ def test_r_over_three_frames_is_eq2_of_the_frame_three_back_through_the_motions_
         alone.update(frames[t - 3], EgoMotion())
         pair = alone.update(frames[t], EgoMotion(product[:2].copy()))
         np.testing.assert_allclose(streamed[t][1], pair[1], atol=2e-4)
+
+
+def test_halved_channels_keep_r_over_n_frames_for_the_coarse_pass(aerial_scene):
+    """The coarse pass halves the fine pass's channels: R over 3 frames must stay R over 3
+    frames there (rebuilt from the previous frame's D it would be eq. 2's R again)."""
+    from emts.channels import halved_channels
+
+    frames, motions = _walk(aerial_scene, 6, square_step=1.0)
+    config = ChannelConfig(warp_at="working", residual_baseline=3)
+    fine, half = MotionChannels(config, (512, 384)), MotionChannels(config, (256, 192))
+    for f, m in zip(frames, motions, strict=True):
+        at_fine, at_half = fine.update(f, m), half.update(f, m)
+    kept = halved_channels(at_fine, residual_baseline=3)
+    rebuilt = halved_channels(at_fine)
+    np.testing.assert_array_equal(kept[[0, 2]], rebuilt[[0, 2]])  # L and D alike
+    trail = (slice(80, 112), slice(104, 148))
+    truth = at_half[1][trail].ravel()
+    assert np.corrcoef(kept[1][trail].ravel(), truth)[0, 1] > 0.95
+    assert np.abs(kept[1][trail] - at_half[1][trail]).max() < 0.5 * truth.max()
+    assert kept[1][trail].max() > 1.4 * rebuilt[1][trail].max()

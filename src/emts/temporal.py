@@ -290,7 +290,8 @@ class TemporalDetector:
         if motion_network is not None:
             working = fine.motion(np.asarray(motion_network), Frame.NETWORK, Frame.WORKING)
             motion = coarse.motion(working, Frame.WORKING, Frame.NETWORK)
-        small = halved_channels(channels, content)
+        baseline = getattr(self.coarse, "residual_baseline", None) or 1
+        small = halved_channels(channels, content, baseline)
         found = _remembered(
             self.coarse, self.coarse_memory, small, motion, threshold, residual_reference
         )
