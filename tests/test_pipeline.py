@@ -212,7 +212,9 @@ def test_each_detector_runs_with_the_stage_b_warp_it_records(tmp_path, clip):
     assert Detector(out).stage_b_warp == "network"
 
 
-def test_a_detector_trained_on_r_over_n_frames_runs_with_that_r(tmp_path, clip, capsys):
+def test_a_detector_trained_on_r_over_n_frames_runs_with_that_r(
+    tmp_path, clip, capsys, monkeypatch
+):
     pytest.importorskip("onnx")
     from emts.cli import main
     from emts.detector import Detector, default_model_path
@@ -239,6 +241,26 @@ def test_a_detector_trained_on_r_over_n_frames_runs_with_that_r(tmp_path, clip, 
     assert Detector(out).residual_baseline == 1
     assert main([*args, "--residual-baseline", "0"]) == 2
     assert "--residual-baseline must be at least 1" in capsys.readouterr().err
+    # Stage C's coarse pass (the model at its trained 256x192 under a 512x384 run) halves
+    # channels of R over 3 frames as such
+    assert main([*args, "--residual-baseline", "3"]) == 0
+    import emts.temporal
+    from emts.temporal import TemporalDetector
+
+    halved = []
+
+    def spy(channels, content=None, residual_baseline=1):
+        halved.append(residual_baseline)
+        return original(channels, content, residual_baseline)
+
+    original = emts.temporal.halved_channels
+    monkeypatch.setattr(emts.temporal, "halved_channels", spy)
+    stage = TemporalDetector(Detector(out, network_size=(512, 384)))
+    assert stage.coarse is not None and stage.coarse.residual_baseline == 3
+    front = Pipeline(stage, verifier=None, auto_lock=False).front
+    for frame in clip.frames[:3]:
+        stage.on_frame(front.step(frame))
+    assert halved and set(halved) == {3}
     _record(out, "emts_residual_baseline", "three")
     with pytest.raises(BadInputError, match="R over 'three' frames"):
         Detector(out)

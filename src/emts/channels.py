@@ -8,6 +8,10 @@ replicate) into the current frame's coordinates, and three float32 channels are 
 * ``R = G_5x5 * |I_t - warped|`` -- blurred absolute residual, in [0, 1];
 * ``D = I_t - warped`` -- signed residual, in [-1, 1].
 
+With ``ChannelConfig(residual_baseline=n)`` (n > 1; no shipped model) R is the blurred
+residual of ``I_t`` and the frame n back instead, warped by the product of the last n motions;
+D stays as above.
+
 Under exact registration of a static scene R and D vanish except on independently moving
 things. In the padding columns on each side (8 at 256x192, see :mod:`emts.geometry`) R and D
 are 0. The stack has shape (3, H, W) -- (3, 192, 256) at the paper's size -- channel order
