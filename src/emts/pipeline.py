@@ -236,6 +236,14 @@ def stage_b_config(detector, override: ChannelConfig | None = None) -> ChannelCo
     return dataclasses.replace(config, residual_baseline=baseline)
 
 
+def cached_by_sets(network_size: tuple[int, int], config: ChannelConfig) -> bool:
+    """Whether a stored clip set's cached channels are Stage B's at ``network_size`` with
+    ``config`` (the sets cache the paper's 256x192, warp and eq. 2's R); else Stages A and B
+    run again (:func:`channels_at`)."""
+    paper_stage_b = config.warp_at == "network" and config.residual_baseline == 1
+    return tuple(network_size) == NETWORK_SIZE and paper_stage_b
+
+
 def channel_key(detector) -> tuple:
     """What a Stage C's channels depend on: its network size (w, h) for the paper's warp and
     R, (w, h, warp) for another warp, (w, h, warp, n) for an R over n > 1 frames (keys of the

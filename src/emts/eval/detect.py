@@ -31,13 +31,13 @@ from emts.geometry import WORKING_GEOMETRY, Frame, working_geometry
 from emts.modality import AUTO
 from emts.pipeline import (
     MotionFrontEnd,
+    cached_by_sets,
     channel_key,
     channels_at,
     key_config,
     network_size_of,
     residual_baseline_of,
     stage_b_config,
-    stage_b_of,
 )
 from emts.synth.plates import read_hituav
 from emts.synth.store import ClipSet
@@ -143,15 +143,18 @@ def evaluate_bench(
     clip_set = ClipSet(folder)
     indices = clip_set.indices[:clips] if clips else clip_set.indices
     results = []
-    size, warp = network_size_of(detect), stage_b_of(detect)
-    baseline = residual_baseline_of(detect)
-    cached = size == NETWORK_SIZE and warp == "network" and baseline == 1  # what the sets cache
+    size, config = network_size_of(detect), stage_b_config(detect)
+    cached = cached_by_sets(size, config)
     for index in tqdm(indices, desc="eval bench", unit="clip", disable=None):
         clip = clip_set.load(index)
         if isinstance(detect, StreamDetect):
             found = detect.clip(clip.frames)
         else:
-            channels = clip.channels if cached else channels_at(clip.frames, size, warp, baseline)
+            channels = (
+                clip.channels
+                if cached
+                else channels_at(clip.frames, size, config.warp_at, config.residual_baseline)
+            )
             found = {t: detect(channels[t]) for t in BENCH_FRAMES}
         for t in BENCH_FRAMES:
             gt, ignore = ground_truth(clip.labels["frames"][t]["persons"])

@@ -16,6 +16,7 @@ from emts.pipeline import (
     DEFAULT_DETECTOR_MODE,
     MotionFrontEnd,
     Pipeline,
+    cached_by_sets,
     candidates_of,
     detector_stage,
     network_size_of,
@@ -46,12 +47,11 @@ def _centre(box) -> np.ndarray:
 def _stages_ab(clip, detector) -> tuple[np.ndarray, list[np.ndarray]]:
     """(channels for ``detector``, Stage A's motions) of a stored clip: its cached channels
     at the paper's size and warp, else Stage B run again at the detector's size and warp."""
-    size = network_size_of(detector)
-    front = MotionFrontEnd(channel_config=stage_b_config(detector), network_size=size)
+    size, config = network_size_of(detector), stage_b_config(detector)
+    front = MotionFrontEnd(channel_config=config, network_size=size)
     results = [front.step(frame) for frame in clip.frames]
     motions = [r.motion.matrix for r in results]
-    config = stage_b_config(detector)
-    if tuple(size) == NETWORK_SIZE and (config.warp_at, config.residual_baseline) == ("network", 1):
+    if cached_by_sets(size, config):
         return clip.channels, motions
     return np.stack([r.channels for r in results]), motions
 

@@ -45,7 +45,7 @@ from onnxruntime.quantization import (
 )
 
 from emts.channels import RESIDUAL_REFERENCE, normalize_residual_level
-from emts.config import NETWORK_SIZE
+from emts.config import NETWORK_SIZE, ChannelConfig
 from emts.errors import BadInputError
 
 CALIBRATIONS = ("minmax", "moving-average")
@@ -168,14 +168,15 @@ def detector_calibration(
     ``residual_reference`` as the
     runtime detector feeds the model (:attr:`emts.detector.Detector.residual_reference`).
     Frame 0 of a clip has no motion channels and is never used."""
-    from emts.pipeline import channels_at
+    from emts.pipeline import cached_by_sets, channels_at
 
     rng = np.random.default_rng([seed, 1])
     stream = []
     for _, clip_set, index in _choose_clips(sets, clips, seed):
         clip = clip_set.load(index)
         channels = clip.channels
-        if tuple(network_size) != NETWORK_SIZE or (warp_at, residual_baseline) != ("network", 1):
+        config = ChannelConfig(warp_at=warp_at, residual_baseline=residual_baseline)
+        if not cached_by_sets(network_size, config):
             channels = channels_at(clip.frames, network_size, warp_at, residual_baseline)
         if len(channels) < frames + 1:
             raise BadInputError(
