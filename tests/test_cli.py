@@ -15,6 +15,7 @@ import pytest
 
 from conftest import render, similarity
 from emts.cli import main
+from emts.config import ChannelConfig
 from emts.errors import BadInputError
 from emts.io import open_source
 
@@ -69,6 +70,50 @@ def test_channels_reports_the_homography_stage_b_warped_by_in_input_pixels(tmp_p
         mapped, truth = np.array(record["H"]) @ corners, tilt @ corners
         # the corners move 9 px apart (a keystone no similarity follows): within 3 input px
         assert np.abs(mapped[:2] / mapped[2] - truth[:2] / truth[2]).max() < 3.0
+
+
+def test_channels_with_a_model_shows_what_that_model_is_fed(tmp_path, aerial_scene):
+    """``--model``: Stage B at the model's own size and warp, and its heatmap and detections
+    beside the channels; ``auto`` says which model the frames picked, as emts detect does."""
+    scene = cv2.resize(aerial_scene, None, fx=2, fy=2)
+    folder = _write_shifted_frames(tmp_path / "frames", scene)
+    sizes = {}
+    for model in (None, "thermal", "auto"):
+        video, jsonl = tmp_path / f"{model}.mp4", tmp_path / f"{model}.jsonl"
+        argv = ["channels", str(folder), "--out", str(video), "--jsonl", str(jsonl)]
+        assert main(argv + (["--model", model] if model else [])) == 0
+        capture = cv2.VideoCapture(str(video))
+        assert int(capture.get(cv2.CAP_PROP_FRAME_COUNT)) == 4
+        ok, picture = capture.read()
+        assert ok
+        sizes[model] = picture.shape[:2]
+        records = [json.loads(line) for line in jsonl.read_text().splitlines()]
+        assert [r["frame"] for r in records] == [0, 1, 2, 3]
+        assert [r.get("detector") for r in records] == (
+            ["thermal", None, None, None] if model == "auto" else [None] * 4
+        )
+        np.testing.assert_allclose(records[-1]["M"], [[1, 0, 10.0], [0, 1, 0]], atol=0.25)
+    # no model: L | R | D at 256x192; the thermal model (run at 512x384): L | R | D |
+    # heatmap | detections at twice the size (the gray frames pick it under auto)
+    height, width = sizes[None]
+    assert sizes["thermal"] == sizes["auto"] == (2 * height, 2 * width * 5 // 3)
+
+
+def test_channels_with_a_model_feeds_it_stage_b_as_it_runs_in_the_pipeline(aerial_scene):
+    from emts.cli import _ModelView
+    from emts.detector import Detector
+    from emts.pipeline import MotionFrontEnd, stage_b_config
+    from emts.precision import named_model
+
+    front = MotionFrontEnd(channel_config=ChannelConfig(ego_compensation=False))
+    view = _ModelView(named_model("thermal"), front, 0.3)
+    config = stage_b_config(Detector(named_model("thermal")))
+    assert front.network_size == (512, 384) and front.channels.config.warp_at == config.warp_at
+    assert front.channels.config.ego_compensation is False  # --no-ego stays
+    frame = render(aerial_scene, similarity(0, 1, -60, -60), (1280, 720))
+    result, (fed, heat, detections), picked = view.step(frame)
+    assert fed.shape == (3, 384, 512) and heat.shape == (48, 64) and picked is None
+    assert "512x384" in view.caption() and config.warp_at in view.caption()
 
 
 def test_channels_reads_16_bit_thermal_images_and_globs(tmp_path, aerial_scene):

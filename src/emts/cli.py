@@ -303,6 +303,77 @@ def _motion_record(index: int, result) -> dict:
     }
 
 
+class _ModelView:
+    """What a detector is fed and what it finds, for ``emts channels --model``: Stage B as
+    that model's input (its network size, Stage B warp and R span) after its residual-level
+    normalization, the network's heatmap on the frame, and Stage C's detections as ``emts
+    detect`` reports them (temporal scores, box fitting) at ``threshold``."""
+
+    def __init__(self, model: str | None, front, threshold: float) -> None:
+        from emts.boxfit import DEFAULT_BOX_FIT
+        from emts.modality import DetectorChoice
+        from emts.pipeline import DEFAULT_DETECTOR_MODE
+
+        self.front, self.threshold, self.box_fit = front, threshold, DEFAULT_BOX_FIT
+        options = {"model": model, "threshold": threshold, "network_size": None}
+        stage = _stage_c(argparse.Namespace(detector_mode=DEFAULT_DETECTOR_MODE, **options))
+        self.choice = stage if isinstance(stage, DetectorChoice) else None
+        self.stage = self.detector = None
+        if self.choice is None:
+            self.use(stage)
+
+    def use(self, stage) -> None:
+        from emts.boxfit import look_ahead
+        from emts.pipeline import network_size_of, stage_b_config
+
+        self.stage, self.detector = stage, getattr(stage, "detector", stage)
+        look_ahead(stage, self.box_fit)
+        config = stage_b_config(self.detector)  # --no-ego stays: only warp and R span change
+        self.front.use_network_size(
+            network_size_of(self.detector), config.warp_at, config.residual_baseline
+        )
+
+    def step(self, frame: np.ndarray):
+        """(Stage A-B result, (channels as fed, heatmap, detections) or None before a model is
+        picked, the variant ``auto`` picked on this frame or None)."""
+        from emts.boxfit import fit_detections
+        from emts.channels import normalize_residual_level
+        from emts.pipeline import appearance_view
+
+        picked = None
+        if self.stage is None:
+            stage = self.choice.stage_for(frame)  # None while the frames are uniform
+            if stage is not None:
+                self.use(stage)
+                picked = self.choice.chosen
+        result = self.front.step(frame)
+        if self.stage is None:
+            return result, None, picked
+        if hasattr(self.stage, "on_frame"):  # temporal (the default mode)
+            detections = self.stage.on_frame(result)
+        else:
+            detections = self.stage(result.channels)
+        detections = fit_detections(
+            detections,
+            appearance_view(frame, result),
+            result.geometry,
+            self.box_fit,
+            self.threshold,
+            result.channels,
+        )
+        fed = normalize_residual_level(result.channels, self.detector.residual_reference)
+        heat = self.detector.raw(result.channels)[0][0, 0]
+        return result, (fed, heat, detections), picked
+
+    def caption(self) -> str:
+        d = self.detector
+        if d is None:
+            return "no detector yet (uniform frames)"
+        span = f", R over {d.residual_baseline} frames" if d.residual_baseline > 1 else ""
+        size = "x".join(map(str, d.network_size))
+        return f"{d.path.name} {size}, warp {d.stage_b_warp}{span}, tau_s {self.threshold:g}"
+
+
 def run_channels(
     source,
     out: str | None,
@@ -310,8 +381,14 @@ def run_channels(
     ego_compensation: bool = True,
     progress: bool = True,
     fps: float | None = None,
+    model: str | None | bool = False,
+    threshold: float = 0.3,
 ) -> int:
     """Stages A and B over ``source``; write the channel video and the ego-motion JSONL.
+
+    ``model`` False: eq. 2's channels at the paper's 256x192 (no detector). Else a detector
+    (``auto``, None = the default model, ``thermal`` or a file): the channels as that model
+    is fed them, and the video shows its heatmap and detections beside them.
 
     An unreadable image in a folder is written as ``{"frame": i, "skipped": reason}`` (the
     frame numbers stay the files'); a frame of the wrong dtype or shape ends the run.
@@ -319,10 +396,11 @@ def run_channels(
     Returns:
         The number of frames processed.
     """
-    from emts.draw import channel_panel
+    from emts.draw import channel_panel, channels_figure
     from emts.pipeline import MotionFrontEnd
 
     front = MotionFrontEnd(channel_config=ChannelConfig(ego_compensation=ego_compensation))
+    view = None if model is False else _ModelView(model, front, threshold)
     frames = 0
     with open_source(source, fps=fps, placeholders=True) as frames_in:
         writer = VideoWriter(out, fps=frames_in.fps) if out else None
@@ -341,15 +419,28 @@ def run_channels(
                     if records:
                         records.write({"frame": index, "skipped": frame.reason})
                     continue
+                seen, picked = None, None
                 try:
-                    result = front.step(frame)
+                    if view is None:
+                        result = front.step(frame)
+                    else:
+                        result, seen, picked = view.step(frame)
                 except BadInputError as error:
                     raise BadInputError(f"frame {index}: {error}") from None
                 caption = f"frame {index}  {result.motion.method}  tracks {result.motion.tracks}"
-                panel = channel_panel(result.channels, caption) if writer else None
+                if not writer:
+                    panel = None
+                elif seen is None:
+                    caption += f"  {view.caption()}" if view is not None else ""
+                    panel = channel_panel(result.channels, caption)
+                else:
+                    panel = channels_figure(*seen, f"{caption}  {view.caption()}")
+                record = _motion_record(index, result)
+                if picked:  # --model auto has picked, on this frame (as emts detect says)
+                    record["detector"] = picked
                 with signals_held():  # an interrupt lands between frames, not between files
                     if records:
-                        records.write(_motion_record(index, result))
+                        records.write(record)
                     if writer:
                         writer.write(panel)
                 frames += 1
@@ -366,7 +457,13 @@ def _cmd_channels(args: argparse.Namespace) -> int:
     _check_video_suffix("--out", out)
     _check_outputs(args.source, {"--out": out, "--jsonl": args.jsonl})
     frames = run_channels(
-        args.source, out, args.jsonl, ego_compensation=not args.no_ego, fps=args.fps
+        args.source,
+        out,
+        args.jsonl,
+        ego_compensation=not args.no_ego,
+        fps=args.fps,
+        model=args.model,
+        threshold=args.threshold,
     )
     written = [p for p in (out, args.jsonl) if p and p != "-"]
     print(f"{frames} frames -> {', '.join(written) or 'nothing written'}", file=sys.stderr)
@@ -1947,6 +2044,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-ego",
         action="store_true",
         help="skip ego-motion compensation in the channels (identity warp; ablation)",
+    )
+    p.add_argument(
+        "--model",
+        type=input_model,
+        default=False,
+        help="show the channels as this detector is fed them (its network size, Stage B warp "
+        "and R span, after its residual-level normalization), the network's heatmap, and "
+        "the detections emts detect reports at --threshold: auto (picked by the frames, as "
+        "emts track does), default, thermal, or an ONNX file (default: no detector; eq. 2's "
+        "channels at 256x192)",
+    )
+    p.add_argument(
+        "--threshold",
+        type=_PROBABILITY,
+        default=0.3,
+        help="with --model: detection score tau_s in [0, 1] (default: %(default)s)",
     )
     _add_fps(p)
     p.set_defaults(run=_cmd_channels)
