@@ -99,6 +99,17 @@ def test_channels_with_a_model_shows_what_that_model_is_fed(tmp_path, aerial_sce
     assert sizes["thermal"] == sizes["auto"] == (2 * height, 2 * width * 5 // 3)
 
 
+def test_channels_with_auto_waits_for_a_frame_with_content(tmp_path, aerial_scene):
+    folder = _write_shifted_frames(tmp_path / "frames", cv2.resize(aerial_scene, None, fx=2, fy=2))
+    cv2.imwrite(str(folder / "frame_000.png"), np.zeros((720, 1280), np.uint8))  # lens cap on
+    video, jsonl = tmp_path / "c.mp4", tmp_path / "c.jsonl"
+    argv = ["channels", str(folder), "--out", str(video), "--jsonl", str(jsonl)]
+    assert main([*argv, "--model", "auto"]) == 0
+    records = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    assert [r.get("detector") for r in records] == [None, "thermal", None, None]
+    assert int(cv2.VideoCapture(str(video)).get(cv2.CAP_PROP_FRAME_COUNT)) == 4
+
+
 def test_channels_with_a_model_feeds_it_stage_b_as_it_runs_in_the_pipeline(aerial_scene):
     from emts.cli import _ModelView
     from emts.detector import Detector
