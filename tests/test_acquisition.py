@@ -139,6 +139,15 @@ def test_a_detection_far_wider_than_the_person_under_the_tap_gives_way_to_the_bl
             np.testing.assert_allclose(decision.lock.centre, [300, 200], atol=2.5)
             np.testing.assert_allclose(decision.lock.size, [12, 30], atol=3)
             np.testing.assert_array_equal(decision.lock.embedding, E[2])
+            # a detection was seen there and set aside: no wait for another one (this one,
+            # narrow enough to be taken, 0.37 of IoU with the lock, would move it)
+            lock = decision.lock
+            narrower = Candidate(np.array([306.0, 200.0]), np.array([17.0, 34.0]), 0.6, E[2])
+            decision = acquisition.step(
+                GEOMETRY, working, np.eye(2, 3), [narrower], "locked", None, False,
+                (lock.centre, lock.size),
+            )  # fmt: skip
+            assert decision == AcquisitionDecision()
 
 
 def test_tap_without_a_detection_locks_at_once_on_the_blob_under_the_finger():
@@ -149,6 +158,70 @@ def test_tap_without_a_detection_locks_at_once_on_the_blob_under_the_finger():
     assert decision.lock.source == "tap:blob"
     np.testing.assert_allclose(decision.lock.centre, [300, 200], atol=2.5)
     np.testing.assert_allclose(decision.lock.size, [12, 30], atol=3)
+
+
+def _waiting_tap(wait=10, colour=True, tap=(300, 201)):
+    """A tap on a person nobody has detected yet (a stream's first frame): the lock is the
+    blob's, (300, 200) 12x30."""
+    acquisition = LockAcquisition(auto_lock=False, config=AcquisitionConfig(tap_wait_frames=wait))
+    acquisition.request(Tap.make(*tap))
+    working = _with_person(_ground(), 300, 200)
+    lock = acquisition.step(GEOMETRY, working, np.eye(2, 3), [], "search", None, colour).lock
+    assert lock.source == "tap:blob"
+    return acquisition, lock
+
+
+PERSON = Candidate(np.array([300.0, 201.0]), np.array([13.0, 31.0]), 0.5, E[4])
+
+
+def _waited(acquisition, track, candidates=(PERSON,), mode="locked"):
+    working = _with_person(_ground(), 300, 200)
+    return acquisition.step(
+        GEOMETRY, working, np.eye(2, 3), list(candidates), mode, None, False, track
+    )
+
+
+def test_a_tap_without_a_detection_moves_onto_the_first_detection_where_the_track_is_off():
+    acquisition, lock = _waiting_tap()
+    # the track has slid 14 px down (onto legs and shadow); nobody detected yet: nothing
+    slid = (lock.centre + [0, 14], lock.size)
+    elsewhere = Candidate(np.array([400.0, 300.0]), np.array([12.0, 30.0]), 0.9, E[5])
+    assert _waited(acquisition, slid, [elsewhere]) == AcquisitionDecision()
+    # then the person is detected under the tapped point, carried with the track, and the
+    # detection overlaps the track's box by less than half: the lock moves onto it, once
+    decision = _waited(acquisition, slid, [elsewhere, PERSON])
+    assert decision.lock.source == "tap:detection" and acquisition.last_source == "tap:detection"
+    np.testing.assert_allclose(decision.lock.centre, PERSON.centre)
+    np.testing.assert_array_equal(decision.lock.embedding, E[4])
+    assert _waited(acquisition, slid) == AcquisitionDecision()  # done
+    # a track on the person already: the detection ends the wait, the lock stays
+    acquisition, lock = _waiting_tap()
+    assert _waited(acquisition, (lock.centre, lock.size)) == AcquisitionDecision()
+    assert _waited(acquisition, slid) == AcquisitionDecision()
+    # without colour the detection is re-centred on the tapped point, as a tap's is
+    # (around_tap): tapped 6 px right of the centre
+    acquisition, lock = _waiting_tap(colour=False, tap=(305, 200))
+    np.testing.assert_allclose(lock.centre, [305, 200])  # the blob's, re-centred
+    decision = _waited(acquisition, (lock.centre + [0, 14], lock.size))
+    assert decision.lock.source == "tap:detection"
+    np.testing.assert_allclose(decision.lock.centre, [305, 214])
+
+
+def test_the_wait_for_a_detection_ends_after_its_frames_or_when_the_track_is_lost():
+    for wait, modes in (
+        (2, ["locked", "locked", "locked"]),  # a detection on the 3rd frame after: too late
+        (10, ["reacquire", "locked"]),  # the track lost meanwhile: over
+        (0, ["locked"]),  # switched off
+        (2, ["locked", "locked"]),  # the control: on the 2nd, found
+    ):
+        acquisition, lock = _waiting_tap(wait)
+        slid = (lock.centre + [0, 14], lock.size)
+        found = [
+            _waited(acquisition, slid, [PERSON] if k == len(modes) - 1 else [], mode).lock
+            is not None
+            for k, mode in enumerate(modes)
+        ]
+        assert found == [False] * (len(modes) - 1) + [modes == ["locked", "locked"]]
 
 
 def test_a_tap_beside_a_neighbours_detection_locks_the_person_under_the_finger():

@@ -29,7 +29,7 @@ import numpy as np
 
 from emts.config import AcquisitionConfig
 from emts.errors import BadInputError
-from emts.geometry import Frame, FrameGeometry
+from emts.geometry import Frame, FrameGeometry, box_iou
 from emts.tracker import Candidate, LockCommand, Mode
 
 
@@ -197,6 +197,8 @@ class LockAcquisition:
     def reset(self) -> None:
         self._tap: Tap | None = None
         self._history: list[np.ndarray] = []  # auto-lock: recent top detections, WORKING px
+        # a tap that found no detection: (tapped point - lock centre, frames left, recentre)
+        self._waiting: tuple[np.ndarray, int, bool] | None = None
         self.provisional = False
         self.relocking = False  # the provisional lock is the tracker's re-lock of an auto-lock
         self.last_source: str | None = None
@@ -224,6 +226,7 @@ class LockAcquisition:
         tracker_mode: Mode,
         p_human: float | None,
         colour: bool = False,
+        track: np.ndarray | None = None,
     ) -> AcquisitionDecision:
         """Decide for this frame.
 
@@ -236,15 +239,29 @@ class LockAcquisition:
             colour: the frame has colour (:func:`emts.modality.frame_modality`; read where
                 a tap is :attr:`pending`): a tap's box is then not re-centred on the point
                 (:func:`around_tap`) unless ``tap_recentre_colour``.
+            track: the locked track's (centre, size) after the previous frame (WORKING px
+                of that frame), or None: after a tap that found no detection under the
+                point, the lock may move onto the first detection under the same point of
+                the track (``tap_wait_frames``).
         """
         if self._tap is not None:
             tap, self._tap = self._tap, None
             self.provisional = self.relocking = False
             self._history = []
+            self._waiting = None
             recentre = not colour or self.config.tap_recentre_colour
             command = self._tap_lock(tap, geometry, working, motion, candidates, recentre)
             self.last_source = command.source
             return AcquisitionDecision(lock=command)
+        if self._waiting is not None:
+            command = None
+            if tracker_mode == "locked":
+                command = self._waited_lock(working, motion, candidates, track)
+            else:  # lost meanwhile: the track no longer says where the tapped point is
+                self._waiting = None
+            if command is not None:
+                self.last_source = command.source
+                return AcquisitionDecision(lock=command)
         if self.provisional:
             if tracker_mode == "search":
                 self.provisional = self.relocking = False
@@ -271,6 +288,44 @@ class LockAcquisition:
             if tap.on_last_frame:
                 centre = motion[:, :2] @ centre + motion[:, 2]
             return LockCommand(centre, box[2:], None, "tap:box")
+        command = self._point_lock(point, working, candidates, c)
+        if command.embedding is None and self.config.tap_wait_frames > 0:
+            # nobody detected under the finger yet (the first frame of a stream has no
+            # motion): look for the detection under the same point of the track a while
+            # (not where a detection was set aside as far wider than the person: the blob's
+            # box with its embedding)
+            self._waiting = (point - command.centre, self.config.tap_wait_frames, recentre)
+        return command
+
+    def _waited_lock(self, working, motion, candidates, track) -> LockCommand | None:
+        """Within ``tap_wait_frames`` frames of a tap that found nobody detected, the first
+        detection under the tapped point (carried with the track: its offset from the lock's
+        centre kept) ends the wait; the lock moves onto it where it overlaps the track's box
+        by less than ``tap_wait_max_iou`` (the region under the finger held something else
+        than the person the detector sees). None: no new lock this frame."""
+        offset, left, recentre = self._waiting
+        self._waiting = (offset, left - 1, recentre) if left > 1 else None
+        if track is None:
+            return None
+        as_detected = replace(self.config, tap_recentre_offset=0.0)
+        centre = motion[:, :2] @ track[0] + motion[:, 2]  # last frame's track, carried
+        point = centre + offset
+        command = self._point_lock(point, working, candidates, as_detected)
+        if command.source != "tap:detection":
+            return None
+        self._waiting = None
+        box = np.array([*(command.centre - command.size / 2), *command.size])
+        held = np.array([[*(centre - track[1] / 2), *track[1]]])
+        if box_iou(box, held)[0] >= self.config.tap_wait_max_iou:
+            return None  # the lock holds what the detector sees
+        if recentre:  # without colour, on the tapped point (around_tap), as a tap's lock is
+            centre, size = around_tap(point, command.centre, command.size, self.config)
+            command = replace(command, centre=centre, size=size)
+        return command
+
+    def _point_lock(self, point, working, candidates, c) -> LockCommand:
+        """The lock for a tap at ``point`` (WORKING px): the detection under it, the blob
+        under it, or a default box (see the module's doc)."""
         under = [
             k
             for k in candidates

@@ -633,6 +633,7 @@ class Pipeline:
             self.tracker.mode,
             self.verification.classified,
             colour,
+            self.tracker.image_box() if self.tracker.locked else None,
         )
         release = decision.release or self._release or front.size_changed
         if front.size_changed and self.tracker.locked:
