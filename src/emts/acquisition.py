@@ -11,7 +11,10 @@ camera motion, so nothing outside the stages calls into D or E.
   detection's embedding), else the appearance blob around the point (a dark or bright region
   that stands out from the local ground), else a default-sized box centred on the point. A
   tap with a box (a drag, or a ground station's rectangle) uses the box as given. A tap made
-  on the frame last shown is carried to the next frame by that frame's camera motion.
+  on the frame last shown is carried to the next frame by that frame's camera motion. A lock
+  made where nothing was detected (a stream's first frame: nothing has moved yet) waits up to
+  ``tap_wait_frames`` frames for a detection under the tapped point, carried with the track,
+  and moves onto it where it overlaps the track's box by less than ``tap_wait_max_iou``.
 * **Auto-lock** (§6.7): the strongest detection, spatially stable (carried by the camera
   motion) for 3 consecutive frames, is locked *provisionally*; the lock is reported only once
   the verifier accepts it (P(human) >= 0.35) and released if it does not. A re-lock the
@@ -197,7 +200,8 @@ class LockAcquisition:
     def reset(self) -> None:
         self._tap: Tap | None = None
         self._history: list[np.ndarray] = []  # auto-lock: recent top detections, WORKING px
-        # a tap that found no detection: (tapped point - lock centre, frames left, recentre)
+        # a tap's lock made where nothing was detected, waiting for a detection:
+        # (tapped point - lock centre, frames left, re-centre on the point)
         self._waiting: tuple[np.ndarray, int, bool] | None = None
         self.provisional = False
         self.relocking = False  # the provisional lock is the tracker's re-lock of an auto-lock
@@ -226,7 +230,7 @@ class LockAcquisition:
         tracker_mode: Mode,
         p_human: float | None,
         colour: bool = False,
-        track: np.ndarray | None = None,
+        track: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> AcquisitionDecision:
         """Decide for this frame.
 

@@ -297,10 +297,12 @@ class AcquisitionConfig:
     tap_min_aspect: float = 0.3  # a narrower one may hold a shadow below or above: shortened
     # ... else a box of this (w, h) centred on the point: a person ~40 px tall at 640x512.
     tap_default_size: tuple[float, float] = (16.0, 40.0)
-    # A lock made without a detection (a blob's or the default box: on a stream's first
-    # frame nothing has moved yet) moves onto the first detection under the tapped point,
-    # carried with the track, within this many frames (0 -> never), where that detection
-    # overlaps the track's box by less than this IoU (else the lock holds it already)
+    # A tap's lock made where nothing was detected (the blob's or the default box, without a
+    # detection's embedding: on a stream's first frame nothing has moved yet) moves onto the
+    # first detection under the tapped point, carried with the track, within this many frames
+    # (0 -> never), where that detection overlaps the track's box by less than this IoU (else
+    # the lock holds it already). person12: offset taps 0.960 -> 1.000 (README, "A tap where
+    # nothing is detected waits for the detection")
     tap_wait_frames: int = 10
     tap_wait_max_iou: float = 0.5
 
