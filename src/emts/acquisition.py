@@ -215,6 +215,12 @@ class LockAcquisition:
     def pending(self) -> bool:
         return self._tap is not None
 
+    @property
+    def waiting(self) -> bool:
+        """A tap's lock made where nothing was detected is waiting for a detection: the next
+        :meth:`step` wants the track's box (``track``)."""
+        return self._waiting is not None
+
     def track_event(self, event: str | None) -> None:
         """The tracker's event this frame: its own re-lock of an automatic lock is provisional
         until the verifier accepts it, as the auto-lock itself was."""

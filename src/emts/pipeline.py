@@ -623,8 +623,10 @@ class Pipeline:
             sightings = candidates_of(decoded, geometry, threshold, sightings=True)
         else:
             sightings = candidates_of(passed, geometry)
-        # a pending tap's lock depends on whether the camera sees colour (read only then)
+        # a pending tap's lock depends on whether the camera sees colour (read only then); a
+        # tap's lock waiting for a detection needs the track's box (asked only then)
         colour = self.acquisition.pending and frame_modality(frame) == COLOUR
+        waiting = self.acquisition.waiting and self.tracker.locked
         decision = self.acquisition.step(
             geometry,
             front.working,
@@ -633,7 +635,7 @@ class Pipeline:
             self.tracker.mode,
             self.verification.classified,
             colour,
-            self.tracker.image_box() if self.tracker.locked else None,
+            self.tracker.image_box() if waiting else None,
         )
         release = decision.release or self._release or front.size_changed
         if front.size_changed and self.tracker.locked:
