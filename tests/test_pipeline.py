@@ -58,6 +58,21 @@ def test_tap_lock_follows_the_walker_in_input_pixels(clip, scale):
     assert hits >= 0.7 * (len(clip.frames) - 4)
 
 
+def test_the_tracker_is_told_whether_the_lock_was_made_on_colour(clip):
+    """The merge hold (TrackerConfig.merge_area_ratio) is for frames without colour."""
+    truth = clip.person_boxes[3][0]
+    for colour in (False, True):
+        pipeline = Pipeline(BlobDetector(), verifier=None, auto_lock=False)
+        for t, frame in enumerate(clip.frames[:5]):
+            if colour:  # the gray scene tinted: a colour camera
+                frame = cv2.cvtColor(frame, cv2.COLOR_GRAY2BGR)
+                frame[:, :, 2] = cv2.add(frame[:, :, 2], 60)
+            if t == 3:
+                pipeline.lock(*(truth[:2] + truth[2:] / 2))
+            pipeline.step(frame)
+        assert pipeline.tracker.locked and pipeline.tracker._colour is colour
+
+
 def test_a_pipeline_runs_stage_b_as_configured_and_follows_the_walker(clip):
     working = ChannelConfig(warp_at="working")
     pipeline = Pipeline(BlobDetector(), verifier=None, auto_lock=False, channel_config=working)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from emts.config import TrackerConfig
-from emts.tracker import Candidate, TargetTracker
+from emts.tracker import Candidate, LockCommand, TargetTracker
 
 E = np.eye(8)
 SIZE = np.array([10.0, 24.0])
@@ -120,6 +120,46 @@ def test_the_relock_radius_grows_with_the_walk_a_hidden_walker_keeps_up():
     state = walker.update(np.eye(2, 3), [_candidate(prediction[0] - 55, 200, E[0])])
     assert state.event == "relock"
     assert lost_after_walking(15.0, 60)._relock_radius() == 96.0  # the cap
+
+
+def _walk_into_a_merge(config=None, colour=False):
+    """A walker at +1 px/frame in x, then a detection 2.5x their area, 3 px below them: a
+    second person merged into their blob. Returns (tracker, velocity before the merge)."""
+    tracker = TargetTracker(config)
+    tracker.lock(LockCommand(np.array([300.0, 200.0]), SIZE, E[0], "auto", colour=colour))
+    for x in range(301, 313):
+        tracker.update(np.eye(2, 3), [_candidate(x, 200, E[0])])
+    before = tracker.x[2:4].copy()
+    centre = tracker.image_box()[0] + np.array([1.0, 3.0])
+    state = tracker.update(np.eye(2, 3), [_candidate(*centre, E[0], size=(20.0, 30.0))])
+    assert state.mode == "locked" and state.associated == 0  # the blob still measures the track
+    return tracker, before
+
+
+def test_a_blob_of_two_people_moves_the_track_but_not_its_walk():
+    tracker, before = _walk_into_a_merge()
+    np.testing.assert_allclose(tracker.x[2:4], before)
+    assert tracker.x[1] > 200.5  # the position did move towards the blob
+    # off, or on a colour camera, the same blob turns the walk towards the other person
+    for config, colour in ((TrackerConfig(merge_area_ratio=0.0), False), (None, True)):
+        turned, walked = _walk_into_a_merge(config, colour)
+        assert abs(turned.x[3] - walked[1]) > 0.3
+
+
+def test_the_walk_is_held_for_the_configured_frames_after_the_last_merged_blob():
+    tracker, before = _walk_into_a_merge(TrackerConfig(merge_hold_frames=4))
+    velocities = []
+    for _ in range(6):  # the track is measured drifting +1 px/frame in y as well
+        centre = tracker.image_box()[0] + np.array([1.0, 1.0])
+        tracker.update(np.eye(2, 3), [_candidate(*centre, E[0])])
+        velocities.append(tracker.x[2:4].copy())
+    for held in velocities[:3]:  # the merged frame and 3 more: 4 frames
+        np.testing.assert_allclose(held, before)
+    assert velocities[3][1] > before[1] + 0.1  # then the filter learns the new walk again
+    # a track that loses its target forgets the hold: a re-lock starts free
+    tracker._merge_hold = 3
+    tracker._enter_reacquire()
+    assert tracker._merge_hold == 0
 
 
 def test_relock_reinitializes_position_and_velocity_instead_of_a_kalman_jump():

@@ -203,6 +203,14 @@ class TrackerConfig:
     reanchor_appearance_reach: float = 1.5
     give_up_after: int = 300  # frames without a measurement before reacquire gives up (search)
     coast_velocity_keep: float = 0.95  # velocity decays while coasting (a stop is likelier)
+    # Two people merging (frames without colour): a detection at least this many times the
+    # track's area (w * h) holds someone beside the target, who walks past or crosses them. For
+    # merge_hold_frames frames from the last such frame the measurements move the estimate but
+    # not its velocity, so that the walk before the merge, not the pair's blob, carries the
+    # track out of it. Not on colour frames, where a person's box varies more (person12's
+    # auto-lock runs lost 0.03 with it). 0: off.
+    merge_area_ratio: float = 2.5
+    merge_hold_frames: int = 8
 
 
 @dataclass(frozen=True)

@@ -641,11 +641,14 @@ class Pipeline:
         if front.size_changed and self.tracker.locked:
             log.warning("frame %d: frame size changed; lock dropped", front.index)
         self._release = False
+        lock = decision.lock
+        if lock is not None:  # the tracker's merge hold is for frames without colour
+            lock = dataclasses.replace(lock, colour=frame_modality(frame) == COLOUR)
         state = self.tracker.update(
             front.motion.matrix,
             sightings,
             verdict=self.verification.verdict_for_tracker(),
-            lock=decision.lock,
+            lock=lock,
             release=release,
             view=appearance,
             content=geometry.content_box,

@@ -85,12 +85,15 @@ class LockCommand:
         embedding: the detector's embedding of it, or None (a tap with no detection there).
         source: how the lock was made: ``"tap:detection"``, ``"tap:blob"``, ``"tap:box"``,
             ``"tap:default"`` or ``"auto"``.
+        colour: the camera sees colour (:func:`emts.modality.frame_modality`; the pipeline
+            sets it): the merge hold (``TrackerConfig.merge_area_ratio``) is off.
     """
 
     centre: np.ndarray
     size: np.ndarray
     embedding: np.ndarray | None
     source: str
+    colour: bool = False
 
     @classmethod
     def from_candidate(cls, candidate: Candidate, source: str) -> LockCommand:
@@ -695,6 +698,8 @@ class TargetTracker:
         self._occluded = False  # the last match dropped suddenly: wait for a strong one
         self._detected_only = 0  # consecutive locked frames measured by a detection alone
         self._appearance_only = 0  # ... by the appearance match alone
+        self._merge_hold = 0  # frames left in which the velocity stays (two people merged)
+        self._colour = False  # the lock was made on a colour frame: no merge hold
         self._previous: tuple[np.ndarray, np.ndarray] | None = None  # (working, G) at t-1
         # Stall check: (stabilized position, velocity, template, a detection took part) after
         # each of the last stall_frames + 1 measured locked frames.
@@ -719,6 +724,7 @@ class TargetTracker:
         # A veto drops an automatic lock; an operator's lock is the operator's to drop, unless
         # configured otherwise (a veto then only stops template refreshes).
         self._operator = candidate.source.startswith("tap")
+        self._colour = candidate.colour
         self._veto_drops = c.veto_drops_operator_locks or not self._operator
         if candidate.embedding is not None:
             self.template = _normalize(np.asarray(candidate.embedding, float))
@@ -969,6 +975,15 @@ class TargetTracker:
         onset = onset and not self._occluded
         if match is not None and previous is not None and not appearance_ok:
             self._occluded = True
+        # Two people merged into the chosen detection (one walks past or crosses the target):
+        # the blob moves as the pair does, and the NCC match may slide onto the other person.
+        # For a while the measurements move the estimate, not the walk it carries on with.
+        if chosen is not None and c.merge_area_ratio and not self._colour:
+            width, height = candidates[chosen].size
+            if width * height >= c.merge_area_ratio * self.x[4] * self.x[5]:
+                self._merge_hold = c.merge_hold_frames
+        walk = self.x[2:4].copy() if self._merge_hold else None
+        self._merge_hold = max(self._merge_hold - 1, 0)
         if chosen is None and not appearance_ok:
             return None, peak, None
         if chosen is not None:
@@ -979,6 +994,8 @@ class TargetTracker:
         if appearance_ok:
             self._kalman(match[1], self._h_position, self._r_appearance)
             self.misses = 0
+        if walk is not None:
+            self.x[2:4] = walk
         # Template hygiene: a vetoed track never teaches the template. (Teaching verified
         # frames faster, as the paper does for the embedding, made the template drift on
         # person12.) At the matched position, not the filtered one: a lag would creep in.
@@ -1162,6 +1179,7 @@ class TargetTracker:
 
     def _enter_reacquire(self) -> None:
         self.mode = "reacquire"
+        self._merge_hold = 0
         self._trail.clear()
         self._walk_pace = None
         self._lost_velocity = self.x[2:4].copy()  # the walk before the loss
