@@ -29,6 +29,13 @@ onto the walker's legs and shadow). The same re-anchor opens, unvetoed, after
 ``TrackerConfig.reanchor_after_appearance`` frames measured by the appearance match alone
 (after an occlusion the match had re-made the lock on the walker's shadow and held it there).
 
+**Two people merging** (not in the paper; frames without colour, ``LockCommand.colour``): a
+detection at least ``TrackerConfig.merge_area_ratio`` times the track's area is the target and
+someone walking past or across them in one blob. For ``merge_hold_frames`` frames after it the
+measurements move the estimate but the velocity stays the walk's before the merge (the
+covariance is left as the updates made it), so that the walk, not the pair's blob, carries the
+track out of the merge.
+
 Modes: ``"search"`` (no lock), ``"locked"``, ``"reacquire"`` (coasting after 8 consecutive
 frames without a measurement, a verifier veto, or the target leaving the image). A re-lock
 (frozen template found again on consecutive frames near the coasted prediction, ahead of the
