@@ -625,7 +625,8 @@ class Pipeline:
             sightings = candidates_of(passed, geometry)
         # a pending tap's lock depends on whether the camera sees colour (read only then); a
         # tap's lock waiting for a detection needs the track's box (asked only then)
-        colour = self.acquisition.pending and frame_modality(frame) == COLOUR
+        tapped = self.acquisition.pending
+        colour = tapped and frame_modality(frame) == COLOUR
         waiting = self.acquisition.waiting and self.tracker.locked
         decision = self.acquisition.step(
             geometry,
@@ -643,7 +644,9 @@ class Pipeline:
         self._release = False
         lock = decision.lock
         if lock is not None:  # the tracker's merge hold is for frames without colour
-            lock = dataclasses.replace(lock, colour=frame_modality(frame) == COLOUR)
+            if not tapped:  # read above for a tap's lock; an auto-lock or a waited one: now
+                colour = frame_modality(frame) == COLOUR
+            lock = dataclasses.replace(lock, colour=colour)
         state = self.tracker.update(
             front.motion.matrix,
             sightings,
