@@ -49,3 +49,15 @@ def test_movers_follow_the_camera_path_they_are_warped_along():
     np.testing.assert_allclose(
         pets_movers.warped(np.array([10.0, 20, 4, 8]), zoom), [20, 40, 8, 16]
     )
+
+
+def test_the_autolock_paths_shake_each_frame_and_its_movers_alike():
+    pets_autolock = pytest.importorskip("pets_autolock")
+    clip, truth = _clip(frames=8)
+    movers = [t[None] for t in truth]
+    still = pets_autolock.shaken_clip(clip, movers, None)
+    assert all(f is g and m is n for (f, m), g, n in zip(still, clip, movers, strict=True))
+    for frame, boxes in pets_autolock.shaken_clip(clip, movers, 1):  # the walker moved with it
+        for x, y, w, h in boxes:
+            cx, cy = int(round(x + w / 2)), int(round(y + h / 2))
+            assert frame[cy, cx, 2] > 140 and frame[cy, cx, 0] < 60

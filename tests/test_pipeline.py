@@ -196,6 +196,36 @@ def test_working_resolution_roi_pair_is_ego_compensated():
     assert moving[::5].mean() > 3 * compensated[::5].mean()
 
 
+def test_a_box_wider_than_the_roi_is_narrowed_about_its_centre():
+    from emts.verifier import narrowed
+
+    wide = narrowed(np.array([10.0, 20, 40, 50]), 0.5)
+    np.testing.assert_allclose(wide, [17.5, 20, 25, 50])  # centre x 30 kept, height kept
+    slim = np.array([10.0, 20, 20, 50])
+    assert narrowed(slim, 0.5) is slim
+    assert narrowed(np.array([10.0, 20, 40, 50]), None)[2] == 40
+
+
+def test_stage_e_reads_a_wide_track_box_through_the_roi_shape():
+    # the person's legs move in the middle of a box twice as wide as they are: the verifier
+    # sees the box narrowed to its ROI's shape (roi_max_aspect), where the flow is all legs
+    from emts.geometry import WORKING_GEOMETRY, Frame
+    from emts.verifier import FrameView, Verifier
+
+    rng = np.random.default_rng(1)
+    previous = cv2.GaussianBlur(rng.integers(0, 255, (512, 640), np.uint8), (0, 0), 2)
+    current = previous.copy()
+    current[200:280, 310:330] = np.roll(previous[200:280, 310:330], 2, axis=1)
+    view = FrameView(None, current, previous, np.eye(2, 3), WORKING_GEOMETRY)
+    wide = WORKING_GEOMETRY.boxes([np.array([280.0, 200, 80, 80])], Frame.WORKING, Frame.NETWORK)
+    narrow = Verifier(config=VerifierConfig(roi_max_aspect=0.5))
+    as_given = Verifier(config=VerifierConfig(roi_max_aspect=None))
+    if narrow.resolution != "working":
+        pytest.skip("the shipped verifier reads the network channels")
+    seen, diluted = narrow.describe(view, wide[0]), as_given.describe(view, wide[0])
+    assert seen[::5].mean() > 1.5 * diluted[::5].mean()
+
+
 def test_each_detector_runs_with_the_stage_b_warp_it_records(tmp_path, clip):
     pytest.importorskip("onnx")
     from emts.channels import WORKING_WARP_RESIDUAL_REFERENCE

@@ -100,11 +100,11 @@ def test_a_coasting_track_takes_no_detection_farther_than_a_walker_could_have_go
 
 
 def test_the_relock_radius_grows_with_the_walk_a_hidden_walker_keeps_up():
-    def lost_after_walking(speed, hidden):
+    def lost_after_walking(speed, hidden, start=300):
         tracker = TargetTracker()
-        tracker.lock(_candidate(300, 200, E[0]))
+        tracker.lock(_candidate(start, 200, E[0]))
         for step in range(1, 11):  # walking at `speed` px/frame in x, then hidden
-            tracker.update(np.eye(2, 3), [_candidate(300 + speed * step, 200, E[0])])
+            tracker.update(np.eye(2, 3), [_candidate(start + speed * step, 200, E[0])])
         for _ in range(hidden):
             state = tracker.update(np.eye(2, 3), [])
         assert state.mode == "reacquire"
@@ -119,7 +119,8 @@ def test_the_relock_radius_grows_with_the_walk_a_hidden_walker_keeps_up():
     prediction = walker.image_box()[0]
     state = walker.update(np.eye(2, 3), [_candidate(prediction[0] - 55, 200, E[0])])
     assert state.event == "relock"
-    assert lost_after_walking(15.0, 60)._relock_radius() == 96.0  # the cap
+    # the cap (from the left, so that the coasted prediction stays on the image)
+    assert lost_after_walking(15.0, 60, start=50)._relock_radius() == 96.0
 
 
 def _walk_into_a_merge(config=None, colour=False):
@@ -189,6 +190,24 @@ def test_reported_centre_never_leaves_the_image_and_leaving_it_loses_the_lock():
         state = tracker.update(np.eye(2, 3), [])
         assert 0 <= state.centre[0] <= 640 and 0 <= state.centre[1] <= 512
     assert state.mode == "reacquire"
+
+
+@pytest.mark.parametrize("source", ["auto", "tap:detection"])
+def test_an_automatic_lock_that_walked_off_the_image_is_dropped_after_a_second(source):
+    tracker = TargetTracker(TrackerConfig(auto_give_up_outside=1.0))
+    tracker.fps = 10.0
+    walker = _candidate(600, 200)
+    tracker.lock(LockCommand.from_candidate(walker, source))
+    events = []
+    for k in range(1, 40):  # walks off the right edge at 8 px/frame and stays away
+        x = 600 + 8 * k
+        events.append(tracker.update(np.eye(2, 3), [_candidate(x, 200)] if x < 640 else []).event)
+    if source == "auto":  # lost at the edge, then 10 frames (1 s at 10 fps) off the image
+        assert events.count("lost") == 1 and events.count("dropped") == 1
+        assert events.index("dropped") - events.index("lost") == 10
+        assert tracker.mode == "search"
+    else:  # the operator's person is waited for give_up_after frames
+        assert events.count("dropped") == 0 and tracker.mode == "reacquire"
 
 
 def test_spatial_relock_needs_three_consecutive_frames_inside_the_gate():

@@ -706,6 +706,7 @@ class TargetTracker:
         self._detected_only = 0  # consecutive locked frames measured by a detection alone
         self._appearance_only = 0  # ... by the appearance match alone
         self._merge_hold = 0  # frames left in which the velocity stays (two people merged)
+        self._outside = 0  # consecutive lost frames with the coasted prediction off the image
         self._colour = False  # the lock was made on a colour frame: no merge hold
         self._previous: tuple[np.ndarray, np.ndarray] | None = None  # (working, G) at t-1
         # Stall check: (stabilized position, velocity, template, a detection took part) after
@@ -908,7 +909,11 @@ class TargetTracker:
             chosen, peak = self._try_relock(candidates, measurements, gammas, view)
             if self.mode == "locked":
                 return self._state(chosen, candidates, "relock", content, peak, "relock")
-            if self.misses >= c.give_up_after:  # lost for good: say so, stop coasting
+            # an automatic lock whose person walked off the image is not waited for long:
+            # nobody chose them, and auto-lock is free again once the track is dropped
+            self._outside = 0 if self._inside(content) else self._outside + 1
+            outside = not self._operator and self._outside >= c.auto_give_up_outside * self.fps
+            if self.misses >= c.give_up_after or outside:  # lost for good: say so, stop
                 self.reset()
                 return TrackState("search", None, None, None, None, 0, peak, None, "dropped")
             return self._state(None, None, None, content, peak, event)
@@ -1187,6 +1192,7 @@ class TargetTracker:
     def _enter_reacquire(self) -> None:
         self.mode = "reacquire"
         self._merge_hold = 0
+        self._outside = 0
         self._trail.clear()
         self._walk_pace = None
         self._lost_velocity = self.x[2:4].copy()  # the walk before the loss

@@ -118,17 +118,31 @@ class FrameView:
     geometry: FrameGeometry | None = None
 
     def roi_pair(
-        self, box: np.ndarray, resolution: str = "network", config: VerifierConfig | None = None
+        self,
+        box: np.ndarray,
+        resolution: str = "network",
+        config: VerifierConfig | None = None,
+        max_aspect: float | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The ROI pair of ``box`` (NETWORK px) at Stage E's input ``resolution``."""
+        """The ROI pair of ``box`` (NETWORK px) at Stage E's input ``resolution``, the box
+        first narrowed to ``max_aspect`` in that resolution's pixels (:func:`narrowed`)."""
         if resolution == "network":
-            return roi_pair(self.channels, box, config)
+            return roi_pair(self.channels, narrowed(box, max_aspect), config)
         if self.working is None or self.geometry is None:
             raise ValueError("a working-resolution verifier needs the working frames")
-        box = self.geometry.boxes([box], Frame.NETWORK, Frame.WORKING)[0]
+        box = narrowed(self.geometry.boxes([box], Frame.NETWORK, Frame.WORKING)[0], max_aspect)
         if self.previous is None or self.motion is None:
             return roi_pair_working(self.working, self.working, np.eye(2, 3), box, config)
         return roi_pair_working(self.previous, self.working, self.motion, box, config)
+
+
+def narrowed(box: np.ndarray, max_aspect: float | None) -> np.ndarray:
+    """``box`` (``[x, y, w, h]``) no wider than ``max_aspect`` times its height, narrowed
+    about its centre (None: as it is)."""
+    x, y, w, h = (float(v) for v in box)
+    if max_aspect is None or w <= max_aspect * h:
+        return box
+    return np.array([x + (w - max_aspect * h) / 2, y, max_aspect * h, h], np.float32)
 
 
 def describe(
@@ -217,9 +231,15 @@ class Verifier:
         """
         if not isinstance(view, FrameView):
             view = FrameView(view)
-        pair = view.roi_pair(box, self.resolution, self.config)
-        descriptor = describe(*pair, self.config)
+        descriptor = self.describe(view, box)
         self.window.append(descriptor * np.float32(self.fps / self.config.reference_fps))
+
+    def describe(self, view: FrameView, box: np.ndarray) -> np.ndarray:
+        """The descriptor of a track's ``box`` (NETWORK px) on ``view``'s frame as Stage E
+        reads it: at the model's resolution, the box narrowed to ``config.roi_max_aspect``;
+        flow in px a frame (:meth:`observe` rescales it to the model's frame rate)."""
+        c = self.config
+        return describe(*view.roi_pair(box, self.resolution, c, c.roi_max_aspect), c)
 
     @property
     def ready(self) -> bool:

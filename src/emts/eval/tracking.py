@@ -27,7 +27,7 @@ from emts.synth.common import CONTRAST_SCALE
 from emts.synth.store import ClipSet
 from emts.temporal import TemporalDetector
 from emts.tracker import AppearanceView, TargetTracker
-from emts.verifier import FrameView, Verifier, describe
+from emts.verifier import FrameView, Verifier
 
 GEOMETRY = WORKING_GEOMETRY  # the paper's NETWORK frame: height bins and the link radius
 LOCK_FRAME = 4  # "frame 5" (§6.9), 0-based
@@ -255,14 +255,15 @@ def false_positives(
                     boxes = _link(detections, motions, t, d, geometry)
                     window = np.stack(
                         [
-                            describe(
-                                *FrameView(
+                            verifier.describe(
+                                FrameView(
                                     channels[k],
                                     clip.frames[k],
                                     clip.frames[k - 1],
                                     motions[k],
                                     geometry,
-                                ).roi_pair(b, verifier.resolution)
+                                ),
+                                b,
                             )
                             for k, b in zip(range(2, 18), boxes, strict=True)
                         ],
