@@ -205,8 +205,8 @@ class TrackerConfig:
     # ... and an automatic lock's after this many seconds with the coasted prediction off the
     # image: the person walked out of view, and auto-lock finds no one else while the track
     # coasts (PETS 2009 vtest.avi: a walker's lock coasted 300 frames at the left edge).
-    # An operator's lock waits give_up_after frames: the operator chose that person.
-    auto_give_up_outside: float = 1.0
+    # An operator's lock waits give_up_after frames: the operator chose that person. None: off
+    auto_give_up_outside: float | None = 1.0
     coast_velocity_keep: float = 0.95  # velocity decays while coasting (a stop is likelier)
     # Two people merging (frames without colour): a detection at least this many times the
     # track's area (w * h) holds someone beside the target, who walks past or crosses them. For

@@ -912,7 +912,11 @@ class TargetTracker:
             # an automatic lock whose person walked off the image is not waited for long:
             # nobody chose them, and auto-lock is free again once the track is dropped
             self._outside = 0 if self._inside(content) else self._outside + 1
-            outside = not self._operator and self._outside >= c.auto_give_up_outside * self.fps
+            outside = (
+                not self._operator
+                and c.auto_give_up_outside is not None
+                and self._outside >= max(1.0, c.auto_give_up_outside * self.fps)
+            )
             if self.misses >= c.give_up_after or outside:  # lost for good: say so, stop
                 self.reset()
                 return TrackState("search", None, None, None, None, 0, peak, None, "dropped")
