@@ -5,7 +5,9 @@ resampled to 24x48 and Farneback flow is computed between them -- flow that is a
 ego-compensated, since the first image is the warped previous frame. The ROI is cut into a
 2x4 grid (head to legs); each cell gives its mean flow magnitude and a magnitude-weighted
 4-bin orientation histogram: 40 numbers per frame. A 16-frame window of them goes to a small
-1-D CNN (onnxruntime) that returns P(human motion).
+1-D CNN (onnxruntime) that returns P(human motion). At run time (:class:`Verifier`) a track's
+box wider than ``VerifierConfig.roi_max_aspect`` times its height -- the ROI's own shape -- is
+first narrowed about its centre: a loose detector box would fill half the ROI with ground.
 
 Where the pair comes from is the model's (its ONNX metadata ``emts_verifier_input``):
 ``"network"``, the paper's, cuts it from Stage B's channels (previous = L - D); ``"working"``
