@@ -60,27 +60,34 @@ def follow(clip, k: int, variant: tuple, tap: np.ndarray) -> float:
     return tap_lock_recall(pipeline, clip, k, TAP_AT, tap)
 
 
+def walking_clip(hituav: Path, name: str, entry: dict, rng: np.random.Generator):
+    """HIT-UAV val still ``name`` as a FRAMES-frame pseudo-clip as ``emts eval real`` makes
+    them: its persons (``entry``) walking 0.5-1.5 px a frame in random directions on the
+    inpainted plate, the camera drifting."""
+    still = cv2.imread(str(hituav / "val" / name), cv2.IMREAD_GRAYSCALE)
+    if still is None:
+        raise SystemExit(f"error: {hituav / 'val' / name} missing or unreadable")
+    return pseudo_clip(
+        still,
+        entry["persons"],
+        rng,
+        frames=FRAMES,
+        zoom=False,
+        person_speed=PERSON_SPEED,
+        random_heading=True,
+        camera=eval_camera(),
+        drift=CAMERA_DRIFT,
+    )
+
+
 def run(
     hituav: Path, seed: int, variants: dict, stills: int | None, select: str, jitter: float
 ) -> dict:
     entries = [e for e in read_hituav(hituav, "val") if len(e[1]["persons"]) >= 2][:stills]
     recalls: dict[str, list[float]] = {name: [] for name in variants}
     for number, (name, entry) in enumerate(tqdm(entries, desc=f"seed {seed}", unit="still")):
-        still = cv2.imread(str(hituav / "val" / name), cv2.IMREAD_GRAYSCALE)
-        if still is None:
-            raise SystemExit(f"error: {hituav / 'val' / name} missing or unreadable")
-        rng = np.random.default_rng([seed, number, 2])
-        clip = pseudo_clip(
-            still,
-            entry["persons"],
-            rng,
-            frames=FRAMES,
-            zoom=False,
-            person_speed=PERSON_SPEED,
-            random_heading=True,
-            camera=eval_camera(),
-            drift=CAMERA_DRIFT,
-        )
+        rng = np.random.default_rng([seed, number, 2])  # the clip's, then the tapped person's
+        clip = walking_clip(hituav, name, entry, rng)
         spacing = spacings(clip.person_boxes[TAP_AT])
         eligible = np.nonzero(spacing < CLOSE if select == "close" else spacing >= ALONE)[0]
         if not len(eligible):

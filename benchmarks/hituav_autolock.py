@@ -17,18 +17,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
-import cv2
 import numpy as np
 from tqdm import tqdm
 
-from emts.eval.real import CAMERA_DRIFT, PERSON_SPEED, eval_camera
 from emts.pipeline import Pipeline
 from emts.synth.plates import read_hituav
-from emts.synth.tier2 import pseudo_clip
 
-FRAMES = 60
+sys.path.insert(0, str(Path(__file__).parent))
+from group_taps import FRAMES, walking_clip  # noqa: E402
+from pets_autolock import lock_bars  # noqa: E402
+
 COUNTS = ("on_person", "on_nothing", "verified_on_person", "verified_on_nothing")
 
 
@@ -60,29 +61,6 @@ def auto_lock(clip) -> dict:
     return counts
 
 
-def _plot(report: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    seeds = list(report["seeds"])
-    rows = [report["seeds"][s] for s in seeds]
-    x = np.arange(len(seeds))
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    for k, (key, colour) in enumerate(
-        (("verified_on_person", "tab:green"), ("on_person", "tab:olive"), ("on_nothing", "tab:red"))
-    ):
-        ax.bar(x + (k - 1) * 0.27, [r[key] for r in rows], 0.27, label=key, color=colour)
-    ax.set_xticks(x, [f"seed {s}" for s in seeds])
-    ax.set_ylabel("frames")
-    ax.set_title(f"HIT-UAV val pseudo-clips, thermal auto-lock ({rows[0]['frames']} frames a seed)")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hituav", default="../shared/data/hit-uav", help="HIT-UAV folder")
@@ -103,19 +81,7 @@ def main() -> None:
     for seed in (int(s) for s in args.seeds.split(",")):
         row = dict.fromkeys(COUNTS, 0) | {"frames": 0, "clips_locked": 0}
         for number, (name, entry) in enumerate(tqdm(entries, desc=f"seed {seed}", unit="clip")):
-            still = cv2.imread(str(root / "val" / name), cv2.IMREAD_GRAYSCALE)
-            rng = np.random.default_rng([seed, number, 7])
-            clip = pseudo_clip(
-                still,
-                entry["persons"],
-                rng,
-                frames=FRAMES,
-                zoom=False,
-                person_speed=PERSON_SPEED,
-                random_heading=True,
-                camera=eval_camera(),
-                drift=CAMERA_DRIFT,
-            )
+            clip = walking_clip(root, name, entry, np.random.default_rng([seed, number, 7]))
             counts = auto_lock(clip)
             for key in COUNTS:
                 row[key] += counts[key]
@@ -126,7 +92,14 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "hituav_autolock.json").write_text(json.dumps(report, indent=1) + "\n")
-    _plot(report, out / "hituav_autolock.png")
+    seeds = list(report["seeds"])
+    lock_bars(
+        [f"seed {s}" for s in seeds],
+        [report["seeds"][s] for s in seeds],
+        "person",
+        "HIT-UAV val pseudo-clips, thermal auto-lock",
+        out / "hituav_autolock.png",
+    )
     print(f"wrote {out / 'hituav_autolock.json'}, hituav_autolock.png")
 
 
