@@ -120,19 +120,14 @@ class FrameView:
     geometry: FrameGeometry | None = None
 
     def roi_pair(
-        self,
-        box: np.ndarray,
-        resolution: str = "network",
-        config: VerifierConfig | None = None,
-        max_aspect: float | None = None,
+        self, box: np.ndarray, resolution: str = "network", config: VerifierConfig | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The ROI pair of ``box`` (NETWORK px) at Stage E's input ``resolution``, the box
-        first narrowed to ``max_aspect`` in that resolution's pixels (:func:`narrowed`)."""
+        """The ROI pair of ``box`` (NETWORK px) at Stage E's input ``resolution``."""
         if resolution == "network":
-            return roi_pair(self.channels, narrowed(box, max_aspect), config)
+            return roi_pair(self.channels, box, config)
         if self.working is None or self.geometry is None:
             raise ValueError("a working-resolution verifier needs the working frames")
-        box = narrowed(self.geometry.boxes([box], Frame.NETWORK, Frame.WORKING)[0], max_aspect)
+        box = self.geometry.boxes([box], Frame.NETWORK, Frame.WORKING)[0]
         if self.previous is None or self.motion is None:
             return roi_pair_working(self.working, self.working, np.eye(2, 3), box, config)
         return roi_pair_working(self.previous, self.working, self.motion, box, config)
@@ -144,7 +139,7 @@ def narrowed(box: np.ndarray, max_aspect: float | None) -> np.ndarray:
     x, y, w, h = (float(v) for v in box)
     if max_aspect is None or w <= max_aspect * h:
         return box
-    return np.array([x + (w - max_aspect * h) / 2, y, max_aspect * h, h], np.float32)
+    return np.array([x + (w - max_aspect * h) / 2, y, max_aspect * h, h])
 
 
 def describe(
@@ -238,10 +233,11 @@ class Verifier:
 
     def describe(self, view: FrameView, box: np.ndarray) -> np.ndarray:
         """The descriptor of a track's ``box`` (NETWORK px) on ``view``'s frame as Stage E
-        reads it: at the model's resolution, the box narrowed to ``config.roi_max_aspect``;
-        flow in px a frame (:meth:`observe` rescales it to the model's frame rate)."""
+        reads it: at the model's resolution, the box narrowed to ``config.roi_max_aspect``
+        (NETWORK px are WORKING px scaled alike in x and y: the same shape in both); flow in
+        px a frame (:meth:`observe` rescales it to the model's frame rate)."""
         c = self.config
-        return describe(*view.roi_pair(box, self.resolution, c, c.roi_max_aspect), c)
+        return describe(*view.roi_pair(narrowed(box, c.roi_max_aspect), self.resolution, c), c)
 
     @property
     def ready(self) -> bool:
