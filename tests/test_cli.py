@@ -556,9 +556,15 @@ def test_train_detector_recipe_options_reach_the_training_config():
         ["train", "detector", "--out", "x", "--invert-l", "0.5", "--l-gain", "0.6", "1.6"]
         + ["--still-speed", "0.25", "--randomized-sources", "tier1", "negative"]
         + ["--residual-reference", "0.0095", "--size-weight", "1.0", "--l-dropout", "0.3"]
+        + ["--mirror", "0.5"]
     )
     config = TrainConfig(**_recipe_overrides(args))
     assert config.l_dropout == 0.3 and TrainConfig().l_dropout == 0.0
+    assert config.mirror == 0.5 and TrainConfig().mirror == 0.0
+    with pytest.raises(BadInputError, match="--mirror"):
+        _recipe_overrides(
+            build_parser().parse_args(["train", "detector", "--out", "x", "--mirror", "1.5"])
+        )
     assert config.size_weight == 1.0 and TrainConfig().size_weight == 0.1
     with pytest.raises(BadInputError, match="--size-weight"):
         _recipe_overrides(

@@ -180,3 +180,23 @@ def test_a_random_crop_keeps_the_grid_and_ignores_people_cut_at_its_edge():
             inside = (centre >= 0).all() and centre[0] < 256 and centre[1] < 192
             assert seen == (1.0 if inside else 0.0)
         assert int(targets[0].mask.sum()) == int(crop.visible[0].sum())
+
+
+def test_a_mirrored_sample_has_the_mirrored_targets():
+    from emts.train.data import Sample, mirror
+
+    rng = np.random.default_rng(0)
+    channels = rng.random((2, 3, 192, 256)).astype(np.float32)
+    boxes = [np.array([[20.0, 30, 10, 24], [200.5, 100, 8, 16]])] * 2
+    sample = Sample(channels, boxes, [np.array([1, 2])] * 2, [np.array([1.0, 0.0])] * 2, "tier1")
+    mirrored = mirror(sample)
+    assert np.array_equal(mirrored.channels, channels[..., ::-1])
+    assert mirrored.boxes[0][0].tolist() == [226.0, 30, 10, 24]  # 256 - 20 - 10
+    for before, after in zip(sample.targets, mirrored.targets, strict=True):
+        assert np.allclose(after.heatmap, before.heatmap[..., ::-1])
+        assert np.allclose(after.weight, before.weight[..., ::-1])  # the ignore region too
+        assert np.allclose(np.sort(after.log_size, 0), np.sort(before.log_size, 0))
+    twice = mirror(mirrored)
+    assert np.array_equal(twice.channels, channels)
+    assert np.allclose(twice.boxes[1], boxes[1])
+    assert np.array_equal(sample.channels, channels)  # the original left as it was

@@ -264,3 +264,37 @@ def test_the_thermal_model_brings_its_own_files_for_precision_and_backend():
             model_for("detector", thermal, "int8", 1, "litert")  # not shipped: how to make it
     with pytest.raises(BadInputError, match="drop --precision"):
         model_for("detector", "runs/x/model.onnx", "int8", 1, None)  # any other file: as given
+
+
+def test_a_mirror_averaged_detector_scores_a_mirrored_frame_as_the_frame_mirrored(tmp_path):
+    pytest.importorskip("onnx")
+    from emts.cli import main
+    from emts.detector import default_model_path
+
+    rng = np.random.default_rng(2)
+    x = np.zeros((3, 192, 256), np.float32)
+    x[0, :, 8:248] = rng.random((192, 240))  # the image between the letterbox's padding
+    x[1, 60:90, 40:52] = 0.02  # a walker left of centre
+    x[2, 60:90, 40:52] = 0.05
+    mirrored = np.ascontiguousarray(x[..., ::-1])
+    plain = Detector()
+    # the network alone is not mirror-symmetric ...
+    assert np.abs(plain.raw(mirrored)[0][..., ::-1] - plain.raw(x)[0]).max() > 1e-3
+    out = tmp_path / "m.onnx"
+    args = ["export", str(default_model_path()), "--out", str(out), "--any-size"]
+    assert main([*args, "--mirror-average", "on"]) == 0
+    averaged = Detector(out)
+    assert averaged.mirror_average and not plain.mirror_average
+    heat, size, offset, embedding = averaged.raw(x)
+    # ... averaged with its mirror image it is, and it is the two runs' mean
+    np.testing.assert_allclose(averaged.raw(mirrored)[0][..., ::-1], heat, atol=1e-6)
+    np.testing.assert_allclose(
+        heat, 0.5 * (plain.raw(x)[0] + plain.raw(mirrored)[0][..., ::-1]), atol=1e-6
+    )
+    for a, b in zip((size, offset, embedding), plain.raw(x)[1:], strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-6)  # boxes and embeddings: the frame's own
+    batch = averaged.raw(np.stack([x, mirrored]))[0]  # a batch: each frame on its own
+    np.testing.assert_allclose(batch[1][..., ::-1], batch[0], atol=1e-6)
+    assert not Detector(out, mirror_average=False).mirror_average  # asked for
+    assert main(["export", str(out), "--out", str(out), "--mirror-average", "off"]) == 0
+    assert not Detector(out).mirror_average

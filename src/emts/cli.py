@@ -709,6 +709,11 @@ def _add_train_detector_recipe(p) -> None:
         help="share of samples whose L is flattened to its mean (motion channels only)",
     )
     p.add_argument(
+        "--mirror",
+        type=float,
+        help="share of samples mirrored left-right, all frames alike (default 0: none)",
+    )
+    p.add_argument(
         "--still-speed",
         type=float,
         help="persons slower than this (px/frame, camera motion removed) are ignore regions; "
@@ -776,6 +781,7 @@ def _recipe_overrides(args: argparse.Namespace) -> dict:
         "invert_l",
         "l_gain",
         "l_dropout",
+        "mirror",
         "still_speed",
         "randomized_sources",
         "residual_reference",
@@ -810,6 +816,8 @@ def _recipe_overrides(args: argparse.Namespace) -> dict:
         raise BadInputError("--invert-l: expected a probability in [0, 1]")
     if not 0 <= out.get("l_dropout", 0) <= 1:
         raise BadInputError("--l-dropout: expected a probability in [0, 1]")
+    if not 0 <= out.get("mirror", 0) <= 1:
+        raise BadInputError("--mirror: expected a probability in [0, 1]")
     if out.get("residual_reference", 0) < 0:
         raise BadInputError("--residual-reference must not be negative")
     if out.get("still_speed", 0) < 0 or out.get("loader_workers", 0) < 0:
@@ -886,6 +894,10 @@ def _cmd_export(args: argparse.Namespace) -> int:
         from emts.train.export import record_residual_baseline
 
         record_residual_baseline(out, args.residual_baseline)
+    if args.mirror_average is not None:
+        from emts.train.export import record_mirror_average
+
+        record_mirror_average(out, args.mirror_average == "on")
     if args.fit_box_scale:
         from emts.eval.real import fit_box_scale
         from emts.train.export import record_box_scale
@@ -1806,6 +1818,14 @@ def _add_training(sub) -> None:
         help="record the frames R spans for this model, as it was trained (emts train "
         "detector --residual-baseline; default: what the run folder's metrics.json says for "
         "a model.pt, 1 -- eq. 2 -- when nothing says; a reshaped .onnx keeps its own)",
+    )
+    p.add_argument(
+        "--mirror-average",
+        choices=["on", "off"],
+        help="record whether the runtime averages the model's heatmap with that of the "
+        "mirrored frame (on: fewer false positives on real thermal stills, about twice the "
+        "network's time; README, Mirrored samples) (a reshaped .onnx keeps its own; "
+        "default: off)",
     )
     p.set_defaults(run=_cmd_export)
 

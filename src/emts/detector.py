@@ -195,6 +195,9 @@ STAGE_B_METADATA = "emts_stage_b_warp"
 # ONNX metadata: the frames R spans for this model (emts.config.ChannelConfig.residual_baseline;
 # ``emts export --residual-baseline``); none: 1, eq. 2's R of the previous frame
 RESIDUAL_BASELINE_METADATA = "emts_residual_baseline"
+# ONNX metadata: "1" -- the model's heatmap is averaged with that of the left-right mirrored
+# input, mirrored back (``emts export --mirror-average on``; :class:`Detector`); none: off
+MIRROR_AVERAGE_METADATA = "emts_mirror_average"
 
 
 def fixed_size(session) -> tuple[int, int] | None:
@@ -260,6 +263,11 @@ def residual_baseline_for(session, path: Path) -> int:
     return baseline
 
 
+def mirror_average_for(session) -> bool:
+    """Whether the model's metadata asks for mirror averaging (:class:`Detector`)."""
+    return model_metadata(session, MIRROR_AVERAGE_METADATA) == "1"
+
+
 def network_size_for(session, path: Path, requested=None) -> tuple[int, int]:
     """The NETWORK frame size to run a detector session at: ``requested`` (checked against a
     fixed input), else the size the graph fixes, else the size to run it at or the size it
@@ -307,6 +315,12 @@ class Detector:
             model with an open input size (the shipped one) runs at any size, e.g. 512x384
             for small people in thermal video; None: the model's own (fixed, or the size it
             was trained at, else the paper's 256x192).
+        mirror_average: run every frame twice, as it is and mirrored left-right (one batch
+            of two), and average the two heatmaps (the mirrored one mirrored back); boxes,
+            offsets and embeddings are the unmirrored run's. The detector then scores a
+            scene and its mirror image alike, at about twice the network's time (README,
+            "Mirrored samples"); None: the model's own (metadata ``emts_mirror_average``,
+            ``emts export --mirror-average``; off where none).
 
     Example:
         >>> detector = Detector()                               # doctest: +SKIP
@@ -320,10 +334,14 @@ class Detector:
         threshold: float = DEFAULT_THRESHOLD,
         residual_reference: float | None = None,
         network_size: tuple[int, int] | None = None,
+        mirror_average: bool | None = None,
     ) -> None:
         path = Path(model) if model is not None else default_model_path()
         self.session = load_session(path, "detector", threads)
         _check_detector_graph(self.session, path)
+        self.mirror_average = (
+            mirror_average_for(self.session) if mirror_average is None else bool(mirror_average)
+        )
         self.input_name = self.session.get_inputs()[0].name
         self.network_size = network_size_for(self.session, path, network_size)
         self.box_scale = box_scale_for(self.session, self.network_size)
@@ -354,7 +372,15 @@ class Detector:
         reference = self.residual_reference if residual_reference is None else residual_reference
         x = normalize_residual_level(channels, reference)  # one frame: no batch copy
         x = x[None] if x.ndim == 3 else x
-        return self.session.run(None, {self.input_name: np.ascontiguousarray(x, np.float32)})
+        if not self.mirror_average:
+            return self.session.run(None, {self.input_name: np.ascontiguousarray(x, np.float32)})
+        # (the letterbox pads both sides alike and the grid is whole stride-8 cells, so the
+        # mirrored input's cell i is the input's cell W/8 - 1 - i)
+        count = len(x)
+        both = np.concatenate([x, x[..., ::-1]]).astype(np.float32, copy=False)
+        heat, *rest = self.session.run(None, {self.input_name: both})
+        heat = 0.5 * (heat[:count] + heat[count:, ..., ::-1])
+        return [heat, *(output[:count] for output in rest)]
 
     def __call__(
         self, channels: np.ndarray, residual_reference: float | None = None

@@ -154,6 +154,7 @@ def coarse_pass_for(detector) -> Detector | None:
         threshold=detector.threshold,
         residual_reference=detector.residual_reference,
         network_size=trained,
+        mirror_average=getattr(detector, "mirror_average", None),
     )
 
 

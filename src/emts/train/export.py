@@ -200,6 +200,14 @@ def record_residual_baseline(path: str | Path, frames: int | None) -> Path:
     return _record(path, RESIDUAL_BASELINE_METADATA, None if frames in (None, 1) else str(frames))
 
 
+def record_mirror_average(path: str | Path, on: bool) -> Path:
+    """Record (or, with False, remove) mirror averaging for a detector ONNX
+    (:class:`emts.detector.Detector` ``mirror_average``; in place, the weights untouched)."""
+    from emts.detector import MIRROR_AVERAGE_METADATA
+
+    return _record(path, MIRROR_AVERAGE_METADATA, "1" if on else None)
+
+
 def record_run_size(path: str | Path, size: tuple[int, int] | None) -> Path:
     """Record (or, with None, remove) the size an open-size detector ONNX runs at when no
     size is asked for (in place; the weights are untouched)."""

@@ -51,6 +51,9 @@ class TrainConfig:
     # Share of samples whose L is flattened to each frame's mean (motion channels only): the
     # network must find people from motion alone there, not lean on what they look like.
     l_dropout: float = 0.0
+    # Share of samples mirrored left-right (emts.train.data.mirror); 0: none, as in every
+    # model trained before 2026-12-01.
+    mirror: float = 0.0
     # Standing people: below this ground speed (frame px/frame) a person is an ignore region.
     still_speed: float = 0.0
     # Residual-level normalization of every training frame as the runtime Detector does
@@ -187,6 +190,7 @@ def run_phases(
             residual_reference=config.residual_reference,
             crop=None if config.crop is None else tuple(config.crop),
             l_dropout=config.l_dropout,
+            mirror=config.mirror,
         )
         loader = torch.utils.data.DataLoader(
             stream,
