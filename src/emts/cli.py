@@ -1824,8 +1824,8 @@ def _add_training(sub) -> None:
         choices=["on", "off"],
         help="record whether the runtime averages the model's heatmap with that of the "
         "mirrored frame (on: fewer false positives on real thermal stills, about twice the "
-        "network's time; README, Mirrored samples) (a reshaped .onnx keeps its own; "
-        "default: off)",
+        "network's time; README, Mirrored samples); left out, a reshaped .onnx keeps its own "
+        "and a new export records none (off); ONNX only: LiteRT files carry no metadata",
     )
     p.set_defaults(run=_cmd_export)
 

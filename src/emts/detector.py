@@ -320,7 +320,8 @@ class Detector:
             offsets and embeddings are the unmirrored run's. The detector then scores a
             scene and its mirror image alike, at about twice the network's time (README,
             "Mirrored samples"); None: the model's own (metadata ``emts_mirror_average``,
-            ``emts export --mirror-average``; off where none).
+            ``emts export --mirror-average``; off where none, and for a LiteRT file, which
+            carries no metadata: pass True).
 
     Example:
         >>> detector = Detector()                               # doctest: +SKIP
@@ -374,8 +375,8 @@ class Detector:
         x = x[None] if x.ndim == 3 else x
         if not self.mirror_average:
             return self.session.run(None, {self.input_name: np.ascontiguousarray(x, np.float32)})
-        # (the letterbox pads both sides alike and the grid is whole stride-8 cells, so the
-        # mirrored input's cell i is the input's cell W/8 - 1 - i)
+        # (at every network size the geometry accepts the letterbox pads both sides alike,
+        # and the grid is whole stride-8 cells: the mirrored input's cell i is cell W/8 - 1 - i)
         count = len(x)
         both = np.concatenate([x, x[..., ::-1]]).astype(np.float32, copy=False)
         heat, *rest = self.session.run(None, {self.input_name: both})
