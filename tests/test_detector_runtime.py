@@ -298,3 +298,20 @@ def test_a_mirror_averaged_detector_scores_a_mirrored_frame_as_the_frame_mirrore
     assert not Detector(out, mirror_average=False).mirror_average  # asked for
     assert main(["export", str(out), "--out", str(out), "--mirror-average", "off"]) == 0
     assert not Detector(out).mirror_average
+
+
+def test_a_reshape_keeps_the_run_size_open_and_drops_it_fixed(tmp_path):
+    """Re-exporting the thermal model to toggle an option must not put it back at 256x192."""
+    pytest.importorskip("onnx")
+    from emts.detector import RUN_SIZE_METADATA, Detector, default_model_path, recorded_size
+    from emts.train.export import record_mirror_average, record_run_size, reshape_onnx
+
+    source = reshape_onnx(default_model_path(), tmp_path / "open.onnx", (256, 192), True)
+    record_run_size(source, (512, 384))
+    again = reshape_onnx(source, tmp_path / "again.onnx", (256, 192), True)
+    record_mirror_average(again, True)
+    assert recorded_size(Detector(again).session, RUN_SIZE_METADATA) == (512, 384)
+    assert Detector(again).network_size == (512, 384)
+    fixed = reshape_onnx(source, tmp_path / "fixed.onnx", (256, 192), False)
+    assert recorded_size(Detector(fixed).session, RUN_SIZE_METADATA) is None
+    assert Detector(fixed).network_size == (256, 192)

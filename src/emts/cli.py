@@ -1793,7 +1793,8 @@ def _add_training(sub) -> None:
         type=_size,
         metavar="WxH",
         help="with --any-size: the network size the runtime runs the model at when none is "
-        "asked for (default: the size it was trained at; the thermal model: 512x384)",
+        "asked for (the thermal model: 512x384); left out, a reshaped .onnx keeps its own and "
+        "a new export runs at the size it was trained at",
     )
     p.add_argument(
         "--residual-reference",

@@ -119,8 +119,10 @@ def reshape_onnx(
     source: str | Path, out: str | Path, trained_size: tuple[int, int], any_size: bool = True
 ) -> Path:
     """Copy a detector ONNX with its input height and width left open (``any_size``) or
-    fixed at ``trained_size``, recording ``trained_size`` in its metadata and no run size
-    (:func:`record_run_size` adds one). The weights and operators are untouched: at the
+    fixed at ``trained_size``, recording ``trained_size`` in its metadata. Open, it keeps the
+    run size it had, as it keeps every other entry (toggling ``--mirror-average`` on the
+    thermal model once silently took it from 512x384 back to 256x192); fixed, it has none
+    (:func:`record_run_size` sets one). The weights and operators are untouched: at the
     trained size the outputs are the same bit for bit."""
     import onnx
 
@@ -140,7 +142,8 @@ def reshape_onnx(
                 dims[2].dim_value, dims[3].dim_value = height // stride, width // stride
     del graph_model.graph.value_info[:]  # shapes inferred at the fixed size would contradict
     _set_metadata(graph_model, SIZE_METADATA, f"{width}x{height}")
-    _set_metadata(graph_model, RUN_SIZE_METADATA, None)
+    if not any_size:  # a fixed-size model runs at that size only
+        _set_metadata(graph_model, RUN_SIZE_METADATA, None)
     onnx.save(graph_model, str(out))
     return Path(out)
 
