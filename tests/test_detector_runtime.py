@@ -229,9 +229,16 @@ def test_a_recorded_run_size_is_the_default_size_and_a_reshape_sets_it_as_asked(
     x = np.random.default_rng(1).random((3, 384, 512), dtype=np.float32)
     for a, b in zip(big.raw(x), Detector(network_size=(512, 384)).raw(x), strict=True):
         np.testing.assert_array_equal(a, b)  # the weights untouched
-    # Reshaping it again without --run-size drops the entry; fixing its size too.
+    # Reshaping it again keeps the entry (as every other option), --run-size sets another,
+    # fixing its size drops it; a run size on a fixed-size model is refused.
     again = tmp_path / "again.onnx"
     assert main(["export", str(out), "--out", str(again), "--any-size"]) == 0
+    assert Detector(again).network_size == (512, 384)
+    assert (
+        main(["export", str(out), "--out", str(again), "--any-size", "--run-size", "256x192"]) == 0
+    )
+    assert Detector(again).network_size == (256, 192)
+    assert main(["export", str(out), "--out", str(again)]) == 0
     assert Detector(again).network_size == (256, 192)
     assert main(["export", str(out), "--out", str(again), "--run-size", "512x384"]) == 2
 
