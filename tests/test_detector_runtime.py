@@ -213,7 +213,7 @@ def test_fitting_a_box_scale_needs_an_open_size(tmp_path, capsys):
     assert not (tmp_path / "x.onnx").exists()
 
 
-def test_a_recorded_run_size_is_the_default_size_and_a_reshape_sets_it_as_asked(tmp_path):
+def test_a_recorded_run_size_is_the_default_size_and_a_reshape_sets_it_as_asked(tmp_path, capsys):
     pytest.importorskip("onnx")
     from emts.cli import main
     from emts.detector import default_model_path, recorded_size
@@ -240,6 +240,7 @@ def test_a_recorded_run_size_is_the_default_size_and_a_reshape_sets_it_as_asked(
     assert Detector(again).network_size == (256, 192)
     assert main(["export", str(out), "--out", str(again)]) == 0
     assert Detector(again).network_size == (256, 192)
+    assert "run size 512x384 is dropped (add --any-size" in capsys.readouterr().err
     assert main(["export", str(out), "--out", str(again), "--run-size", "512x384"]) == 2
 
 

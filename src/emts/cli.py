@@ -875,10 +875,17 @@ def _cmd_export(args: argparse.Namespace) -> int:
     if args.residual_baseline is None and Path(args.model).suffix != ".onnx":
         args.residual_baseline = _trained_residual_baseline(Path(args.model))
     if Path(args.model).suffix == ".onnx":  # reshape an exported detector, weights untouched
-        from emts.detector import Detector, recorded_size
+        from emts.detector import RUN_SIZE_METADATA, Detector, recorded_size
 
         detector = Detector(args.model, threads=1)
         size = recorded_size(detector.session) or detector.network_size  # the trained size
+        run_size = recorded_size(detector.session, RUN_SIZE_METADATA)
+        if run_size and not args.any_size:  # the thermal model would quietly become 256x192
+            print(
+                "{}: fixed at its trained {}x{}; its run size {}x{} is dropped (add --any-size "
+                "to keep it)".format(args.model, *size, *run_size),
+                file=sys.stderr,
+            )
         out = reshape_onnx(args.model, args.out, size, args.any_size)
     else:
         out = export_onnx(load_trained(args.model), args.out, any_size=args.any_size)

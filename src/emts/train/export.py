@@ -120,10 +120,10 @@ def reshape_onnx(
 ) -> Path:
     """Copy a detector ONNX with its input height and width left open (``any_size``) or
     fixed at ``trained_size``, recording ``trained_size`` in its metadata. Open, it keeps the
-    run size it had, as it keeps every other entry (toggling ``--mirror-average`` on the
-    thermal model once silently took it from 512x384 back to 256x192); fixed, it has none
-    (:func:`record_run_size` sets one). The weights and operators are untouched: at the
-    trained size the outputs are the same bit for bit."""
+    run size it had, as it keeps every other entry (switching ``--mirror-average`` on the
+    thermal model must leave it at 512x384); fixed, it has none (:func:`record_run_size`
+    sets one). The weights and operators are untouched: at the trained size the outputs are
+    the same bit for bit."""
     import onnx
 
     from emts.detector import RUN_SIZE_METADATA, SIZE_METADATA
