@@ -284,7 +284,6 @@ def server(calm_clip, tmp_path, ground_station_link):
 def test_page_streams_and_a_click_locks_the_person(
     chromium, server, calm_clip, ground_station_link
 ):
-    clip = calm_clip
     from playwright.sync_api import sync_playwright
 
     process, url = server
@@ -308,7 +307,7 @@ def test_page_streams_and_a_click_locks_the_person(
             rect = video.bounding_box()
             assert rect["width"] < 640  # scaled
             shown = int(page.locator("#frame").text_content())
-            x, y, w, h = clip.person_boxes[shown + 1][0]  # the stream is about a frame ahead
+            x, y, w, h = calm_clip.person_boxes[shown + 1][0]  # the stream is about a frame ahead
             scale = rect["width"] / 640
             tapped = time.monotonic()
             page.mouse.click(rect["x"] + (x + w / 2) * scale, rect["y"] + (y + h / 2) * scale)
@@ -323,7 +322,7 @@ def test_page_streams_and_a_click_locks_the_person(
     state = json.loads(urllib.request.urlopen(url + "state", timeout=5).read())
     assert state["mode"] == "locked" and state["lock_source"].startswith("tap:")
     tx, ty, tw, th = state["target"]["box"]
-    px, py, pw, ph = clip.person_boxes[state["frame"]][0]
+    px, py, pw, ph = calm_clip.person_boxes[state["frame"]][0]
     error = np.hypot(tx + tw / 2 - px - pw / 2, ty + th / 2 - py - ph / 2)
     assert error < 20, (state, (px, py, pw, ph))  # locked on the person clicked
     # --mavlink runs beside the page: the ground station hears the lock too
