@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 
 from emts.detector import Detection
-from emts.eval.tracking import false_positives, reacquisition, starts_on_another_person
+from emts.eval.tracking import (
+    _under,
+    autolock,
+    false_positives,
+    reacquisition,
+    starts_on_another_person,
+)
 from emts.geometry import Frame, FrameGeometry
 from emts.synth.generate import generate_set
 from emts.synth.store import ClipSet
@@ -99,3 +105,30 @@ def test_the_bench_streamed_through_stage_c_matches_the_cached_channels_without_
         assert (a.scores >= 0.3).sum() == pytest.approx(strong.sum(), abs=1)
         if strong.any() and len(a.scores) and a.scores[0] >= 0.3:
             np.testing.assert_allclose(a.boxes[0], b.boxes[0], atol=0.5)  # same place
+
+
+def test_a_verified_lock_is_attributed_to_the_mover_under_its_centre():
+    movers = [
+        {"kind": "vehicle", "box": [100, 100, 40, 20]},
+        {"kind": "animal", "box": [0, 0, 10, 10]},
+    ]
+    assert _under([110, 95, 10, 20], movers) == "vehicle"  # centre (115, 105)
+    assert _under([1, 1, 4, 4], movers) == "animal"
+    assert _under([300, 300, 10, 20], movers) == "scene"
+
+
+def test_autolock_reports_each_window_consistently_with_its_totals():
+    from emts.detector import Detector
+    from emts.verifier import Verifier
+
+    report = autolock(Detector(), Verifier(), windows=2, frames=40)
+    rows = report["windows"]
+    assert [w["window"] for w in rows] == [0, 1]
+    assert sum(w["candidate_locks"] for w in rows) == report["candidate_locks"]
+    assert sum(w["verified_locks"] for w in rows) == report["verified_false_locks"]
+    assert sum(w["locked_frames"] for w in rows) == round(report["locked_share"] * 80)
+    verified_frames = sum(w["verified_frames"] for w in rows)
+    assert verified_frames == round(report["verified_share"] * 80)
+    assert sum(report["verified_on"].values()) == verified_frames
+    for w in rows:
+        assert w["longest_verified"] <= w["verified_frames"] <= w["locked_frames"] <= 40
