@@ -7,6 +7,7 @@ import pytest
 
 from emts.detector import Detection
 from emts.eval.tracking import (
+    _lock_tile,
     _under,
     autolock,
     false_positives,
@@ -122,6 +123,7 @@ def test_autolock_reports_each_window_consistently_with_its_totals():
     from emts.verifier import Verifier
 
     report = autolock(Detector(), Verifier(), windows=2, frames=40)
+    assert "windows" in report and "verified_on" in report
     rows = report["windows"]
     assert [w["window"] for w in rows] == [0, 1]
     assert sum(w["candidate_locks"] for w in rows) == report["candidate_locks"]
@@ -132,3 +134,13 @@ def test_autolock_reports_each_window_consistently_with_its_totals():
     assert sum(report["verified_on"].values()) == verified_frames
     for w in rows:
         assert w["longest_verified"] <= w["verified_frames"] <= w["locked_frames"] <= 40
+        assert sum(w["verified_on"].values()) == w["verified_frames"]
+
+
+def test_a_lock_tile_frames_the_box_and_stays_square():
+    frame = np.zeros((512, 640), np.uint8)
+    frame[200:260, 300:320] = 200  # the target
+    tile = _lock_tile(frame, [300, 200, 20, 60], "window 0: 9 frames, scene")
+    assert tile.shape == (160, 160, 3)
+    assert tile[80, 80].max() == 200  # the box's centre at the tile's centre
+    assert (tile[..., 2] == 255).any()  # the red box

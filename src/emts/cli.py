@@ -1629,6 +1629,7 @@ def _cmd_eval_tracking(args: argparse.Namespace) -> int:
             windows=args.windows,
             contrast_scale=args.contrast_scale,
             detector_mode=args.detector_mode,
+            sheet=out / "autolock_longest.png",
         )
         tracking.write(out, "autolock", report, command)
         locks = f"{report['candidate_locks']} candidate locks, {report['verified_false_locks']}"

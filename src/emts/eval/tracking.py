@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import cv2
 import numpy as np
 from tqdm import tqdm
 
@@ -297,15 +298,18 @@ def autolock(
     seed: int = 0,
     contrast_scale: float = CONTRAST_SCALE,
     detector_mode: str = DEFAULT_DETECTOR_MODE,
+    sheet: Path | None = None,
 ) -> dict:
     """§6.8: the full pipeline under auto-lock on person-free held-out footage (10-s windows
     rendered on held-out plates, movers at the curriculum's ``contrast_scale``): candidate
     locks proposed, locks verified, per hour; per window, how long the verified locks lasted
     and what they sat on (``verified_on``: the kind of the rendered mover under the target's
-    centre, or ``scene`` where none is -- static clutter, texture, shadows)."""
+    centre, or ``scene`` where none is -- static clutter, texture, shadows). ``sheet``: a PNG
+    contact sheet of the longest verified lock of each window (longest first; the target's
+    box on the frame where that lock was last verified)."""
     proposed = verified = locked = shown = 0
     total = 0
-    per_window, sat_on = [], {}
+    per_window, sat_on, tiles = [], {}, []
     for index in tqdm(range(windows), desc="eval autolock", disable=None):
         spec = ClipSpec(
             "negative", "heldout", 1000 + seed, index, frames=frames, contrast_scale=contrast_scale
@@ -315,8 +319,8 @@ def autolock(
         verifier.reset()
         was_locked = False
         row = {"window": index, "candidate_locks": 0, "verified_locks": 0, "locked_frames": 0}
-        row.update(verified_frames=0, longest_verified=0)
-        run = 0
+        row.update(verified_frames=0, longest_verified=0, verified_on={})
+        run, tile = 0, None
         for frame, labels in zip(clip.frames, clip.labels["frames"], strict=True):
             locked_before = pipeline.tracker.locked
             result = pipeline.step(frame)
@@ -336,8 +340,19 @@ def autolock(
                 row["verified_frames"] += 1
                 kind = _under(result.target.box, labels["distractors"])
                 sat_on[kind] = sat_on.get(kind, 0) + 1
+                row["verified_on"][kind] = row["verified_on"].get(kind, 0) + 1
+                if sheet is not None and run == row["longest_verified"]:
+                    caption = f"window {index}: {run} frames, {kind}"
+                    tile = _lock_tile(frame, result.target.box, caption)
             total += 1
         per_window.append(row)
+        if tile is not None:
+            tiles.append((row["longest_verified"], tile))
+    if sheet is not None and tiles:
+        from emts.eval.real import _sheet
+
+        sheet.parent.mkdir(parents=True, exist_ok=True)
+        _sheet([t for _, t in sorted(tiles, key=lambda lt: -lt[0])], sheet)
     hours = total / 30.0 / 3600.0
     return {
         "frames": total,
@@ -352,6 +367,25 @@ def autolock(
         "verified_on": dict(sorted(sat_on.items(), key=lambda kv: -kv[1])),
         "windows": per_window,
     }
+
+
+def _lock_tile(frame: np.ndarray, box, caption: str, side: int = 160) -> np.ndarray:
+    """A ``side`` px square of ``frame`` around ``box`` (``[x, y, w, h]``, frame px: drawn in
+    red), three times the box's larger side across (at least 48 px), with ``caption``."""
+    x, y, w, h = (float(v) for v in box)
+    span = max(48.0, 3.0 * max(w, h))
+    zoom = side / span
+    x0, y0 = x + w / 2 - span / 2, y + h / 2 - span / 2
+    to_tile = np.array([[zoom, 0, -zoom * x0], [0, zoom, -zoom * y0]])
+    colour = frame if frame.ndim == 3 else cv2.cvtColor(frame, cv2.COLOR_GRAY2BGR)
+    tile = cv2.warpAffine(colour, to_tile, (side, side), borderValue=0)
+    corner = (int((x - x0) * zoom), int((y - y0) * zoom))
+    cv2.rectangle(tile, corner, (int(corner[0] + w * zoom), int(corner[1] + h * zoom)), RED, 1)
+    cv2.putText(tile, caption, (2, 11), cv2.FONT_HERSHEY_SIMPLEX, 0.35, (255, 255, 255), 1)
+    return tile
+
+
+RED = (0, 0, 255)
 
 
 def _under(box, distractors: list[dict]) -> str:
@@ -454,12 +488,20 @@ def write(out: Path, name: str, report: dict, command: str) -> None:
                 f"Verified frames by what the target sat on: {sat_on}.",
                 "",
                 "| window | candidate locks | verified locks | frames locked | frames verified "
-                "| longest verified lock (frames) |",
-                "|---|---|---|---|---|---|",
+                "| longest verified lock (frames) | verified frames on |",
+                "|---|---|---|---|---|---|---|",
                 *[
                     f"| {w['window']} | {w['candidate_locks']} | {w['verified_locks']} "
-                    f"| {w['locked_frames']} | {w['verified_frames']} | {w['longest_verified']} |"
+                    f"| {w['locked_frames']} | {w['verified_frames']} | {w['longest_verified']} "
+                    f"| {', '.join(f'{k} {v}' for k, v in w['verified_on'].items())} |"
                     for w in report["windows"]
                 ],
             ]
+            if (out / "autolock_longest.png").is_file():
+                lines += [
+                    "",
+                    "Each window's longest verified lock:",
+                    "",
+                    "![](autolock_longest.png)",
+                ]
     (out / f"{name}.md").write_text("\n".join(lines) + "\n")
