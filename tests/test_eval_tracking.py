@@ -118,11 +118,12 @@ def test_a_verified_lock_is_attributed_to_the_mover_under_its_centre():
     assert _under([300, 300, 10, 20], movers) == "scene"
 
 
-def test_autolock_reports_each_window_consistently_with_its_totals():
+def test_autolock_reports_each_window_consistently_with_its_totals(tmp_path):
     from emts.detector import Detector
     from emts.verifier import Verifier
 
-    report = autolock(Detector(), Verifier(), windows=2, frames=40)
+    sheet = tmp_path / "longest.png"
+    report = autolock(Detector(), Verifier(), windows=2, frames=40, sheet=sheet)
     assert "windows" in report and "verified_on" in report
     rows = report["windows"]
     assert [w["window"] for w in rows] == [0, 1]
@@ -132,6 +133,7 @@ def test_autolock_reports_each_window_consistently_with_its_totals():
     verified_frames = sum(w["verified_frames"] for w in rows)
     assert verified_frames == round(report["verified_share"] * 80)
     assert sum(report["verified_on"].values()) == verified_frames
+    assert sheet.is_file() == (verified_frames > 0)  # a tile per window with a verified lock
     for w in rows:
         assert w["longest_verified"] <= w["verified_frames"] <= w["locked_frames"] <= 40
         assert sum(w["verified_on"].values()) == w["verified_frames"]

@@ -736,7 +736,9 @@ def _tile(frame: EvalFrame, centre: np.ndarray, boxes: list, caption: str, size=
     return tile
 
 
-def _sheet(tiles: list[np.ndarray], path: Path, columns: int = 4) -> bool:
+def save_sheet(tiles: list[np.ndarray], path: Path, columns: int = 4) -> bool:
+    """``tiles`` (equal BGR images) in rows of ``columns`` as a 64-colour PNG at ``path``;
+    False (nothing written) without tiles."""
     if not tiles:
         return False
     blank = np.zeros_like(tiles[0])
@@ -791,7 +793,7 @@ def contact_sheets(run: DatasetRun, name: str, out: Path, slug: str, tau: float 
         tiles.append(
             _tile(frame, _centres(boxes[d : d + 1])[0], drawn, f"{frame.name} s{score:.2f}")
         )
-    if _sheet(tiles, out / f"fp_{slug}.png"):
+    if save_sheet(tiles, out / f"fp_{slug}.png"):
         written.append(f"fp_{slug}.png")
     tiles = []
     for _, index, g, score in misses[:SHEET_TILES]:
@@ -805,7 +807,7 @@ def contact_sheets(run: DatasetRun, name: str, out: Path, slug: str, tau: float 
         ]
         caption = f"{frame.name} best {score:.2f}"
         tiles.append(_tile(frame, centre, [(frame.gt[g], GREEN), *near], caption))
-    if _sheet(tiles, out / f"miss_{slug}.png"):
+    if save_sheet(tiles, out / f"miss_{slug}.png"):
         written.append(f"miss_{slug}.png")
     return written
 

@@ -30,6 +30,8 @@ from emts.temporal import TemporalDetector
 from emts.tracker import AppearanceView, TargetTracker
 from emts.verifier import FrameView, Verifier
 
+RED = (0, 0, 255)  # BGR: a contact sheet's target box
+
 GEOMETRY = WORKING_GEOMETRY  # the paper's NETWORK frame: height bins and the link radius
 LOCK_FRAME = 4  # "frame 5" (§6.9), 0-based
 BLACKOUTS = ((5, 7), (8, 10), (11, 13))  # staggered forced occlusions (inclusive, 0-based)
@@ -318,8 +320,15 @@ def autolock(
         pipeline = Pipeline(detector_stage(detector, detector_mode), verifier, auto_lock=True)
         verifier.reset()
         was_locked = False
-        row = {"window": index, "candidate_locks": 0, "verified_locks": 0, "locked_frames": 0}
-        row.update(verified_frames=0, longest_verified=0, verified_on={})
+        row = {
+            "window": index,
+            "candidate_locks": 0,
+            "verified_locks": 0,
+            "locked_frames": 0,
+            "verified_frames": 0,
+            "longest_verified": 0,  # frames, one verified lock
+            "verified_on": {},
+        }
         run, tile = 0, None
         for frame, labels in zip(clip.frames, clip.labels["frames"], strict=True):
             locked_before = pipeline.tracker.locked
@@ -349,10 +358,10 @@ def autolock(
         if tile is not None:
             tiles.append((row["longest_verified"], tile))
     if sheet is not None and tiles:
-        from emts.eval.real import _sheet
+        from emts.eval.real import save_sheet  # (matplotlib's PIL: imported only here)
 
         sheet.parent.mkdir(parents=True, exist_ok=True)
-        _sheet([t for _, t in sorted(tiles, key=lambda lt: -lt[0])], sheet)
+        save_sheet([t for _, t in sorted(tiles, key=lambda lt: -lt[0])], sheet)
     hours = total / 30.0 / 3600.0
     return {
         "frames": total,
@@ -383,9 +392,6 @@ def _lock_tile(frame: np.ndarray, box, caption: str, side: int = 160) -> np.ndar
     cv2.rectangle(tile, corner, (int(corner[0] + w * zoom), int(corner[1] + h * zoom)), RED, 1)
     cv2.putText(tile, caption, (2, 11), cv2.FONT_HERSHEY_SIMPLEX, 0.35, (255, 255, 255), 1)
     return tile
-
-
-RED = (0, 0, 255)
 
 
 def _under(box, distractors: list[dict]) -> str:
