@@ -17,10 +17,8 @@ import argparse
 import numpy as np
 
 from emts.detector import Detector
-from emts.pipeline import Pipeline, detector_stage
-from emts.precision import shipped_model
-from emts.synth.clips import ClipSpec, render_clip
-from emts.synth.common import CONTRAST_SCALE
+from emts.eval.tracking import autolock_window
+from emts.precision import named_model
 from emts.verifier import Verifier
 
 
@@ -31,22 +29,16 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=300, help="frames a window (default 300)")
     args = parser.parse_args()
     windows = [int(w) for w in args.windows.split(",")]
-    if args.model in ("default", "thermal"):  # a shipped detector, as `--model` names it
-        variant = None if args.model == "default" else args.model
-        detector = Detector(shipped_model("detector", "fp32", variant=variant))
-    else:
-        detector = Detector(args.model)
+    detector = Detector(None if args.model == "default" else named_model(args.model))
     verifier = Verifier()
     for index in windows:
-        spec = ClipSpec(
-            "negative", "heldout", 1000, index, frames=args.frames, contrast_scale=CONTRAST_SCALE
-        )
-        pipeline = Pipeline(detector_stage(detector, "temporal"), verifier, auto_lock=True)
-        verifier.reset()
-        p_human = []
-        for frame in render_clip(spec).frames:
-            if pipeline.step(frame).verified:
-                p_human.append(float(pipeline.verification.p_human or 0.0))
+        p_human = [
+            float(pipeline.verification.p_human or 0.0)
+            for _, _, result, _, pipeline in autolock_window(
+                detector, verifier, index, frames=args.frames
+            )
+            if result.verified
+        ]
         spread = "-"
         if p_human:
             spread = f"{min(p_human):.2f} / {np.median(p_human):.2f} / {max(p_human):.2f}"

@@ -292,6 +292,30 @@ def false_positives(
     }
 
 
+def autolock_window(
+    detector: Detector,
+    verifier: Verifier,
+    index: int,
+    frames: int = 300,
+    seed: int = 0,
+    contrast_scale: float = CONTRAST_SCALE,
+    detector_mode: str = DEFAULT_DETECTOR_MODE,
+):
+    """Window ``index`` of :func:`autolock`'s person-free footage through a fresh pipeline
+    under auto-lock: yields (frame, its labels, the pipeline's result, whether a lock started
+    on it, the pipeline) per frame."""
+    spec = ClipSpec(
+        "negative", "heldout", 1000 + seed, index, frames=frames, contrast_scale=contrast_scale
+    )
+    clip = render_clip(spec)
+    pipeline = Pipeline(detector_stage(detector, detector_mode), verifier, auto_lock=True)
+    verifier.reset()
+    for frame, labels in zip(clip.frames, clip.labels["frames"], strict=True):
+        locked_before = pipeline.tracker.locked
+        result = pipeline.step(frame)
+        yield frame, labels, result, pipeline.tracker.locked and not locked_before, pipeline
+
+
 def autolock(
     detector: Detector,
     verifier: Verifier,
@@ -309,17 +333,8 @@ def autolock(
     centre, or ``scene`` where none is -- static clutter, texture, shadows). ``sheet``: a PNG
     contact sheet of the longest verified lock of each window (longest first; the target's
     box on the frame where that lock was last verified)."""
-    proposed = verified = locked = shown = 0
-    total = 0
     per_window, sat_on, tiles = [], {}, []
     for index in tqdm(range(windows), desc="eval autolock", disable=None):
-        spec = ClipSpec(
-            "negative", "heldout", 1000 + seed, index, frames=frames, contrast_scale=contrast_scale
-        )
-        clip = render_clip(spec)
-        pipeline = Pipeline(detector_stage(detector, detector_mode), verifier, auto_lock=True)
-        verifier.reset()
-        was_locked = False
         row = {
             "window": index,
             "candidate_locks": 0,
@@ -329,20 +344,14 @@ def autolock(
             "longest_verified": 0,  # frames, one verified lock
             "verified_on": {},
         }
-        run, tile = 0, None
-        for frame, labels in zip(clip.frames, clip.labels["frames"], strict=True):
-            locked_before = pipeline.tracker.locked
-            result = pipeline.step(frame)
-            started = pipeline.tracker.locked and not locked_before
-            proposed += started
+        run, tile = 0, None  # run: frames of the verified lock going on
+        steps = autolock_window(
+            detector, verifier, index, frames, seed, contrast_scale, detector_mode
+        )
+        for frame, labels, result, started, pipeline in steps:
             row["candidate_locks"] += started
-            if result.verified and not was_locked:
-                verified += 1
-                row["verified_locks"] += 1
-            was_locked = result.verified
-            locked += pipeline.tracker.locked
+            row["verified_locks"] += result.verified and run == 0
             row["locked_frames"] += pipeline.tracker.locked
-            shown += bool(result.verified)
             run = run + 1 if result.verified else 0
             row["longest_verified"] = max(row["longest_verified"], run)
             if result.verified and result.target is not None:
@@ -353,7 +362,6 @@ def autolock(
                 if sheet is not None and run == row["longest_verified"]:
                     caption = f"window {index}: {run} frames, {kind}"
                     tile = _lock_tile(frame, result.target.box, caption)
-            total += 1
         per_window.append(row)
         if tile is not None:
             tiles.append((row["longest_verified"], tile))
@@ -362,17 +370,19 @@ def autolock(
 
         sheet.parent.mkdir(parents=True, exist_ok=True)
         save_sheet([t for _, t in sorted(tiles, key=lambda lt: -lt[0])], sheet)
+    total = windows * frames
+    verified = sum(w["verified_locks"] for w in per_window)
     hours = total / 30.0 / 3600.0
     return {
         "frames": total,
         "minutes": round(total / 30.0 / 60.0, 2),
         "contrast_scale": contrast_scale,
-        "candidate_locks": int(proposed),
-        "verified_false_locks": int(verified),
+        "candidate_locks": sum(w["candidate_locks"] for w in per_window),
+        "verified_false_locks": verified,
         "verified_false_locks_per_hour": round(verified / hours, 1),
         # the share of the footage the tracker held a lock (on nothing), and a verified one
-        "locked_share": round(locked / max(total, 1), 4),
-        "verified_share": round(shown / max(total, 1), 4),
+        "locked_share": round(sum(w["locked_frames"] for w in per_window) / max(total, 1), 4),
+        "verified_share": round(sum(w["verified_frames"] for w in per_window) / max(total, 1), 4),
         "verified_on": dict(sorted(sat_on.items(), key=lambda kv: -kv[1])),
         "windows": per_window,
     }
