@@ -98,8 +98,8 @@ def _spy_on(acquisition: LockAcquisition) -> list[AcquisitionDecision]:
     """The acquisition's decisions, one per step, as the pipeline makes them."""
     decisions, step = [], acquisition.step
 
-    def spied(*args):
-        decisions.append(step(*args))
+    def spied(*args, **kwargs):
+        decisions.append(step(*args, **kwargs))
         return decisions[-1]
 
     acquisition.step = spied
@@ -331,6 +331,25 @@ class StillDetector:
         return [Detection(self.box, 0.9, E[0])]
 
 
+class WalkingDetector(StillDetector):
+    """A stand-in Stage C: one detection walking ``step`` NETWORK px a frame to the right;
+    :meth:`frame` draws the person there (the tracker's appearance template follows what it
+    sees: on an empty ground it would hold the lock where it started)."""
+
+    def __init__(self, box=(60.0, 70.0, 6.0, 14.0), step=0.5):
+        super().__init__(box)
+        self.step = step
+
+    def frame(self, ground):
+        ahead = self.box + [self.step, 0, 0, 0]  # where __call__ puts it on this frame
+        x, y, w, h = GEOMETRY.boxes([ahead], Frame.NETWORK, Frame.INPUT)[0]
+        return _with_person(ground, x + w / 2, y + h / 2, w, h)
+
+    def __call__(self, channels):
+        self.box = self.box + [self.step, 0, 0, 0]
+        return super().__call__(channels)
+
+
 class StubVerifier:
     """A stand-in Stage E model that answers ``p`` once its 16-frame window is full."""
 
@@ -353,16 +372,17 @@ class StubVerifier:
 
 def _run(pipeline, frames=30, tap_at=None):
     ground = _ground(5)
+    draw = getattr(pipeline.detector, "frame", lambda ground: ground)
     results = []
     for t in range(frames):
         if tap_at is not None and t == tap_at[0]:
             pipeline.lock(*tap_at[1:])
-        results.append(pipeline.step(ground))
+        results.append(pipeline.step(draw(ground)))
     return results
 
 
 def test_auto_lock_is_reported_only_once_the_verifier_accepts_it():
-    results = _run(Pipeline(StillDetector(), StubVerifier(0.9), auto_lock=True), 40)
+    results = _run(Pipeline(WalkingDetector(), StubVerifier(0.9), auto_lock=True), 40)
     modes = [r.mode for r in results]
     first = modes.index("locked")
     assert first > 16  # provisional while the verifier's window fills
@@ -376,9 +396,45 @@ def test_auto_lock_the_verifier_rejects_is_released_and_never_reported():
     assert all(r.mode == "search" and r.target is None for r in results)
 
 
+def test_an_auto_lock_on_something_standing_still_is_released_whatever_the_verifier_says():
+    # the verifier is taught that a standing person is human; a parked car and static warm
+    # blobs passed it. An auto-lock's target must also cover ground (autolock_min_travel).
+    pipeline = Pipeline(StillDetector(), StubVerifier(0.9), auto_lock=True)
+    decisions = _spy_on(pipeline.acquisition)
+    results = _run(pipeline, 60)
+    assert all(r.mode == "search" and r.target is None for r in results)
+    locks = [d.lock.source for d in decisions if d.lock is not None]
+    assert locks and set(locks) == {"auto"}  # proposed, ...
+    assert sum(d.release for d in decisions) >= max(1, len(locks) - 1)  # ... and released
+
+    config = AcquisitionConfig(autolock_min_travel=None)  # off: P(human) alone decides
+    still = Pipeline(StillDetector(), StubVerifier(0.9), auto_lock=True, acquisition_config=config)
+    assert _run(still, 40)[-1].mode == "locked"
+
+
+def test_an_auto_lock_whose_target_stops_is_vetoed_only_where_asked_and_a_tap_never():
+    for veto in (False, True):
+        detector = WalkingDetector()
+        config = AcquisitionConfig(autolock_still_veto=veto)
+        auto = Pipeline(detector, StubVerifier(0.9), auto_lock=True, acquisition_config=config)
+        assert _run(auto, 30)[-1].verified
+        detector.step = 0.0  # stops: vetoed at the classifications once its window is still
+        later = _run(auto, 30)
+        assert later[-1].verified != veto
+        assert ("reacquire" in [r.mode for r in later]) == veto
+
+    config = AcquisitionConfig(autolock_still_veto=True)  # an operator's target may stand
+    tapped = Pipeline(
+        StillDetector(), StubVerifier(0.9), auto_lock=False, acquisition_config=config
+    )
+    centre = GEOMETRY.boxes([[100, 70, 6, 14]], Frame.NETWORK, Frame.INPUT)[0]
+    results = _run(tapped, 40, tap_at=(0, *(centre[:2] + centre[2:] / 2)))
+    assert all(r.mode == "locked" for r in results) and results[-1].verified
+
+
 def test_a_veto_drops_an_auto_lock_but_not_an_operators_tap():
     verifier = StubVerifier(0.9)
-    auto = Pipeline(StillDetector(), verifier, auto_lock=True)
+    auto = Pipeline(WalkingDetector(), verifier, auto_lock=True)
     results = _run(auto, 30)
     assert results[-1].mode == "locked"
     verifier.p = 0.05  # from now on: does not move like a human

@@ -226,6 +226,46 @@ def test_stage_e_reads_a_wide_track_box_through_the_roi_shape():
     assert seen[::5].mean() > 1.5 * diluted[::5].mean()
 
 
+def test_the_schedule_measures_ground_covered_with_the_camera_motion_removed():
+    # a box the camera carries (pinned to the ground) went nowhere however it moved in the
+    # image; a box walking 0.5 network px a frame over the same camera went 7.5 px in 15
+    # frames, half its height. A still track is vetoed under min_travel whatever P(human).
+    from emts.geometry import WORKING_GEOMETRY, Frame
+    from emts.verifier import FrameView, VerificationSchedule
+
+    class Stub:
+        def __init__(self):
+            self.seen = 0
+
+        ready = property(lambda self: self.seen >= 16)
+
+        def observe(self, view, box):
+            self.seen += 1
+
+        def probability(self):
+            return 0.9
+
+        def reset(self):
+            self.seen = 0
+
+    pan = np.array([[1.0, 0.0, 5.0], [0.0, 1.0, -2.0]])  # WORKING px a frame
+    step = WORKING_GEOMETRY.motion(pan, Frame.WORKING, Frame.NETWORK)
+    travels = {}
+    for walk in (0.0, 0.5):
+        schedule = VerificationSchedule(Stub())
+        box = np.array([100.0, 60.0, 6.0, 15.0])
+        for t in range(16):
+            view = FrameView(None, motion=pan, geometry=WORKING_GEOMETRY)
+            if t:
+                box[:2] = step[:, :2] @ box[:2] + step[:, 2] + [walk, 0.0]
+            p = schedule.step(view, box.copy(), restart=t == 0, min_travel=0.2)
+        assert p == 0.9
+        travels[walk] = schedule.travel
+        assert schedule.verified == (walk > 0)
+    assert travels[0.0] == pytest.approx(0.0, abs=1e-9)
+    assert travels[0.5] == pytest.approx(0.5, rel=1e-6)
+
+
 def test_each_detector_runs_with_the_stage_b_warp_it_records(tmp_path, clip):
     pytest.importorskip("onnx")
     from emts.channels import WORKING_WARP_RESIDUAL_REFERENCE

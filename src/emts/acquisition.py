@@ -17,7 +17,9 @@ camera motion, so nothing outside the stages calls into D or E.
   and moves onto it where it overlaps the track's box by less than ``tap_wait_max_iou``.
 * **Auto-lock** (§6.7): the strongest detection, spatially stable (carried by the camera
   motion) for 3 consecutive frames, is locked *provisionally*; the lock is reported only once
-  the verifier accepts it (P(human) >= 0.35) and released if it does not. A re-lock the
+  the verifier accepts it (P(human) >= 0.35) and the track walked (covered
+  ``autolock_min_travel`` of its heights over the ground in the verifier's window; not in the
+  paper), and released if not. A re-lock the
   tracker makes on its own after losing an automatic lock is provisional the same way
   (reported as ``reacquire`` until the verifier accepts it): nobody chose that target, so only
   the verifier can say it is the person again.
@@ -237,6 +239,7 @@ class LockAcquisition:
         p_human: float | None,
         colour: bool = False,
         track: tuple[np.ndarray, np.ndarray] | None = None,
+        travel: float | None = None,
     ) -> AcquisitionDecision:
         """Decide for this frame.
 
@@ -253,6 +256,9 @@ class LockAcquisition:
                 of that frame), or None: after a tap that found no detection under the
                 point, the lock may move onto the first detection under the same point of
                 the track (``tap_wait_frames``).
+            travel: with ``p_human``, the ground the track covered over the verifier's window,
+                in its heights (:meth:`emts.verifier.VerificationSchedule.travel_now`); an
+                auto-lock that went less than ``autolock_min_travel`` is released.
         """
         if self._tap is not None:
             tap, self._tap = self._tap, None
@@ -277,7 +283,9 @@ class LockAcquisition:
                 self.provisional = self.relocking = False
             elif p_human is not None:
                 self.provisional = self.relocking = False
-                if p_human < self.config.autolock_threshold:
+                floor = self.config.autolock_min_travel
+                still = floor is not None and travel is not None and travel < floor
+                if p_human < self.config.autolock_threshold or still:
                     return AcquisitionDecision(release=True)
             return NOTHING
         if not self.auto_lock or tracker_mode != "search":

@@ -637,6 +637,7 @@ class Pipeline:
             self.verification.classified,
             colour,
             self.tracker.image_box() if waiting else None,
+            self.verification.travel,
         )
         release = decision.release or self._release or front.size_changed
         if front.size_changed and self.tracker.locked:
@@ -667,7 +668,11 @@ class Pipeline:
             box_net = geometry.boxes([box_work], Frame.WORKING, Frame.NETWORK)[0]
         previous = None if front.size_changed else self._previous_working
         view = FrameView(front.channels, front.working, previous, front.motion.matrix, geometry)
-        self.verification.step(view, box_net, restart=state.event is not None)
+        # an auto-lock's target must walk (its lock is vetoed where it stands still)
+        config = self.acquisition.config
+        automatic = self.acquisition.last_source == "auto" and config.autolock_still_veto
+        min_travel = config.autolock_min_travel if automatic else None
+        self.verification.step(view, box_net, state.event is not None, min_travel)
         if getattr(self.verifier, "resolution", "network") == "working":
             self._previous_working = front.working.copy()
         ms["E"] = (time.perf_counter() - t) * 1e3

@@ -282,17 +282,33 @@ class VerificationSchedule:
         self.p_human: float | None = None  # last probability for this track
         self.classified: float | None = None  # probability computed on the last step, if any
         self.verified = False  # the verifier accepted this track at its last classification
+        # the track's centres over the window (NETWORK px, each carried to the current frame
+        # by the camera motions since) and heights: how far it went over the ground
+        self._centres: deque[np.ndarray] = deque(maxlen=self.config.window)
+        self._heights: deque[float] = deque(maxlen=self.config.window)
+        self.travel: float | None = None  # at the last classification (see travel_now)
 
     def verdict_for_tracker(self) -> bool | None:
         """The verdict from the previous frame's classification (once), else None."""
         verdict, self._pending_verdict = self._pending_verdict, None
         return verdict
 
-    def step(self, view: FrameView, box: np.ndarray | None, restart: bool) -> float | None:
+    def step(
+        self,
+        view: FrameView,
+        box: np.ndarray | None,
+        restart: bool,
+        min_travel: float | None = None,
+    ) -> float | None:
         """Observe this frame's track ROI (``box`` in NETWORK px; None: no track).
 
         Args:
             restart: the track was (re-)locked this frame: start a new window.
+            min_travel: a classification passes only where the track also covered at least
+                this many of its heights over the ground in the window (:meth:`travel_now`):
+                a still track is vetoed whatever P(human) (the pipeline's auto-locks:
+                :attr:`emts.config.AcquisitionConfig.autolock_min_travel`). None: P(human)
+                alone decides.
 
         Returns:
             P(human) if the track was classified this frame, else None.
@@ -303,12 +319,35 @@ class VerificationSchedule:
         if self.verifier is None or box is None:
             return None
         self.verifier.observe(view, box)
+        self._follow(view, box)
         self._since_classified += 1
         if not self.verifier.ready or self._since_classified < self.config.every:
             return None
         self._since_classified = 0
         p = self.verifier.probability()
         self.p_human = self.classified = p
-        self.verified = p is not None and p >= self.config.threshold
+        self.travel = self.travel_now()
+        still = min_travel is not None and self.travel is not None and self.travel < min_travel
+        self.verified = p is not None and p >= self.config.threshold and not still
         self._pending_verdict = None if p is None else self.verified
         return p
+
+    def _follow(self, view: FrameView, box: np.ndarray) -> None:
+        """Carry the window's centres by this frame's camera motion; add this frame's."""
+        if view.motion is not None and view.geometry is not None and self._centres:
+            m = view.geometry.motion(view.motion, Frame.WORKING, Frame.NETWORK)
+            self._centres = deque(
+                (m[:, :2] @ c + m[:, 2] for c in self._centres), maxlen=self.config.window
+            )
+        self._centres.append(np.asarray(box[:2], float) + np.asarray(box[2:], float) / 2)
+        self._heights.append(float(box[3]))
+
+    def travel_now(self) -> float | None:
+        """Ground the track covered over the observed window, in its mean heights: its first
+        centre carried along with the scene to now, against its centre now (the measure of
+        :data:`emts.train.verifier.STILL_TRAVEL`, on the tracker's boxes). None before two
+        frames are in."""
+        if len(self._centres) < 2:
+            return None
+        moved = np.hypot(*(self._centres[-1] - self._centres[0]))
+        return float(moved / max(np.mean(self._heights), 1e-6))

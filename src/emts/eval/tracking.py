@@ -10,7 +10,7 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from emts.config import NETWORK_SIZE
+from emts.config import NETWORK_SIZE, AcquisitionConfig
 from emts.detector import Detection, Detector
 from emts.geometry import WORKING_GEOMETRY, Frame, FrameGeometry, working_geometry
 from emts.pipeline import (
@@ -300,15 +300,18 @@ def autolock_window(
     seed: int = 0,
     contrast_scale: float = CONTRAST_SCALE,
     detector_mode: str = DEFAULT_DETECTOR_MODE,
+    acquisition_config: AcquisitionConfig | None = None,
 ):
     """Window ``index`` of :func:`autolock`'s person-free footage through a fresh pipeline
-    under auto-lock: yields (frame, its labels, the pipeline's result, whether a lock started
-    on it, the pipeline) per frame."""
+    under auto-lock (``acquisition_config``: its lock acquisition's, default the shipped):
+    yields (frame, its labels, the pipeline's result, whether a lock started on it, the
+    pipeline) per frame."""
     spec = ClipSpec(
         "negative", "heldout", 1000 + seed, index, frames=frames, contrast_scale=contrast_scale
     )
     clip = render_clip(spec)
-    pipeline = Pipeline(detector_stage(detector, detector_mode), verifier, auto_lock=True)
+    stage = detector_stage(detector, detector_mode)
+    pipeline = Pipeline(stage, verifier, auto_lock=True, acquisition_config=acquisition_config)
     verifier.reset()
     for frame, labels in zip(clip.frames, clip.labels["frames"], strict=True):
         locked_before = pipeline.tracker.locked
