@@ -1512,7 +1512,8 @@ def _add_tracking(sub) -> None:
     p.add_argument(
         "--lock",
         default="auto",
-        help="'auto' (lock on its own once the verifier accepts, section 6.7), X,Y[@FRAME]: "
+        help="'auto' (lock on its own on someone walking, once the verifier accepts them, "
+        "section 6.7; a person standing still is not auto-locked: tap them), X,Y[@FRAME]: "
         "operator tap at input pixel X,Y on frame FRAME (default 0), locking at once on the "
         "person under the point, or X,Y,W,H[@FRAME]: lock on exactly that box",
     )
