@@ -668,10 +668,11 @@ class Pipeline:
             box_net = geometry.boxes([box_work], Frame.WORKING, Frame.NETWORK)[0]
         previous = None if front.size_changed else self._previous_working
         view = FrameView(front.channels, front.working, previous, front.motion.matrix, geometry)
-        # an auto-lock's target must walk (its lock is vetoed where it stands still)
+        # with the opt-in still veto, an accepted auto-lock whose track stands still is vetoed
+        # (an auto-lock's acceptance asks for the walk in LockAcquisition either way)
         config = self.acquisition.config
-        automatic = self.acquisition.last_source == "auto" and config.autolock_still_veto
-        min_travel = config.autolock_min_travel if automatic else None
+        veto_still = self.acquisition.last_source == "auto" and config.autolock_still_veto
+        min_travel = config.autolock_min_travel if veto_still else None
         self.verification.step(view, box_net, state.event is not None, min_travel)
         if getattr(self.verifier, "resolution", "network") == "working":
             self._previous_working = front.working.copy()
