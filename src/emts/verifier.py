@@ -175,6 +175,23 @@ def _cell_index(shape: tuple[int, int], rows: int, columns: int) -> tuple[np.nda
     return cells, rh * rw
 
 
+def ground_travel(boxes, motions) -> float:
+    """How far a track went over the ground across its ``boxes`` (``[x, y, w, h]``, one a
+    frame), in its mean box heights: its first centre carried along with the scene by the
+    camera ``motions`` (2x3 in the boxes' px; ``motions[i]`` takes frame i-1 to frame i, so
+    ``motions[0]`` is not used; None: no motion known that frame) to the last frame, against
+    its last centre. Stage E's training calls a person under
+    :data:`emts.train.verifier.STILL_TRAVEL` still; the pipeline's auto-locks must pass
+    :attr:`emts.config.AcquisitionConfig.autolock_min_travel`."""
+    first, last = (
+        np.asarray(b[:2], float) + np.asarray(b[2:], float) / 2 for b in (boxes[0], boxes[-1])
+    )
+    for m in list(motions)[1:]:
+        if m is not None:
+            first = m[:, :2] @ first + m[:, 2]
+    return float(np.hypot(*(last - first)) / max(np.mean([b[3] for b in boxes]), 1e-6))
+
+
 def default_model_path() -> Path:
     return Path(str(resources.files("emts") / "models" / DEFAULT_MODEL))
 
@@ -282,10 +299,10 @@ class VerificationSchedule:
         self.p_human: float | None = None  # last probability for this track
         self.classified: float | None = None  # probability computed on the last step, if any
         self.verified = False  # the verifier accepted this track at its last classification
-        # the track's centres over the window (NETWORK px, each carried to the current frame
-        # by the camera motions since) and heights: how far it went over the ground
-        self._centres: deque[np.ndarray] = deque(maxlen=self.config.window)
-        self._heights: deque[float] = deque(maxlen=self.config.window)
+        # the track's boxes over the window and the camera motion into each frame (NETWORK
+        # px): how far it went over the ground (:func:`ground_travel`, at classifications)
+        self._boxes: deque[np.ndarray] = deque(maxlen=self.config.window)
+        self._motions: deque[np.ndarray | None] = deque(maxlen=self.config.window)
         self.travel: float | None = None  # at the last classification (see travel_now)
 
     def verdict_for_tracker(self) -> bool | None:
@@ -319,7 +336,10 @@ class VerificationSchedule:
         if self.verifier is None or box is None:
             return None
         self.verifier.observe(view, box)
-        self._follow(view, box)
+        self._boxes.append(np.array(box, float))
+        known = view.motion is not None and view.geometry is not None
+        motion = view.geometry.motion(view.motion, Frame.WORKING, Frame.NETWORK) if known else None
+        self._motions.append(motion)
         self._since_classified += 1
         if not self.verifier.ready or self._since_classified < self.config.every:
             return None
@@ -332,22 +352,9 @@ class VerificationSchedule:
         self._pending_verdict = None if p is None else self.verified
         return p
 
-    def _follow(self, view: FrameView, box: np.ndarray) -> None:
-        """Carry the window's centres by this frame's camera motion; add this frame's."""
-        if view.motion is not None and view.geometry is not None and self._centres:
-            m = view.geometry.motion(view.motion, Frame.WORKING, Frame.NETWORK)
-            self._centres = deque(
-                (m[:, :2] @ c + m[:, 2] for c in self._centres), maxlen=self.config.window
-            )
-        self._centres.append(np.asarray(box[:2], float) + np.asarray(box[2:], float) / 2)
-        self._heights.append(float(box[3]))
-
     def travel_now(self) -> float | None:
-        """Ground the track covered over the observed window, in its mean heights: its first
-        centre carried along with the scene to now, against its centre now (the measure of
-        :data:`emts.train.verifier.STILL_TRAVEL`, on the tracker's boxes). None before two
-        frames are in."""
-        if len(self._centres) < 2:
+        """Ground the track covered over the observed window (:func:`ground_travel` of the
+        tracker's boxes). None before two frames are in."""
+        if len(self._boxes) < 2:
             return None
-        moved = np.hypot(*(self._centres[-1] - self._centres[0]))
-        return float(moved / max(np.mean(self._heights), 1e-6))
+        return ground_travel(self._boxes, self._motions)

@@ -28,7 +28,13 @@ from emts.errors import BadInputError
 from emts.geometry import WORKING_GEOMETRY, Frame, lift
 from emts.pipeline import channels_at
 from emts.synth.store import ClipSet, StoredClip
-from emts.verifier import DESCRIPTOR_SIZE, RESOLUTION_METADATA, FrameView, describe
+from emts.verifier import (
+    DESCRIPTOR_SIZE,
+    RESOLUTION_METADATA,
+    FrameView,
+    describe,
+    ground_travel,
+)
 
 GEOMETRY = WORKING_GEOMETRY
 WINDOW_FRAMES = range(2, 18)
@@ -312,13 +318,15 @@ STILL_TRAVEL = 0.2
 
 
 def _travel(labels: dict, boxes: list[np.ndarray]) -> float:
-    """Ground covered by a track over its window, in body heights (the camera's motion
-    removed: the start carried along with the scene, compared with the end)."""
-    centre = boxes[0][:2] + boxes[0][2:] / 2
-    for t in list(WINDOW_FRAMES)[1:]:
-        centre = _carried(labels, t, centre, Frame.NETWORK)
-    end = boxes[-1][:2] + boxes[-1][2:] / 2
-    return float(np.hypot(*(end - centre)) / max(np.mean([b[3] for b in boxes]), 1e-6))
+    """Ground covered by a track over its window, in body heights (the clip's true camera
+    motion removed: :func:`emts.verifier.ground_travel`)."""
+    motions = [
+        GEOMETRY.motion(
+            np.array(labels["frames"][t]["camera_motion"]), Frame.WORKING, Frame.NETWORK
+        )
+        for t in WINDOW_FRAMES
+    ]
+    return ground_travel(boxes, motions)
 
 
 def _ground_fixed(labels: dict, rng) -> list[np.ndarray]:
