@@ -18,15 +18,15 @@ had moved 0.005-0.03 of their height. ~20 s a window.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 import numpy as np
 
 from emts.config import AcquisitionConfig
 from emts.detector import Detector
 from emts.eval.tracking import autolock_window
-from emts.geometry import Frame
 from emts.precision import named_model
-from emts.verifier import Verifier, describe, narrowed, roi_pair_working
+from emts.verifier import Verifier
 
 
 class _Registered(Verifier):
@@ -46,10 +46,9 @@ class _Registered(Verifier):
         """Describe this step's ROI pair again with ``truth`` (frame t-1 -> t) as the motion."""
         if self.seen is None or self.seen[0].previous is None:
             return
-        (view, box), c = self.seen, self.config
-        work = view.geometry.boxes([narrowed(box, c.roi_max_aspect)], Frame.NETWORK, Frame.WORKING)
-        pair = roi_pair_working(view.previous, view.working, truth, work[0], c)
-        self.true_window = [*self.true_window, describe(*pair, c)][-c.window :]
+        view, box = self.seen
+        descriptor = self.describe(replace(view, motion=truth), box)  # as observe cuts it
+        self.true_window = [*self.true_window, descriptor][-self.config.window :]
         self.seen = None
 
     def true_probability(self) -> float | None:
