@@ -133,7 +133,7 @@ def test_the_thermal_tflite_files_were_converted_from_its_fp32_onnx():
 
 @needs_litert
 def test_the_thermal_int8_tflite_follows_its_onnx_int8_at_512x384():
-    """Both keep the stem and the next convolution float (`--float-convs 2`)."""
+    """Both keep the stem and stage 1's first block float (`--float-convs 3`)."""
     from emts.pipeline import MotionFrontEnd
     from emts.synth.still_clip import gusty_clip
 

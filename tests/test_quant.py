@@ -284,15 +284,17 @@ def test_the_input_convolution_can_stay_float_so_the_input_is_never_quantized(
     assert sum(c.input[1] in dequantized for c in convs) == 20
 
 
-def test_the_shipped_int8_thermal_detector_keeps_its_first_two_convolutions_float():
-    """Its stem's output quantized cost 0.018 AP@0.25 on HIT-UAV (`--float-convs 2`)."""
+def test_the_shipped_int8_thermal_detector_keeps_its_first_three_convolutions_float():
+    """Its stem's output quantized cost 0.018 AP@0.25 on HIT-UAV; with stage 1's first block
+    float too (`--float-convs 3`) the bench's AP@0.25 stays within 0.008 of float (0.007;
+    two float: 0.010)."""
     fp32 = onnx.load(str(shipped_model("detector", "fp32", variant="thermal")))
-    assert input_convolutions(fp32, 2)[-1] == "/model/stage1.0/stage1.0.0/Conv"
+    assert input_convolutions(fp32, 3)[-1] == "/model/stage1.0/stage1.0.3/Conv"
     assert input_convolutions(fp32, 0) == []
     int8 = onnx.load(str(shipped_model("detector", "int8", variant="thermal")))
     dequantized = {n.output[0] for n in int8.graph.node if n.op_type == "DequantizeLinear"}
     convs = [n for n in int8.graph.node if n.op_type == "Conv"]
-    assert [c.input[1] in dequantized for c in convs] == [False, False] + [True] * 19
+    assert [c.input[1] in dequantized for c in convs] == [False] * 3 + [True] * 18
     from emts.detector import Detector
 
     assert Detector(shipped_model("detector", "int8", variant="thermal")).network_size == (512, 384)

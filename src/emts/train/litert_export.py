@@ -118,17 +118,22 @@ class _FloatInput(nn.Sequential):
 def _keep_input_float(kind: str, module: nn.Module, convs: int = 1) -> nn.Module:
     """Mark the first ``convs`` convolutions float: 1 (the stem; the verifier's first), or for
     the detector 2 (also stage 1's first, depthwise, convolution with its ReLU: as ``emts
-    quantize --float-convs 2``)."""
-    if kind == "detector" and convs in (1, 2):
+    quantize --float-convs 2``) or 3 (stage 1's whole first block: as ``--float-convs 3``)."""
+    if kind == "detector" and convs in (1, 2, 3):
         module.model.stem = _FloatInput(*module.model.stem)
-        if convs == 2:
-            block = module.model.stage1[0]
-            layers = list(block)
-            module.model.stage1[0] = nn.Sequential(_FloatInput(*layers[:3]), *layers[3:])
+        if convs > 1:
+            layers = list(module.model.stage1[0])  # depthwise, BN, ReLU, pointwise, BN, ReLU
+            if convs == 2:
+                module.model.stage1[0] = nn.Sequential(_FloatInput(*layers[:3]), *layers[3:])
+            else:
+                module.model.stage1[0] = _FloatInput(*layers)
     elif kind == "verifier" and convs == 1:
         module.features[0] = _FloatInput(module.features[0])
     else:
-        raise BadInputError(f"--float-convs {convs}: the LiteRT {kind} keeps 1 or 2 float")
+        raise BadInputError(
+            f"--float-convs {convs}: the LiteRT {kind} keeps "
+            + ("1, 2 or 3 float" if kind == "detector" else "1 float")
+        )
     return module
 
 
