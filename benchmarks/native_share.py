@@ -18,6 +18,7 @@ ratio the pipeline would reach with no glue at all (the peer's median over the m
 native calls).
 
     python benchmarks/native_share.py --frames 600 --out DIR [--peer-yolo /tmp/yolov8n.onnx]
+        [--model thermal]
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ import time
 from pathlib import Path
 
 import cv2
+
+from emts.precision import named_model
 
 STAGE_OF_MODULE = {
     "ego_motion": "A",
@@ -136,6 +139,11 @@ def main() -> int:
     parser.add_argument("--frames", type=int, default=600)
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--model",
+        type=named_model,
+        help="detector as on emts bench (e.g. thermal; default: the shipped one)",
+    )
     parser.add_argument("--peer-yolo", type=Path, help="a YOLO ONNX to interleave (one round)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
@@ -166,11 +174,23 @@ def main() -> int:
     if args.peer_yolo:
         from emts.peer import run_peer
 
-        peer = run_peer(args.peer_yolo, args.frames, args.warmup, args.threads, rounds=1)
+        peer = run_peer(
+            args.peer_yolo,
+            args.frames,
+            args.warmup,
+            args.threads,
+            rounds=1,
+            model=args.model,
+        )
         frames = args.frames
     else:
         peer = None
-        report = run_bench(frames=args.frames, warmup=args.warmup, threads=args.threads)
+        report = run_bench(
+            frames=args.frames,
+            warmup=args.warmup,
+            threads=args.threads,
+            model=args.model,
+        )
         frames = report["frames"]
     # means (the calls are summed): a stage's glue is its mean time less its calls' mean
     stages = {s: ms / frames for s, ms in stage_ms.items() if s != "total"}
@@ -209,6 +229,7 @@ def main() -> int:
     out = {
         "frames": frames,
         "threads": args.threads,
+        "model": args.model or "shipped (default)",
         "total_mean_ms": round(total, 4),
         "native_ms_per_frame": round(native_total, 4),
         "native_share": round(native_total / total, 3),
