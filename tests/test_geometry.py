@@ -139,3 +139,22 @@ def test_a_homography_is_expressed_in_another_frame_like_the_affine_it_lifts():
     mapped = geometry.homography(2.0 * lift(affine), Frame.WORKING, Frame.INPUT)  # any scale
     np.testing.assert_allclose(mapped[:2], expected, atol=1e-12)
     np.testing.assert_allclose(mapped[2], [0, 0, 1], atol=1e-12)
+
+
+def test_a_few_boxes_map_as_the_matrix_path_maps_them():
+    """FrameGeometry.boxes maps up to a few boxes in Python floats (its per-frame path); the
+    numbers must be those of the corner points through the 3x3 map, to the last bit."""
+    rng = np.random.default_rng(0)
+    for size in [(640, 512), (1280, 720), (333, 777)]:
+        geometry = FrameGeometry(size, (512, 384))
+        for src in Frame:
+            for dst in Frame:
+                for n in (1, 3, 8, 9):  # 9: the numpy path
+                    boxes = rng.uniform(-50, 700, (n, 4)) * rng.choice([1, 0.1, 1e-3], (n, 4))
+                    corners = np.concatenate(
+                        [boxes[:, :2] - 0.5, boxes[:, :2] + boxes[:, 2:] - 0.5], axis=0
+                    )
+                    mapped = geometry.points(corners, src, dst) + 0.5
+                    expected = np.concatenate([mapped[:n], mapped[n:] - mapped[:n]], axis=1)
+                    np.testing.assert_array_equal(geometry.boxes(boxes, src, dst), expected)
+    assert geometry.boxes(np.zeros((0, 4)), Frame.INPUT, Frame.WORKING).shape == (0, 4)

@@ -171,12 +171,16 @@ def _image_samples(channels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """L and R of a (3, H, W) stack on a grid of the image (:func:`_sample_step`): padding
     columns left out, and the letterbox rows of a 16:9 input, whose R is exactly 0 (masked by
     Stage B; image rows never are once there is any residual)."""
+    grid, rows = _sample_grid(channels)
+    return channels[0][grid][rows], channels[1][grid][rows]
+
+
+def _sample_grid(channels: np.ndarray) -> tuple[tuple[slice, slice], np.ndarray]:
+    """(the grid of :func:`_image_samples` as slices of one channel, its rows with any R)."""
     layout = _layout_of(channels)
     step = _sample_step(channels.shape[-2])
-    light = channels[0, ::step, layout.pad_left : layout.pad_right : step]
-    residual = channels[1, ::step, layout.pad_left : layout.pad_right : step]
-    rows = residual.any(axis=1)
-    return light[rows], residual[rows]
+    grid = (slice(None, None, step), slice(layout.pad_left, layout.pad_right, step))
+    return grid, channels[1][grid].any(axis=1)
 
 
 def _level(residual: np.ndarray) -> float:
@@ -230,10 +234,11 @@ def normalize_residual_level(
         if all(f is c for f, c in zip(frames, channels, strict=True)):
             return channels
         return np.stack(frames)
-    light, residual = _image_samples(channels)
-    gain = _gain(_level(residual), reference, floor)
-    if gain >= 1.0:
+    grid, rows = _sample_grid(channels)
+    gain = _gain(_level(channels[1][grid][rows]), reference, floor)
+    if gain >= 1.0:  # (most frames: L's samples are needed only below)
         return channels
+    light = channels[0][grid][rows]
     out = np.empty(channels.shape, np.float32)
     g = np.float32(gain)
     np.multiply(channels[0], g, out=out[0])

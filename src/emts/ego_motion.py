@@ -26,7 +26,9 @@ from emts.geometry import WORKING_TO_STAGE_A, lift
 Method = Literal["lk", "phase", "identity"]
 
 _IDENTITY = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
-_STAGE_A_TO_WORKING = np.linalg.inv(WORKING_TO_STAGE_A.matrix)
+_WORKING_TO_STAGE_A = WORKING_TO_STAGE_A.matrix  # (the property builds a new array per call)
+_WORKING_TO_STAGE_A.setflags(write=False)
+_STAGE_A_TO_WORKING = np.linalg.inv(_WORKING_TO_STAGE_A)
 _INLIER_SHARE = 0.9  # a homography must explain this share of the similarity's inliers
 # the WORKING frame's corners (homogeneous columns): where a homography and the similarity
 # put them is how far they disagree
@@ -232,7 +234,7 @@ class EgoMotionEstimator:
         error_homography = cv2.norm(mapped, targets, cv2.NORM_L2SQR) / count
         if error_homography > (1.0 - c.homography_min_gain) * error_similarity:
             return None
-        working = _STAGE_A_TO_WORKING @ homography @ WORKING_TO_STAGE_A.matrix
+        working = _STAGE_A_TO_WORKING @ homography @ _WORKING_TO_STAGE_A
         corners = working @ _CORNERS
         if np.any(corners[2] <= 1e-6):  # a corner sent through the horizon
             return None
@@ -281,5 +283,4 @@ class EgoMotionEstimator:
 
     @staticmethod
     def _to_working(similarity_stage_a: np.ndarray) -> np.ndarray:
-        to_a = WORKING_TO_STAGE_A.matrix
-        return (_STAGE_A_TO_WORKING @ lift(similarity_stage_a) @ to_a)[:2]
+        return (_STAGE_A_TO_WORKING @ lift(similarity_stage_a) @ _WORKING_TO_STAGE_A)[:2]

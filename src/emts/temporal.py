@@ -60,7 +60,7 @@ import numpy as np
 from emts.channels import halved_channels, network_content
 from emts.detector import STRIDE, Detection, Detector, decode, fixed_size, recorded_size
 from emts.errors import BadInputError
-from emts.geometry import Frame, FrameGeometry, box_iou, working_geometry
+from emts.geometry import Frame, FrameGeometry, box_iou, lift, working_geometry
 from emts.modality import AUTO
 
 MEMORY = 0.5  # a: the weight of the carried memory (time constant ~1.4 frames)
@@ -76,7 +76,7 @@ _NETWORK_TO_CELL = np.linalg.inv(_CELL_TO_NETWORK)
 
 def motion_in_cells(motion_network: np.ndarray) -> np.ndarray:
     """A 2x3 NETWORK-px motion as a motion of heatmap cells (stride 8)."""
-    lifted = np.vstack([np.asarray(motion_network, float).reshape(2, 3), [0, 0, 1]])
+    lifted = lift(np.asarray(motion_network, float).reshape(2, 3))
     return (_NETWORK_TO_CELL @ lifted @ _CELL_TO_NETWORK)[:2]
 
 

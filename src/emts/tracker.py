@@ -192,8 +192,9 @@ class AppearanceTemplate:
         """``size`` samples, ``step`` px apart from ``top_left`` (coordinates of ``g``'s
         domain), cut from ``image`` (``g``: 3x3, that domain -> image px)."""
         a = g[:2, :2]
-        offset = a @ top_left + g[:2, 2]
-        inverse_map = np.hstack([a * step, offset[:, None]])  # sample -> image px
+        inverse_map = np.empty((2, 3))  # sample -> image px (np.hstack: ~4x the time)
+        np.multiply(a, step, out=inverse_map[:, :2])
+        inverse_map[:, 2] = a @ top_left + g[:2, 2]
         return cv2.warpAffine(
             image,
             inverse_map,
@@ -639,6 +640,10 @@ def _local_maxima(response: np.ndarray, floor: float, count: int) -> list[tuple[
     return [(int(xs[i]), int(ys[i])) for i in order]
 
 
+_EYE6 = np.eye(6)
+_EYE6.setflags(write=False)
+
+
 def _parabola_offset(values: np.ndarray) -> float:
     """Sub-pixel offset of a peak from three samples (0 at the middle one)."""
     if len(values) != 3:
@@ -647,7 +652,8 @@ def _parabola_offset(values: np.ndarray) -> float:
     denominator = left - 2.0 * middle + right
     if abs(denominator) < 1e-9:
         return 0.0
-    return float(np.clip(0.5 * (left - right) / denominator, -0.5, 0.5))
+    # (builtin min/max: np.clip on a scalar costs ~10 us, twice a frame)
+    return float(min(max(0.5 * (left - right) / denominator, -0.5), 0.5))
 
 
 class TargetTracker:
@@ -827,7 +833,7 @@ class TargetTracker:
     def _search_radius(self, upper: float) -> float:
         low, _ = self.config.search_radius
         sigma = np.sqrt(max(self.p[0, 0], self.p[1, 1]) + self.config.appearance_noise)
-        return float(np.clip(3.0 * sigma, low, upper))
+        return float(min(max(3.0 * sigma, low), upper))  # (np.clip on a scalar: ~10 us)
 
     # ------------------------------------------------------------------ update
     def update(
@@ -932,7 +938,8 @@ class TargetTracker:
 
     def _state(self, chosen, candidates, measured_by, content, peak=None, event=None):
         centre, size = self.image_box()
-        centre = np.clip(centre, content[:2], content[2:])  # never report a box off the image
+        # never report a box off the image (np.clip's wrapper costs ~4x its ufuncs here)
+        centre = np.minimum(np.maximum(centre, content[:2]), content[2:])
         score = candidates[chosen].score if chosen is not None else None
         return TrackState(
             self.mode, centre, size, score, chosen, self.misses, peak, measured_by, event
@@ -1177,7 +1184,7 @@ class TargetTracker:
         s = h @ self.p @ h.T + r
         gain = self.p @ h.T @ np.linalg.inv(s)  # K = P H^T S^-1
         self.x = self.x + gain @ (z - h @ self.x)  # x = x + K (z - H x)
-        self.p = (np.eye(6) - gain @ h) @ self.p  # P = (I - K H) P
+        self.p = (_EYE6 - gain @ h) @ self.p  # P = (I - K H) P
 
     def _accept(self, candidate: Candidate, measurement: np.ndarray, verdict: bool | None) -> None:
         c = self.config

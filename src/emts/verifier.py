@@ -71,7 +71,10 @@ def roi_pair(
     current = channels[0]
     previous = channels[0] - channels[2]
     crops = [_crop(image, affine, c) for image in (previous, current)]
-    return tuple(np.clip(crop * 255.0 + 0.5, 0, 255).astype(np.uint8) for crop in crops)  # type: ignore[return-value]
+    # (np.minimum / np.maximum: np.clip's wrapper costs more than the two ufuncs here)
+    return tuple(
+        np.minimum(np.maximum(crop * 255.0 + 0.5, 0), 255).astype(np.uint8) for crop in crops
+    )  # type: ignore[return-value]
 
 
 def roi_pair_working(

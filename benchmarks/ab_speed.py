@@ -1,0 +1,121 @@
+"""Time the pipeline of an earlier commit and of the working tree in one process, frame by
+frame alternating: a speed change measured on a machine whose speed drifts.
+
+On the 2-core build VM the same code took 4.4-7.3 ms a frame from one `emts bench` run to the
+next (2026-12-02), which swamps a change of a few per cent; two runs alternating per round
+help, one process alternating per frame helps most. This copies ``src/emts`` of ``--base``
+(`git archive`) into a scratch folder as the package ``emts_base`` (its imports renamed), builds
+the same runner `emts bench` builds from each (Stages A-E, the base's own shipped models), and
+feeds both the bench's gusty clip, alternating which goes first on every frame.
+
+    python benchmarks/ab_speed.py --base 5c3165f [--model thermal] [--frames 600] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+_IMPORTS = (
+    (re.compile(r"\bfrom emts\b"), "from emts_base"),
+    (re.compile(r"\bimport emts\b"), "import emts_base"),
+    (re.compile(r"\bemts\.([a-z_]+)"), r"emts_base.\1"),
+)
+
+
+def base_package(revision: str, into: Path) -> Path:
+    """``src/emts`` of ``revision`` as the package ``into/emts_base``."""
+    root = Path(__file__).resolve().parents[1]
+    archive = subprocess.run(
+        ["git", "archive", revision, "src/emts"], cwd=root, capture_output=True, check=True
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    package = into / "emts_base"
+    (into / "src" / "emts").rename(package)
+    for path in package.rglob("*.py"):
+        text = path.read_text()
+        for pattern, replacement in _IMPORTS:
+            text = pattern.sub(replacement, text)
+        path.write_text(text)
+    return package
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base", required=True, help="git revision to compare with")
+    parser.add_argument("--model", help="detector as on emts bench (e.g. thermal)")
+    parser.add_argument("--frames", type=int, default=600)
+    parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", type=Path, help="write the figures here as JSON")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as scratch:
+        try:
+            base_package(args.base, Path(scratch))
+        except subprocess.CalledProcessError as error:
+            print(f"ab_speed: cannot read {args.base}: {error.stderr.decode().strip()}")
+            return 2
+        sys.path.insert(0, scratch)
+        import emts_base.bench as base_bench  # noqa: PLC0415 (made just above)
+
+        import emts.bench as new_bench
+        from emts.precision import named_model
+        from emts.synth.still_clip import gusty_clip
+
+        model = None if args.model is None else named_model(args.model)
+        precision = "fp32" if model else None
+        new_bench.set_threads(args.threads)
+        runners = {
+            "base": base_bench.build_runner(model, precision, args.threads)[0],
+            "new": new_bench.build_runner(model, precision, args.threads)[0],
+        }
+        frames = list(gusty_clip(args.frames + args.warmup, seed=0).frames)
+        times: dict[str, list[float]] = {"base": [], "new": []}
+        for round_ in range(args.rounds):
+            for runner in runners.values():
+                runner.reset()
+            desc = f"round {round_ + 1}/{args.rounds}"
+            for index, frame in enumerate(tqdm(frames, desc=desc, unit="frame", disable=None)):
+                order = ("base", "new") if index % 2 else ("new", "base")
+                for name in order:
+                    start = time.perf_counter()
+                    runners[name].step(frame)
+                    elapsed = (time.perf_counter() - start) * 1e3
+                    if index >= args.warmup:
+                        times[name].append(elapsed)
+    report = {
+        "base": args.base,
+        "model": args.model or "shipped (default)",
+        "frames": len(times["new"]),
+        "threads": args.threads,
+        **{f"{k}_median_ms": round(float(np.median(v)), 4) for k, v in times.items()},
+        **{f"{k}_mean_ms": round(float(np.mean(v)), 4) for k, v in times.items()},
+    }
+    report["new_over_base_median"] = round(report["new_median_ms"] / report["base_median_ms"], 4)
+    print(
+        f"base {args.base}: {report['base_median_ms']:.3f} ms, working tree: "
+        f"{report['new_median_ms']:.3f} ms a frame (medians of {report['frames']} frames each, "
+        f"alternating); new / base {report['new_over_base_median']:.3f}"
+    )
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
