@@ -640,10 +640,6 @@ def _local_maxima(response: np.ndarray, floor: float, count: int) -> list[tuple[
     return [(int(xs[i]), int(ys[i])) for i in order]
 
 
-_EYE6 = np.eye(6)
-_EYE6.setflags(write=False)
-
-
 def _parabola_offset(values: np.ndarray) -> float:
     """Sub-pixel offset of a peak from three samples (0 at the middle one)."""
     if len(values) != 3:
@@ -654,6 +650,10 @@ def _parabola_offset(values: np.ndarray) -> float:
         return 0.0
     # (builtin min/max: np.clip on a scalar costs ~10 us, twice a frame)
     return float(min(max(0.5 * (left - right) / denominator, -0.5), 0.5))
+
+
+_EYE6 = np.eye(6)  # the Kalman filter's identity (state: x, y, vx, vy, w, h)
+_EYE6.setflags(write=False)
 
 
 class TargetTracker:
