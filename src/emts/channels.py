@@ -159,7 +159,7 @@ RESIDUAL_GAIN_FLOOR = 0.1  # never scale a frame down by more than 10x
 
 
 def _sample_step(height: int) -> int:
-    """The sampling step of :func:`_image_samples`: every other row and column below 384 rows
+    """The sampling step of :func:`_sample_grid`: every other row and column below 384 rows
     (the paper's 192), every (2 x height // 192)-th from there -- about the paper's ~12k
     samples at any size: at 512x384 the p90 of R on every other pixel took 0.5 of the
     normalization's 0.6 ms, and every 4th gives levels within 0.8 % of it (p5-p95 over 150
@@ -167,16 +167,11 @@ def _sample_step(height: int) -> int:
     return 2 * (height // 192) if height >= 384 else 2
 
 
-def _image_samples(channels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """L and R of a (3, H, W) stack on a grid of the image (:func:`_sample_step`): padding
-    columns left out, and the letterbox rows of a 16:9 input, whose R is exactly 0 (masked by
-    Stage B; image rows never are once there is any residual)."""
-    grid, rows = _sample_grid(channels)
-    return channels[0][grid][rows], channels[1][grid][rows]
-
-
 def _sample_grid(channels: np.ndarray) -> tuple[tuple[slice, slice], np.ndarray]:
-    """(the grid of :func:`_image_samples` as slices of one channel, its rows with any R)."""
+    """(a grid of the image of a (3, H, W) stack as slices of one channel, its rows with any
+    R): every :func:`_sample_step`-th row and column, padding columns left out; the rows
+    drop the letterbox rows of a 16:9 input, whose R is exactly 0 (masked by Stage B; image
+    rows never are once there is any residual). ``channel[grid][rows]``: its samples."""
     layout = _layout_of(channels)
     step = _sample_step(channels.shape[-2])
     grid = (slice(None, None, step), slice(layout.pad_left, layout.pad_right, step))
@@ -200,7 +195,8 @@ def residual_level(channels: np.ndarray) -> float:
     """The 90th percentile of R over the image (a grid of it, :func:`_sample_step`; padding columns
     and all-zero letterbox rows left out) of one (3, H, W) ``[L, R, D]`` stack; 0 when R is 0
     (a stream's first frame)."""
-    return _level(_image_samples(channels)[1])
+    grid, rows = _sample_grid(channels)
+    return _level(channels[1][grid][rows])
 
 
 def residual_gain(

@@ -302,10 +302,11 @@ class VerificationSchedule:
         self.p_human: float | None = None  # last probability for this track
         self.classified: float | None = None  # probability computed on the last step, if any
         self.verified = False  # the verifier accepted this track at its last classification
-        # the track's boxes over the window and the camera motion into each frame (NETWORK
-        # px): how far it went over the ground (:func:`ground_travel`, at classifications)
+        # the track's boxes over the window (NETWORK px) and the camera motion into each
+        # frame as Stage A gives it (WORKING px, with the frame's geometry; None: none known):
+        # how far it went over the ground (:func:`ground_travel`, at classifications only)
         self._boxes: deque[np.ndarray] = deque(maxlen=self.config.window)
-        self._motions: deque[np.ndarray | None] = deque(maxlen=self.config.window)
+        self._motions: deque[tuple | None] = deque(maxlen=self.config.window)
         self.travel: float | None = None  # at the last classification (see travel_now)
 
     def verdict_for_tracker(self) -> bool | None:
@@ -341,8 +342,7 @@ class VerificationSchedule:
         self.verifier.observe(view, box)
         self._boxes.append(np.array(box, float))
         known = view.motion is not None and view.geometry is not None
-        motion = view.geometry.motion(view.motion, Frame.WORKING, Frame.NETWORK) if known else None
-        self._motions.append(motion)
+        self._motions.append((view.motion, view.geometry) if known else None)
         self._since_classified += 1
         if not self.verifier.ready or self._since_classified < self.config.every:
             return None
@@ -360,4 +360,9 @@ class VerificationSchedule:
         tracker's boxes). None before two frames are in."""
         if len(self._boxes) < 2:
             return None
-        return ground_travel(self._boxes, self._motions)
+        # mapped to NETWORK px here, not on every frame (the first frame's is never used)
+        motions = [None] + [
+            None if m is None else m[1].motion(m[0], Frame.WORKING, Frame.NETWORK)
+            for m in list(self._motions)[1:]
+        ]
+        return ground_travel(self._boxes, motions)
