@@ -26,6 +26,7 @@ from emts.train.data import StoredClips
 from emts.train.export import detector_from_onnx, export_onnx, export_streaming_onnx
 from emts.train.loop import TrainConfig, plot_curves, run_phases
 from emts.train.model import MicroDetector
+from emts.train.quantize import sha256
 
 TSM_LR = 5e-4  # a third of phase 2's peak: the shift perturbs a converged model
 TSM_MIXTURE = {"tier1": 0.625, "negative": 0.375}  # phase 2's 0.5 : 0.3, without Tier 2
@@ -88,6 +89,7 @@ def finetune_tsm(
     report = {
         "command": command,
         "from": str(source),
+        "from_sha256": sha256(source),
         "tsm": mode,
         "folds": [b.fold for b in model.blocks()],
         "cache_shapes": shapes,
