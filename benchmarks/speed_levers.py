@@ -37,7 +37,7 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from emts.bench import build_runner, set_threads
+from emts.bench import set_threads
 from emts.config import EgoMotionConfig
 from emts.ego_motion import EgoMotionEstimator
 from emts.metrics import registration_error
@@ -163,42 +163,16 @@ def stage_a_costs(seeds=(1, 2, 3), frames: int = 300, timing_frames: int = 400) 
 
 
 def interleave_costs(peer_model: Path, block: int, rounds: int, frames: int) -> dict:
-    """Peer / EMTS medians per round, frame by frame and in blocks, rounds alternating."""
-    from emts.peer import _peer_session, peer_input
+    """Peer / EMTS per round as `emts bench --peer-yolo` measures it (frame by frame) and in
+    blocks of ``block`` frames, one round of each in turn."""
+    from emts.peer import run_peer
 
-    set_threads(2)
-    peer = _peer_session(peer_model, 2)
-    name = peer.get_inputs()[0].name
-    shape = peer.get_inputs()[0].shape
-    runner, _ = build_runner(None, None, 2)
-    warmup = 30
-    clip = gusty_clip(frames + warmup, seed=0).frames
-    feeds = [{name: peer_input(f, shape)} for f in clip]
     out: dict[str, list[dict]] = {"per frame": [], f"blocks of {block}": []}
-    for round_ in range(rounds):
+    for _ in range(rounds):
         for mode, size in (("per frame", 1), (f"blocks of {block}", block)):
-            runner.reset()
-            ours, theirs = [], []
-            for first in tqdm(range(0, len(clip), size), desc=f"{mode} {round_ + 1}", disable=None):
-                indices = range(first, min(len(clip), first + size))
-                for index in indices:
-                    start = time.perf_counter()
-                    runner.step(clip[index])
-                    if index >= warmup:
-                        ours.append((time.perf_counter() - start) * 1e3)
-                for index in indices:
-                    start = time.perf_counter()
-                    peer.run(None, feeds[index])
-                    if index >= warmup:
-                        theirs.append((time.perf_counter() - start) * 1e3)
-            emts_ms, peer_ms = float(np.median(ours)), float(np.median(theirs))
-            out[mode].append(
-                {
-                    "emts_ms": round(emts_ms, 3),
-                    "peer_ms": round(peer_ms, 2),
-                    "ratio": peer_ms / emts_ms,
-                }
-            )
+            out[mode] += run_peer(peer_model, frames=frames, threads=2, rounds=1, block=size)[
+                "rounds"
+            ]
     return {
         mode: {
             "rounds": rows,

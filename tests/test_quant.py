@@ -241,7 +241,7 @@ def test_detect_with_precision_and_model_is_refused_in_one_line(tmp_path, capsys
 # --- the peer ratio (emts bench --peer-yolo) ---
 
 
-def test_peer_is_timed_interleaved_and_reported_as_a_ratio(tmp_path, capsys):
+def _peer_model(tmp_path):
     weight = numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "w")
     x = helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, 64, 64])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 62, 62])
@@ -250,6 +250,11 @@ def test_peer_is_timed_interleaved_and_reported_as_a_ratio(tmp_path, capsys):
     )
     peer = tmp_path / "peer.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), peer)
+    return peer
+
+
+def test_peer_is_timed_interleaved_and_reported_as_a_ratio(tmp_path, capsys):
+    peer = _peer_model(tmp_path)
     out = tmp_path / "peer.json"
     argv = ["bench", "--peer-yolo", str(peer), "--frames", "4", "--warmup", "1"]
     assert main([*argv, "--rounds", "2", "--threads", "1", "--json", str(out)]) == 0
@@ -262,6 +267,18 @@ def test_peer_is_timed_interleaved_and_reported_as_a_ratio(tmp_path, capsys):
     assert report["models"]["stage B warp"] == "network"
     assert main([*argv, "--threads", "1", "--stage-b", "working", "--json", str(out)]) == 0
     assert json.loads(out.read_text())["models"]["stage B warp"] == "working"
+
+
+def test_peer_timing_in_blocks_is_reported_as_such_and_refuses_a_block_under_1(tmp_path):
+    from emts.peer import format_peer, run_peer
+
+    peer = _peer_model(tmp_path)
+    report = run_peer(peer, frames=5, warmup=1, threads=1, rounds=1, block=3)
+    assert report["block"] == 3 and len(report["rounds"]) == 1
+    assert report["rounds"][0]["emts_ms"] > 0 and report["rounds"][0]["peer_ms"] > 0
+    assert "in blocks of 3" in format_peer(report)
+    with pytest.raises(BadInputError, match="block"):
+        run_peer(peer, frames=2, block=0)
 
 
 def test_the_input_convolution_can_stay_float_so_the_input_is_never_quantized(
