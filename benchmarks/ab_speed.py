@@ -72,7 +72,7 @@ def main() -> int:
         sys.path.insert(0, scratch)
         import emts_base.bench as base_bench  # noqa: PLC0415 (made just above)
 
-        import emts.bench as new_bench
+        import emts.apps.bench as new_bench
         from emts.precision import named_model
         from emts.synth.still_clip import gusty_clip
 

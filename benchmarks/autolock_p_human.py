@@ -7,7 +7,7 @@ verified lock held and the verifier's P(human) on them (min / median / max); bes
 same windows of descriptors with each ROI pair registered by the camera motion the clip was
 rendered with instead of Stage A's estimate (is a static target called human because the
 registration leaves flow on it?), and the ground the track covered over each classified
-window (:meth:`emts.verifier.VerificationSchedule.travel_now`, in its heights). Used on the
+window (:meth:`emts.stages.e_verify.VerificationSchedule.travel_now`, in its heights). Used on the
 mirrored thermal candidate (reports/real/candidates/z_mirror, sections 4-5): its longest false
 locks, on a parked car and static blobs, were called human at 0.5-0.96 with either motion, and
 had moved 0.005-0.03 of their height. ~20 s a window.
@@ -23,10 +23,10 @@ from dataclasses import replace
 import numpy as np
 
 from emts.config import AcquisitionConfig
-from emts.detector import Detector
 from emts.eval.tracking import autolock_window
 from emts.precision import named_model
-from emts.verifier import Verifier
+from emts.stages.c_detect.detector import Detector
+from emts.stages.e_verify import Verifier
 
 
 class _Registered(Verifier):

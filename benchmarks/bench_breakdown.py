@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from emts.detector import Detector
 from emts.eval.detect import BENCH_FRAMES, StreamDetect, ground_truth
 from emts.eval.metrics import ImageResult, match
 from emts.eval.real import spacings
+from emts.stages.c_detect.detector import Detector
 from emts.synth.store import ClipSet
 
 SCORE = 0.3

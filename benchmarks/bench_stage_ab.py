@@ -20,10 +20,10 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from emts.bench import format_table, run_bench, set_threads
-from emts.ego_motion import EgoMotionEstimator
+from emts.apps.bench import format_table, run_bench, set_threads
+from emts.front_end import MotionFrontEnd
 from emts.metrics import GUST_PAIRS, registration_error
-from emts.pipeline import MotionFrontEnd
+from emts.stages.a_ego_motion import EgoMotionEstimator
 from emts.synth.still_clip import gusty_clip, load_demo_still
 
 

@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from emts.front_end import MotionFrontEnd
 from emts.geometry import Frame, FrameGeometry
 from emts.metrics import registration_error
-from emts.pipeline import MotionFrontEnd
 from emts.synth.store import ClipSet
 
 GEOMETRY = FrameGeometry((640, 512))

@@ -1,7 +1,7 @@
 """The tap lock through the demo's scene over many seeds: `emts demo`'s clip, one per seed.
 
 Each seed renders the demo scene anew (a walker on a HIT-UAV plate passing behind a tree, a
-dog, a gust at frame 95; `emts.demo`), taps the person at frame 5 and tracks them with the
+dog, a gust at frame 95; `emts.apps.demo`), taps the person at frame 5 and tracks them with the
 shipped models; a run succeeds when the target is within 20 px of the truth on >= 90 % of
 the visible frames (the demo's own figure). Per detector (``--model``: the default model at
 256x192, the thermal model at 512x384, or ``auto``, which picks the thermal one on these gray
@@ -25,11 +25,12 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from emts.apps.demo import run_demo
 from emts.config import TrackerConfig
-from emts.demo import run_demo
 from emts.modality import MODEL_CHOICES
-from emts.pipeline import Pipeline, shipped_stage
-from emts.verifier import Verifier
+from emts.pipeline import Pipeline
+from emts.stages.c_detect.stage import shipped_stage
+from emts.stages.e_verify import Verifier
 
 SUCCESS = 0.9  # share of visible frames within 20 px
 

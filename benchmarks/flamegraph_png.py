@@ -24,7 +24,7 @@ _MIN_SHARE = 0.004
 
 
 def _frame_name(frame: str) -> str:
-    """'Detector.raw (emts/detector.py:128)' -> 'Detector.raw (detector.py)'."""
+    """'Detector.raw (emts/stages/c_detect/detector.py:128)' -> 'Detector.raw (detector.py)'."""
     match = re.match(r"(.*?) \((.*?)(?::\d+)?\)$", frame)
     if not match:
         return frame

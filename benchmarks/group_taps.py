@@ -10,7 +10,8 @@ target's centre lies in the tapped person's box grown by a fifth each side; lock
 such frames / frames after the tap. The tap lands on the person's centre, or with
 ``--tap-jitter F`` uniformly within F of their box's width and height of it (an operator's
 finger on a small person). Runs the pipeline as shipped and, with ``--compare-square``, with
-CenterNet's 3x3 peaks alone (``emts.detector.PEAK_KERNEL``, as before 2026-11-29's second
+CenterNet's 3x3 peaks alone (``emts.stages.c_detect.detector.PEAK_KERNEL``, as before 2026-11-29's
+second
 peaks), with ``--compare-uncentred``, with the lock on the tapped detection's or blob's box
 as it is (``AcquisitionConfig.tap_recentre_offset`` 0, as before 2026-11-29, night).
 
@@ -28,7 +29,7 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-import emts.detector
+import emts.stages.c_detect.detector
 from emts.config import AcquisitionConfig
 from emts.eval.real import CAMERA_DRIFT, PERSON_SPEED, eval_camera, spacings
 from emts.pipeline import Pipeline
@@ -41,11 +42,11 @@ from thermal_large_persons import tap_lock_recall  # noqa: E402
 FRAMES, TAP_AT, CLOSE, ALONE = 60, 3, 1.5, 3.0
 SHIPPED = "shipped"
 # name -> (Stage C's peak kernel, the acquisition's config)
-VARIANTS = {SHIPPED: (emts.detector.PEAK_KERNEL.copy(), AcquisitionConfig())}
+VARIANTS = {SHIPPED: (emts.stages.c_detect.detector.PEAK_KERNEL.copy(), AcquisitionConfig())}
 SQUARE = {"3x3 peaks only (before)": (np.ones((3, 3), np.uint8), AcquisitionConfig())}
 UNCENTRED = {
     "lock on the box as it is (before)": (
-        emts.detector.PEAK_KERNEL.copy(),
+        emts.stages.c_detect.detector.PEAK_KERNEL.copy(),
         AcquisitionConfig(tap_recentre_offset=0.0),
     )
 }
@@ -54,7 +55,7 @@ UNCENTRED = {
 def follow(clip, k: int, variant: tuple, tap: np.ndarray) -> float:
     """Lock recall of the pipeline tapped at ``tap`` on person ``k`` at frame TAP_AT."""
     kernel, acquisition = variant
-    emts.detector.PEAK_KERNEL = kernel
+    emts.stages.c_detect.detector.PEAK_KERNEL = kernel
     pipeline = Pipeline.default(model="thermal", auto_lock=False)
     pipeline.acquisition.config = acquisition
     return tap_lock_recall(pipeline, clip, k, TAP_AT, tap)
@@ -182,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"seed {seed}: {per_seed[seed]}")
         for name, v in recalls.items():
             pooled[name] += v
-    emts.detector.PEAK_KERNEL = VARIANTS[SHIPPED][0]
+    emts.stages.c_detect.detector.PEAK_KERNEL = VARIANTS[SHIPPED][0]
     whom = f"within {CLOSE} heights of another" if args.select == "close" else f"{ALONE}+ from all"
     title = f"Tap on a person {whom}, jitter {args.tap_jitter}, HIT-UAV val, seeds {args.seeds}"
     report = {

@@ -10,7 +10,8 @@ them (`--model auto`: the thermal model at 512x384, temporal scores, its coarse 
 classical compensated-difference baseline at its best threshold on this set (k = 4).
 
 ``--peaks square`` runs Stage C's decoder with CenterNet's 3x3 peaks alone, as before
-2026-11-29 (no second person in a diagonally adjacent cell; ``emts.detector.PEAK_KERNEL``).
+2026-11-29 (no second person in a diagonally adjacent cell;
+``emts.stages.c_detect.detector.PEAK_KERNEL``).
 
     python benchmarks/hituav_breakdown.py --hituav ../shared/data/hit-uav --out DIR
 """
@@ -133,9 +134,9 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --seeds must be at least 1", file=sys.stderr)
         return 2
     if args.peaks == "square":
-        import emts.detector
+        import emts.stages.c_detect.detector
 
-        emts.detector.PEAK_KERNEL = np.ones((3, 3), np.uint8)
+        emts.stages.c_detect.detector.PEAK_KERNEL = np.ones((3, 3), np.uint8)
     out.mkdir(parents=True, exist_ok=True)
     entries = read_hituav(root, "val")[: args.images]
     auto = auto_detector(root / "val" / entries[0][0])

@@ -6,9 +6,10 @@ clip and pipeline (Stages A-E, the shipped fp32 models, auto-lock on the clip's 
 timer around every OpenCV function and every model run that `Pipeline.step` calls, and splits
 each stage's time into those calls ("native") and the rest ("glue": the Python and the small
 numpy operations between them). A call is charged to the stage of the module that makes it
-(ego_motion: A; channels: B; detector, temporal, boxfit, fusion: C; tracker, acquisition,
-pipeline: D; verifier: E). numpy's own compiled work counts as glue (one line of Python
-each); the area resize's matrix products, the bulk of it, are reported on their own line.
+(emts.stages.a_ego_motion and the front end: A; b_channels: B; c_detect: C; d_track,
+appearance, acquisition and the pipeline: D; e_verify: E). numpy's own compiled work counts as
+glue (one line of Python each); the area resize's matrix products, the bulk of it, are
+reported on their own line.
 
 The timers add ~1 us a call (~40 calls a frame). Figures are means over the frames (stage
 times as `Pipeline.step` records them; `emts bench` prints medians). With ``--peer-yolo
@@ -35,18 +36,26 @@ import cv2
 
 from emts.precision import named_model
 
+# the stage a module's calls are charged to, by the longest matching name prefix
 STAGE_OF_MODULE = {
-    "ego_motion": "A",
-    "channels": "B",
-    "detector": "C",
-    "temporal": "C",
-    "boxfit": "C",
-    "fusion": "C",
-    "tracker": "D",
-    "acquisition": "D",
-    "pipeline": "D",
-    "verifier": "E",
+    "emts.stages.a_ego_motion": "A",
+    "emts.front_end": "A",
+    "emts.stages.b_channels": "B",
+    "emts.stages.c_detect": "C",
+    "emts.stages.appearance": "D",
+    "emts.stages.d_track": "D",
+    "emts.stages.acquisition": "D",
+    "emts.pipeline": "D",
+    "emts.stages.e_verify": "E",
 }
+
+
+def stage_of(module: str) -> str:
+    """The stage of a calling module's ``__name__`` ("?" outside the stages)."""
+    found = [prefix for prefix in STAGE_OF_MODULE if module.startswith(prefix)]
+    return STAGE_OF_MODULE[max(found, key=len)] if found else "?"
+
+
 CV2_CALLS = (
     "goodFeaturesToTrack",
     "calcOpticalFlowPyrLK",
@@ -102,8 +111,7 @@ class CallTimer:
         def timed(*args, **kwargs):
             if not self.active:
                 return function(*args, **kwargs)
-            caller = sys._getframe(1).f_globals.get("__name__", "").rsplit(".", 1)[-1]
-            key = (STAGE_OF_MODULE.get(caller, "?"), name)
+            key = (stage_of(sys._getframe(1).f_globals.get("__name__", "")), name)
             start = time.perf_counter()
             try:
                 return function(*args, **kwargs)
@@ -118,7 +126,7 @@ def instrument(timer: CallTimer) -> None:
     """Wrap OpenCV's calls, onnxruntime's and LiteRT's runs and the area resize."""
     import onnxruntime as ort
 
-    from emts import channels
+    from emts.stages import b_channels as channels
 
     for name in CV2_CALLS:
         if hasattr(cv2, name):
@@ -151,7 +159,7 @@ def main() -> int:
     timer = CallTimer()
     instrument(timer)
     from emts import pipeline
-    from emts.bench import run_bench
+    from emts.apps.bench import run_bench
 
     step = pipeline.Pipeline.step
     counted = {"frames": 0}
@@ -172,7 +180,7 @@ def main() -> int:
 
     pipeline.Pipeline.step = timed_step
     if args.peer_yolo:
-        from emts.peer import run_peer
+        from emts.apps.peer import run_peer
 
         peer = run_peer(
             args.peer_yolo,

@@ -15,7 +15,8 @@ detector should put a box on every mover and nowhere else, so per frame at tau_s
 Stage C runs as the pipeline runs it on colour frames (the default model, temporal scores),
 its detections three ways on the same decode: the network's boxes and scores, boxes fitted
 to the person's own pixels without trimming, and the shipped colour evidence (fitted and
-trimmed; :mod:`emts.boxfit`). ``--gust SEED`` warps every frame (and the movers) along a
+trimmed; :mod:`emts.stages.c_detect.boxfit`). ``--gust SEED`` warps every frame (and the movers)
+along a
 gusty hovering camera path (``emts eval track --gust``'s), so that Stage A has work to do.
 ``--track`` also runs the whole pipeline under auto-lock (``emts track --lock auto``'s) on the
 same frames and counts the frames it reports a lock whose centre lies on a mover, and on
@@ -37,11 +38,13 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from emts.boxfit import DEFAULT_BOX_FIT, fit_detections, look_ahead
 from emts.eval.real import TAU_S
 from emts.eval.track_eval import _box_corners, _gust_path, _project
+from emts.front_end import MotionFrontEnd
 from emts.geometry import Frame
-from emts.pipeline import MotionFrontEnd, appearance_view, detector_stage, shipped_detector
+from emts.pipeline import appearance_view
+from emts.stages.c_detect.boxfit import DEFAULT_BOX_FIT, fit_detections, look_ahead
+from emts.stages.c_detect.stage import detector_stage, shipped_detector
 
 GROW = 0.2  # a mover's box grown by this share of its size each side
 MIN_HEIGHT, MIN_AREA = 25, 150  # px at 768x576: a mover blob

@@ -37,11 +37,11 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from emts.bench import set_threads
+from emts.apps.bench import set_threads
 from emts.config import EgoMotionConfig
-from emts.ego_motion import EgoMotionEstimator
+from emts.front_end import MotionFrontEnd
 from emts.metrics import registration_error
-from emts.pipeline import MotionFrontEnd
+from emts.stages.a_ego_motion import EgoMotionEstimator
 from emts.synth.still_clip import gusty_clip
 
 SHIPPED = EgoMotionConfig()
@@ -165,7 +165,7 @@ def stage_a_costs(seeds=(1, 2, 3), frames: int = 300, timing_frames: int = 400) 
 def interleave_costs(peer_model: Path, block: int, rounds: int, frames: int) -> dict:
     """Peer / EMTS per round as `emts bench --peer-yolo` measures it (frame by frame) and in
     blocks of ``block`` frames, one round of each in turn."""
-    from emts.peer import run_peer
+    from emts.apps.peer import run_peer
 
     out: dict[str, list[dict]] = {"per frame": [], f"blocks of {block}": []}
     for _ in range(rounds):

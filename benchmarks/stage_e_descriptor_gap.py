@@ -21,9 +21,9 @@ import argparse
 import numpy as np
 
 from emts.config import VerifierConfig
-from emts.detector import Detector
 from emts.eval.track_eval import read_ground_truth
 from emts.eval.verifier_real import VerifierRealConfig, _collect
+from emts.stages.c_detect.detector import Detector
 from emts.train.verifier import cached_windows
 
 CELLS = 8  # 4 rows (head to legs) x 2 columns

@@ -11,7 +11,8 @@ last frame. The magnified stills are real thermal signatures, softer than a lowe
 see them (cubic upscaling adds no detail).
 
 Stage C runs as the pipeline runs it on thermal frames -- the thermal model at 512x384, temporal
-scores -- with and without the coarse pass (:mod:`emts.temporal`: the same model at 256x192,
+scores -- with and without the coarse pass (:mod:`emts.stages.c_detect.temporal`: the same model at
+256x192,
 its detections 50 px tall or more), on the same Stages A-B. ``--taps N`` also taps the person
 on N stills per magnification and tracks them through 60 frames (:func:`run_taps`). Writes
 OUT/thermal_large_persons.json and OUT/thermal_large_persons.png (AP against magnification).
@@ -31,7 +32,6 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from emts.detector import Detector
 from emts.eval.metrics import ImageResult
 from emts.eval.real import (
     CAMERA_DRIFT,
@@ -42,11 +42,13 @@ from emts.eval.real import (
     eval_camera,
     multi_person_metrics,
 )
+from emts.front_end import channel_key
 from emts.geometry import Frame
-from emts.pipeline import channel_key, shipped_detector
+from emts.stages.c_detect.detector import Detector
+from emts.stages.c_detect.stage import shipped_detector
+from emts.stages.c_detect.temporal import TemporalDetector
 from emts.synth.plates import read_hituav
 from emts.synth.tier2 import pseudo_clip
-from emts.temporal import TemporalDetector
 
 PASSES = ("fine pass only", "with the coarse pass")
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from emts.eval.detect import BENCH_FRAMES, EVAL_THRESHOLD, _ground_truth
 from emts.eval.metrics import ImageResult, coco_ap
-from emts.streaming import StreamingDetector
+from emts.stages.c_detect.streaming import StreamingDetector
 from emts.synth.store import ClipSet
 from emts.train.quantize import detector_calibration, quantize, with_caches
 

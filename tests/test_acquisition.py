@@ -5,13 +5,13 @@ import cv2
 import numpy as np
 import pytest
 
-from emts.acquisition import AcquisitionDecision, LockAcquisition, Tap, blob_box
 from emts.config import AcquisitionConfig
-from emts.detector import Detection
 from emts.errors import BadInputError
 from emts.geometry import Frame, FrameGeometry
 from emts.pipeline import Pipeline
-from emts.tracker import AppearanceView, Candidate, LockCommand, TargetTracker
+from emts.stages.acquisition import AcquisitionDecision, LockAcquisition, Tap, blob_box
+from emts.stages.c_detect.detector import Detection
+from emts.stages.d_track.tracker import AppearanceView, Candidate, LockCommand, TargetTracker
 
 GEOMETRY = FrameGeometry((640, 512))
 E = np.eye(8)
@@ -122,7 +122,7 @@ def test_the_pipeline_tells_a_colour_frame_from_one_without_at_the_tap():
         lock = decisions[-1].lock
         assert lock.source == "tap:detection"
         # without colour centred on the tap; in colour the detection's box as it is (its
-        # centre there refitted by the colour evidence: emts.boxfit)
+        # centre there refitted by the colour evidence: emts.stages.c_detect.boxfit)
         assert (np.hypot(*(lock.centre - tap)) < 1e-6) == on_tap
         assert on_tap or np.hypot(*(lock.centre - tap)) > 3.0
 
@@ -490,7 +490,7 @@ def test_the_reported_box_stays_inside_the_image():
 
 def test_the_verifier_sees_flow_per_thirtieth_of_a_second_whatever_the_frame_rate():
     from emts.geometry import WORKING_GEOMETRY
-    from emts.verifier import FrameView, Verifier
+    from emts.stages.e_verify import FrameView, Verifier
 
     rng = np.random.default_rng(0)
     texture = cv2.GaussianBlur(rng.random((192, 256)).astype(np.float32), (0, 0), 1.5)

@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("onnx")
 
 from emts.cli import main  # noqa: E402
-from emts.detector import Detector, default_model_path  # noqa: E402
+from emts.stages.c_detect.detector import Detector, default_model_path  # noqa: E402
 from emts.train.adapt import (  # noqa: E402
     AdaptConfig,
     FootageSegment,

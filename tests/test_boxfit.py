@@ -1,12 +1,13 @@
-"""Stage C's boxes fitted to the person's own pixels on colour frames (emts.boxfit)."""
+"""Stage C's boxes fitted to the person's own pixels on colour frames
+(emts.stages.c_detect.boxfit)."""
 
 import numpy as np
 import pytest
 
-from emts.boxfit import fitted_box, with_evidence
 from emts.config import BoxFitConfig
 from emts.eval.metrics import _iou as _ious
-from emts.tracker import AppearanceView
+from emts.stages.c_detect.boxfit import fitted_box, with_evidence
+from emts.stages.d_track.tracker import AppearanceView
 
 PERSON = np.array([90.0, 70.0, 16.0, 44.0])  # x, y, w, h: head to feet
 
@@ -112,7 +113,7 @@ def _residual(box=None, value=0.5, level=0.01):
 
 
 def test_a_box_that_does_not_move_is_not_scored_up_but_down():
-    from emts.boxfit import MotionCheck
+    from emts.stages.c_detect.boxfit import MotionCheck
 
     box = np.array([[92.0, 80.0, 40.0, 36.0]])  # fits the walker (first test)
     config = BoxFitConfig()
@@ -141,7 +142,7 @@ def test_the_fit_is_made_in_working_px_whatever_the_input_size(scale):
 
 
 def test_a_box_that_fits_a_person_scores_higher_and_may_pass_tau_s():
-    from emts.boxfit import shown, with_evidence
+    from emts.stages.c_detect.boxfit import shown, with_evidence
 
     walker = np.array([92.0, 80.0, 40.0, 36.0])
     bare = np.array([160.0, 20.0, 16.0, 40.0])
@@ -186,17 +187,17 @@ class _FixedDetector:
         self.box_net, self.score, self.threshold = box_net, score, 0.3  # tau_s
 
     def __call__(self, channels):
-        from emts.detector import Detection
+        from emts.stages.c_detect.detector import Detection
 
         return [Detection(self.box_net.copy(), self.score, np.eye(8)[0])]
 
 
 @pytest.mark.parametrize("fit", [True, False])
 def test_the_pipeline_reports_fitted_boxes_on_colour_frames_in_input_px(fit):
-    from emts.boxfit import DEFAULT_BOX_FIT
     from emts.config import NETWORK_SIZE
     from emts.geometry import Frame, FrameGeometry
     from emts.pipeline import Pipeline
+    from emts.stages.c_detect.boxfit import DEFAULT_BOX_FIT
 
     image = _scene()
     box = np.array([92.0, 80.0, 40.0, 36.0])  # input px
@@ -277,7 +278,7 @@ def test_emts_detect_fits_colour_boxes_unless_asked_for_the_networks(tmp_path):
 
 def test_the_pipeline_has_the_temporal_stage_decode_what_the_evidence_may_lift():
     from emts.pipeline import Pipeline
-    from emts.temporal import TemporalDetector
+    from emts.stages.c_detect.temporal import TemporalDetector
 
     class _Network:
         threshold, box_scale, network_size = 0.3, 1.0, (256, 192)

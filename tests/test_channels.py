@@ -3,7 +3,10 @@ import numpy as np
 import pytest
 
 from conftest import compose, render, similarity
-from emts.channels import (
+from emts.config import ChannelConfig
+from emts.geometry import WORKING_TO_NETWORK
+from emts.stages.a_ego_motion import EgoMotion
+from emts.stages.b_channels import (
     CHANNEL_RANGES,
     RESIDUAL_GAIN_FLOOR,
     RESIDUAL_REFERENCE,
@@ -14,9 +17,6 @@ from emts.channels import (
     residual_gain,
     residual_level,
 )
-from emts.config import ChannelConfig
-from emts.ego_motion import EgoMotion
-from emts.geometry import WORKING_TO_NETWORK
 
 BASE = similarity(0.0, 1.0, -80.0, -80.0)
 # Away from the borders: 16 network px (two stride-8 cells) in from each side of the content.
@@ -293,8 +293,8 @@ def test_the_working_warp_streams_what_each_pair_of_frames_gives_alone(aerial_sc
 
 
 def test_halved_channels_average_l_and_d_and_rebuild_r_as_stage_b_does():
-    from emts.channels import halved_channels, residual_from_difference
     from emts.errors import BadInputError
+    from emts.stages.b_channels import halved_channels, residual_from_difference
 
     rng = np.random.default_rng(0)
     channels = rng.uniform(-0.2, 1.0, (3, 384, 512)).astype(np.float32)
@@ -313,7 +313,7 @@ def test_halved_channels_average_l_and_d_and_rebuild_r_as_stage_b_does():
 
 
 def test_the_residual_level_samples_about_the_papers_grid_at_any_size():
-    from emts.channels import _sample_step
+    from emts.stages.b_channels import _sample_step
 
     assert [_sample_step(h) for h in (192, 240, 288, 384, 576)] == [2, 2, 2, 4, 6]
     rng = np.random.default_rng(1)
@@ -412,7 +412,7 @@ def test_r_over_three_frames_is_eq2_of_the_frame_three_back_through_the_motions_
 def test_halved_channels_keep_r_over_n_frames_for_the_coarse_pass(aerial_scene):
     """The coarse pass halves the fine pass's channels: R over 3 frames must stay R over 3
     frames there (rebuilt from the previous frame's D it would be eq. 2's R again)."""
-    from emts.channels import halved_channels
+    from emts.stages.b_channels import halved_channels
 
     frames, motions = _walk(aerial_scene, 6, square_step=1.0)
     config = ChannelConfig(warp_at="working", residual_baseline=3)

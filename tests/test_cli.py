@@ -112,9 +112,9 @@ def test_channels_with_auto_waits_for_a_frame_with_content(tmp_path, aerial_scen
 
 def test_channels_with_a_model_feeds_it_stage_b_as_it_runs_in_the_pipeline(aerial_scene):
     from emts.cli import _ModelView
-    from emts.detector import Detector
-    from emts.pipeline import MotionFrontEnd, stage_b_config
+    from emts.front_end import MotionFrontEnd, stage_b_config
     from emts.precision import named_model
+    from emts.stages.c_detect.detector import Detector
 
     front = MotionFrontEnd(channel_config=ChannelConfig(ego_compensation=False))
     view = _ModelView(named_model("thermal"), front, 0.3)
@@ -208,7 +208,7 @@ def test_bench_reports_each_stage_and_writes_json(tmp_path, capsys):
     )
     report = json.loads(out.read_text())
     assert report["threads"] == 1 and report["frames"] == 5
-    from emts.detector import default_model_path
+    from emts.stages.c_detect.detector import default_model_path
 
     expected = set("ABCDE") if default_model_path().is_file() else {"A", "B"}
     assert set(report["stages"]) == expected
@@ -219,7 +219,7 @@ def test_bench_reports_each_stage_and_writes_json(tmp_path, capsys):
 def test_bench_paced_feeds_frames_on_the_cameras_schedule(monkeypatch, tmp_path, capsys):
     """--pace: frame i is started at first + i / fps (sleeping in between), and the report
     says how it was fed and how many frames overran the frame interval."""
-    import emts.bench
+    import emts.apps.bench
 
     clock = {"now": 100.0}
     slept = []
@@ -232,8 +232,8 @@ def test_bench_paced_feeds_frames_on_the_cameras_schedule(monkeypatch, tmp_path,
         clock["now"] += 1e-4  # every reading: 0.1 ms of work
         return clock["now"]
 
-    monkeypatch.setattr(emts.bench.time, "sleep", fake_sleep)
-    monkeypatch.setattr(emts.bench.time, "perf_counter", fake_clock)
+    monkeypatch.setattr(emts.apps.bench.time, "sleep", fake_sleep)
+    monkeypatch.setattr(emts.apps.bench.time, "perf_counter", fake_clock)
     out = tmp_path / "bench.json"
     argv = ["bench", "--frames", "3", "--warmup", "1", "--threads", "1", "--pace", "10"]
     assert main([*argv, "--json", str(out)]) == 0
@@ -244,7 +244,7 @@ def test_bench_paced_feeds_frames_on_the_cameras_schedule(monkeypatch, tmp_path,
     assert all(0.09 < s <= 0.1 for s in slept[1:])
     assert "fed at 10 fps" in capsys.readouterr().out
     with pytest.raises(ValueError):
-        emts.bench.run_bench(frames=1, warmup=0, pace=0.0)
+        emts.apps.bench.run_bench(frames=1, warmup=0, pace=0.0)
 
 
 def test_bench_refuses_pace_with_peer(tmp_path, capsys):
@@ -445,7 +445,7 @@ def test_an_evaluation_on_a_set_with_a_corrupt_manifest_is_one_line(tmp_path, ca
 def test_a_model_of_the_wrong_kind_is_one_line_and_exit_2(
     tmp_path, capsys, clip_video, flag, model, fragment
 ):
-    from emts.detector import default_model_path
+    from emts.stages.c_detect.detector import default_model_path
 
     models = default_model_path().parent
     (tmp_path / "garbage.onnx").write_bytes(b"\x00" * 100)
@@ -511,9 +511,9 @@ def test_a_tap_frame_that_never_comes_is_said_once_at_the_end(tmp_path, clip_vid
 def test_a_timeline_that_cannot_be_written_after_the_run_is_an_error(
     tmp_path, clip_video, monkeypatch, capsys
 ):
-    import emts.draw
+    import emts.apps.draw
 
-    monkeypatch.setattr(emts.draw.cv2, "imwrite", lambda *a, **k: False)  # e.g. disk full
+    monkeypatch.setattr(emts.apps.draw.cv2, "imwrite", lambda *a, **k: False)  # e.g. disk full
     argv = ["track", str(clip_video), "--jsonl", str(tmp_path / "t.jsonl")]
     _expect_refusal(capsys, [*argv, "--timeline", str(tmp_path / "t.png")], "timeline")
     assert len((tmp_path / "t.jsonl").read_text().splitlines()) == 400  # the lines are kept
@@ -599,8 +599,8 @@ def test_detect_runs_at_another_network_size_and_refuses_a_bad_one(tmp_path, cap
 def test_stage_b_working_reaches_every_stream_command_and_the_detectors_reference(
     tmp_path, aerial_scene
 ):
-    from emts.channels import RESIDUAL_REFERENCE, WORKING_WARP_RESIDUAL_REFERENCE
     from emts.cli import _channel_config, _stage_c, build_parser
+    from emts.stages.b_channels import RESIDUAL_REFERENCE, WORKING_WARP_RESIDUAL_REFERENCE
 
     parser = build_parser()
     for command in (["detect", "x", "--jsonl", "-"], ["track", "x"], ["serve", "x"], ["bench"]):
@@ -630,7 +630,7 @@ def test_stage_b_working_reaches_every_stream_command_and_the_detectors_referenc
 
 def test_the_detector_modes_on_the_command_line_are_the_pipelines():
     from emts.cli import DETECTOR_MODE_HELP
-    from emts.pipeline import DEFAULT_DETECTOR_MODE, DETECTOR_MODES
+    from emts.stages.c_detect.stage import DEFAULT_DETECTOR_MODE, DETECTOR_MODES
 
     assert tuple(DETECTOR_MODE_HELP) == DETECTOR_MODES
     assert DETECTOR_MODES[0] == DEFAULT_DETECTOR_MODE  # the command line's default is the first

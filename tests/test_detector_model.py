@@ -112,7 +112,7 @@ def test_total_loss_backpropagates_to_every_parameter():
 
 def test_onnx_export_matches_torch(tmp_path):
     pytest.importorskip("onnx")
-    from emts.detector import Detector
+    from emts.stages.c_detect.detector import Detector
     from emts.train.export import export_onnx
 
     model = MicroDetector().eval()
@@ -127,9 +127,9 @@ def test_onnx_export_matches_torch(tmp_path):
 
 def test_a_model_trained_at_384x288_runs_the_pipeline_at_that_size(tmp_path):
     pytest.importorskip("onnx")
-    from emts.detector import Detector
     from emts.geometry import Frame, FrameGeometry
     from emts.pipeline import Pipeline
+    from emts.stages.c_detect.detector import Detector
     from emts.train.export import export_onnx, load_trained
 
     model = MicroDetector().eval()
@@ -141,7 +141,8 @@ def test_a_model_trained_at_384x288_runs_the_pipeline_at_that_size(tmp_path):
     assert detector.network_size == (384, 288)
     heat = detector.raw(np.zeros((3, 288, 384), np.float32))[0]
     assert heat.shape == (1, 1, 36, 48)  # the stride-8 grid of the larger input
-    # the network's own boxes (the colour evidence rescores and reorders them: emts.boxfit)
+    # the network's own boxes (the colour evidence rescores and reorders them:
+    # emts.stages.c_detect.boxfit)
     pipeline = Pipeline(detector, verifier=None, auto_lock=False, box_fit=None)
     rng = np.random.default_rng(0)
     for _ in range(2):

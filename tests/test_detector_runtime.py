@@ -5,14 +5,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from emts.channels import (
+from emts.errors import BadInputError
+from emts.stages.b_channels import (
     RESIDUAL_REFERENCE,
     normalize_residual_level,
     residual_gain,
     residual_level,
 )
-from emts.detector import Detector, decode, session_options
-from emts.errors import BadInputError
+from emts.stages.c_detect.detector import Detector, decode, session_options
 
 
 def _heads(peaks):
@@ -108,7 +108,7 @@ def test_the_detector_normalizes_the_residual_level_of_loud_frames_only():
 
 
 def test_the_shipped_detector_runs_at_any_size_and_unchanged_at_its_own(tmp_path):
-    from emts.detector import Detector
+    from emts.stages.c_detect.detector import Detector
 
     shipped = Detector(threshold=0.0)
     assert shipped.network_size == (256, 192)  # the size it was trained at, from its metadata
@@ -123,8 +123,8 @@ def test_the_shipped_detector_runs_at_any_size_and_unchanged_at_its_own(tmp_path
 
 def test_a_fixed_size_model_refuses_another_size_in_one_line(tmp_path):
     pytest.importorskip("onnx")
-    from emts.detector import Detector, default_model_path
     from emts.errors import BadInputError
+    from emts.stages.c_detect.detector import Detector, default_model_path
     from emts.train.export import reshape_onnx
 
     fixed = reshape_onnx(default_model_path(), tmp_path / "fixed.onnx", (256, 192), False)
@@ -146,7 +146,7 @@ def test_eval_real_model_specs_take_a_network_size(tmp_path):
 
 def test_boxes_take_the_scale_recorded_for_the_size_the_network_runs_at(tmp_path):
     pytest.importorskip("onnx")
-    from emts.detector import default_model_path
+    from emts.stages.c_detect.detector import default_model_path
     from emts.train.export import record_box_scale
 
     # The shipped model records one for the larger sizes it runs at, none at its own.
@@ -178,7 +178,7 @@ def _copy(path, folder, name="plain"):
 def test_a_model_is_fed_the_residual_level_recorded_with_it(tmp_path, capsys):
     pytest.importorskip("onnx")
     from emts.cli import main
-    from emts.detector import default_model_path
+    from emts.stages.c_detect.detector import default_model_path
 
     loud = np.zeros((3, 192, 256), np.float32)
     loud[0] = np.random.default_rng(0).random((192, 256))
@@ -202,7 +202,7 @@ def test_a_model_is_fed_the_residual_level_recorded_with_it(tmp_path, capsys):
 def test_fitting_a_box_scale_needs_an_open_size(tmp_path, capsys):
     pytest.importorskip("onnx")
     from emts.cli import main
-    from emts.detector import default_model_path
+    from emts.stages.c_detect.detector import default_model_path
 
     code = main(
         ["export", str(default_model_path()), "--out", str(tmp_path / "x.onnx")]
@@ -216,7 +216,7 @@ def test_fitting_a_box_scale_needs_an_open_size(tmp_path, capsys):
 def test_a_recorded_run_size_is_the_default_size_and_a_reshape_sets_it_as_asked(tmp_path, capsys):
     pytest.importorskip("onnx")
     from emts.cli import main
-    from emts.detector import default_model_path, recorded_size
+    from emts.stages.c_detect.detector import default_model_path, recorded_size
 
     out = tmp_path / "big.onnx"
     args = ["export", str(default_model_path()), "--out", str(out), "--any-size"]
@@ -277,7 +277,7 @@ def test_the_thermal_model_brings_its_own_files_for_precision_and_backend():
 def test_a_mirror_averaged_detector_scores_a_mirrored_frame_as_the_frame_mirrored(tmp_path):
     pytest.importorskip("onnx")
     from emts.cli import main
-    from emts.detector import default_model_path
+    from emts.stages.c_detect.detector import default_model_path
 
     rng = np.random.default_rng(2)
     x = np.zeros((3, 192, 256), np.float32)
@@ -311,7 +311,12 @@ def test_a_mirror_averaged_detector_scores_a_mirrored_frame_as_the_frame_mirrore
 def test_a_reshape_keeps_the_run_size_open_and_drops_it_fixed(tmp_path):
     """Re-exporting the thermal model to toggle an option must not put it back at 256x192."""
     pytest.importorskip("onnx")
-    from emts.detector import RUN_SIZE_METADATA, Detector, default_model_path, recorded_size
+    from emts.stages.c_detect.detector import (
+        RUN_SIZE_METADATA,
+        Detector,
+        default_model_path,
+        recorded_size,
+    )
     from emts.train.export import record_mirror_average, record_run_size, reshape_onnx
 
     source = reshape_onnx(default_model_path(), tmp_path / "open.onnx", (256, 192), True)

@@ -4,10 +4,10 @@ import pytest
 
 from conftest import compose, render, similarity, snow_scene
 from emts.config import EgoMotionConfig
-from emts.ego_motion import EgoMotion, EgoMotionEstimator
 from emts.errors import BadInputError
 from emts.geometry import lift
 from emts.metrics import GUST_PAIRS, registration_error
+from emts.stages.a_ego_motion import EgoMotion, EgoMotionEstimator
 
 KNOWN_MOTIONS = {"still": (0.0, 1.0, 0.0, 0.0), **GUST_PAIRS}
 

@@ -8,9 +8,9 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
-from emts.detector import Detector  # noqa: E402
-from emts.ensemble import merge_detectors  # noqa: E402
 from emts.errors import BadInputError  # noqa: E402
+from emts.stages.c_detect.detector import Detector  # noqa: E402
+from emts.train.ensemble import merge_detectors  # noqa: E402
 
 
 def _detector(path, gain: float, scales: dict | None = None, size: str = "256x192", reference=None):

@@ -118,8 +118,8 @@ def test_bad_input_is_one_line(tmp_path):
 
 
 def test_stage_b_content_mask_zeroes_motion_in_letterbox_rows():
-    from emts.channels import MotionChannels, content_mask
-    from emts.ego_motion import EgoMotion
+    from emts.stages.a_ego_motion import EgoMotion
+    from emts.stages.b_channels import MotionChannels, content_mask
 
     geometry = FrameGeometry((1280, 720))
     mask = content_mask(geometry)

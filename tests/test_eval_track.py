@@ -94,7 +94,7 @@ class _DarkBlobDetector:
     """A stand-in Stage C: the dark walker's bounding box in L (NETWORK px), every frame."""
 
     def __call__(self, channels):
-        from emts.detector import Detection
+        from emts.stages.c_detect.detector import Detection
 
         dark = ((channels[0] > 0.05) & (channels[0] < 0.2)).astype(np.uint8)  # not the padding
         count, _, stats, _ = cv2.connectedComponentsWithStats(dark)

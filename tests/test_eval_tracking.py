@@ -5,7 +5,6 @@ import hashlib
 import numpy as np
 import pytest
 
-from emts.detector import Detection
 from emts.eval.tracking import (
     _lock_tile,
     _under,
@@ -15,6 +14,7 @@ from emts.eval.tracking import (
     starts_on_another_person,
 )
 from emts.geometry import Frame, FrameGeometry
+from emts.stages.c_detect.detector import Detection
 from emts.synth.generate import generate_set
 from emts.synth.store import ClipSet
 
@@ -91,9 +91,9 @@ def test_no_detections_means_no_false_positives(sets):
 
 
 def test_the_bench_streamed_through_stage_c_matches_the_cached_channels_without_memory(sets):
-    from emts.detector import Detector
     from emts.eval.detect import NetworkDetect, StreamDetect, evaluate_bench
-    from emts.temporal import ScoreMemory
+    from emts.stages.c_detect.detector import Detector
+    from emts.stages.c_detect.temporal import ScoreMemory
 
     stream = StreamDetect(Detector())
     stream.stage.memory = ScoreMemory(0.0)  # the network's own scores, frame by frame
@@ -119,8 +119,8 @@ def test_a_verified_lock_is_attributed_to_the_mover_under_its_centre():
 
 
 def test_autolock_reports_each_window_consistently_with_its_totals(tmp_path):
-    from emts.detector import Detector
-    from emts.verifier import Verifier
+    from emts.stages.c_detect.detector import Detector
+    from emts.stages.e_verify import Verifier
 
     sheet = tmp_path / "longest.png"
     report = autolock(Detector(), Verifier(), windows=2, frames=40, sheet=sheet)

@@ -8,7 +8,7 @@ from tests.test_eval_track import _clip
 
 from emts.errors import BadInputError
 from emts.eval.verifier_real import VerifierRealConfig, evaluate_verifier_real, write_report
-from emts.verifier import default_model_path
+from emts.stages.e_verify import default_model_path
 
 
 def test_windows_per_stride_and_models_scored_alike(tmp_path):

@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 
 from emts.errors import BadInputError
-from emts.fusion import FusedDetector, FusionConfig, blob_features
 from emts.geometry import Frame, FrameGeometry
-from emts.pipeline import Pipeline, detector_stage
+from emts.pipeline import Pipeline
+from emts.stages.c_detect.fusion import FusedDetector, FusionConfig, blob_features
+from emts.stages.c_detect.stage import detector_stage
 
 GEOMETRY = FrameGeometry((640, 512))
 IDENTITY = np.array([[1.0, 0, 0], [0, 1.0, 0]])
@@ -115,7 +116,7 @@ def test_the_blend_reads_the_heatmap_it_was_fitted_on_without_residual_normaliza
 
 
 def test_the_blend_follows_the_network_size_it_was_fitted_at(caplog):
-    from emts.fusion import FITTED, FusedDetector, fusion_config
+    from emts.stages.c_detect.fusion import FITTED, FusedDetector, fusion_config
 
     class Sized:
         threshold = 0.3
@@ -132,7 +133,7 @@ def test_the_blend_follows_the_network_size_it_was_fitted_at(caplog):
 
 
 def test_the_pipeline_builds_stage_b_at_the_fused_networks_size():
-    from emts.detector import Detector
+    from emts.stages.c_detect.detector import Detector
 
     stage = detector_stage(Detector(network_size=(512, 384)), "fused")
     assert stage.network_size == (512, 384)

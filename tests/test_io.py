@@ -12,7 +12,8 @@ import cv2
 import numpy as np
 import pytest
 
-from emts.draw import timeline
+from emts.apps.draw import timeline
+from emts.apps.track import TrackSummary
 from emts.errors import BadInputError
 from emts.io import (
     DEFAULT_FPS,
@@ -22,7 +23,6 @@ from emts.io import (
     open_source,
 )
 from emts.stats import RESERVOIR_SIZE, DecimatedHistory, Reservoir
-from emts.track import TrackSummary
 
 
 def _write_images(folder: Path, count: int = 3, size=(64, 48)) -> Path:
@@ -167,7 +167,7 @@ def test_importing_emts_keeps_onnxruntime_telemetry_off_disk(tmp_path):
         k: v for k, v in os.environ.items() if k not in ("ORT_DISABLE_TELEMETRY", "XDG_CACHE_HOME")
     }
     env["HOME"] = str(tmp_path)
-    code = "from emts.detector import Detector; Detector()"
+    code = "from emts.stages.c_detect.detector import Detector; Detector()"
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=60)
     written = [p.relative_to(tmp_path) for p in tmp_path.rglob("*")]
     assert written == [], written

@@ -35,7 +35,7 @@ INT8_HEATMAP_MEAN = 0.02
 @pytest.fixture(scope="module")
 def channels() -> np.ndarray:
     """(6, 3, 192, 256) [L, R, D] stacks of a gusty clip with a walker (frames 2-7)."""
-    from emts.pipeline import MotionFrontEnd
+    from emts.front_end import MotionFrontEnd
     from emts.synth.still_clip import gusty_clip
 
     front = MotionFrontEnd()
@@ -57,7 +57,7 @@ def windows() -> np.ndarray:
 
 
 def _run(kind: str, precision: str, backend: str, x: np.ndarray) -> list[np.ndarray]:
-    from emts.detector import load_session
+    from emts.stages.c_detect.detector import load_session
 
     session = load_session(shipped_model(kind, precision, backend), kind, 1)
     return session.run(None, {session.get_inputs()[0].name: x})
@@ -83,8 +83,8 @@ def test_shipped_tflite_was_converted_from_the_shipped_fp32_onnx(kind, precision
 def test_a_tflite_carries_its_onnx_metadata_in_its_provenance(precision):
     """A .tflite holds no ONNX metadata: the Stage E input (and a detector's trained size)
     come from the provenance beside it, as the ONNX it was converted from says."""
-    from emts.detector import Detector
-    from emts.verifier import Verifier
+    from emts.stages.c_detect.detector import Detector
+    from emts.stages.e_verify import Verifier
 
     onnx_verifier = Verifier(shipped_model("verifier", "fp32"))
     assert Verifier(shipped_model("verifier", precision, "litert")).resolution == (
@@ -134,7 +134,7 @@ def test_the_thermal_tflite_files_were_converted_from_its_fp32_onnx():
 @needs_litert
 def test_the_thermal_int8_tflite_follows_its_onnx_int8_at_512x384():
     """Both keep the stem and stage 1's first block float (`--float-convs 3`)."""
-    from emts.pipeline import MotionFrontEnd
+    from emts.front_end import MotionFrontEnd
     from emts.synth.still_clip import gusty_clip
 
     front = MotionFrontEnd(network_size=(512, 384))
@@ -142,7 +142,7 @@ def test_the_thermal_int8_tflite_follows_its_onnx_int8_at_512x384():
     x = x.astype(np.float32)
 
     def run(precision, backend):
-        from emts.detector import load_session
+        from emts.stages.c_detect.detector import load_session
 
         path = shipped_model("detector", precision, backend, "thermal")
         session = load_session(path, "detector", 1)
@@ -169,7 +169,7 @@ def test_int8_detector_takes_float_input_and_quantizes_after_its_first_convoluti
 @needs_litert
 def test_int8_detector_finds_the_float_models_peaks(channels):
     """Decoded detections, not just tensors: the strongest peak stays where it was."""
-    from emts.detector import Detector
+    from emts.stages.c_detect.detector import Detector
 
     fp32 = Detector(shipped_model("detector", "fp32"), threads=1, threshold=0.05)
     int8 = Detector(shipped_model("detector", "int8", "litert"), threads=1, threshold=0.05)
@@ -205,8 +205,8 @@ def test_int8_verifier_stays_near_the_onnx_int8(windows):
 
 @needs_litert
 def test_detector_and_verifier_classes_run_tflite_files(channels, windows):
-    from emts.detector import Detector
-    from emts.verifier import Verifier
+    from emts.stages.c_detect.detector import Detector
+    from emts.stages.e_verify import Verifier
 
     detector = Detector(shipped_model("detector", "int8", "litert"), threads=2)
     assert isinstance(detector(channels[-1]), list)
@@ -218,7 +218,7 @@ def test_detector_and_verifier_classes_run_tflite_files(channels, windows):
 
 @needs_litert
 def test_a_verifier_file_is_refused_as_a_detector():
-    from emts.detector import Detector
+    from emts.stages.c_detect.detector import Detector
 
     with pytest.raises(BadInputError, match="not an EMTS detector"):
         Detector(shipped_model("verifier", "fp32", "litert"))
@@ -313,9 +313,9 @@ def test_a_litert_model_run_at_twice_its_size_takes_its_coarse_pass_from_the_fil
 ):
     import shutil
 
-    from emts.detector import Detector
-    from emts.pipeline import shipped_detector
-    from emts.temporal import coarse_pass_for
+    from emts.stages.c_detect.detector import Detector
+    from emts.stages.c_detect.stage import shipped_detector
+    from emts.stages.c_detect.temporal import coarse_pass_for
 
     for precision in ("fp32", "int8"):
         fine = shipped_detector("thermal", precision, backend="litert")

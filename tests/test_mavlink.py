@@ -16,10 +16,10 @@ import pytest
 from pymavlink import mavutil
 from pymavlink.dialects.v20 import common as m
 
+from emts.apps.mavlink import GimbalFollow, MavlinkCamera, check_connection, follow_config
 from emts.cli import main
 from emts.config import GimbalFollowConfig
 from emts.errors import BadInputError
-from emts.mavlink import GimbalFollow, MavlinkCamera, check_connection, follow_config
 from emts.pipeline import Pipeline
 
 TIMEOUT = 2.0  # s, per awaited message

@@ -21,8 +21,8 @@ def _caller(module_name: str, function):
 def test_calls_are_charged_to_the_calling_modules_stage_only_while_active():
     timer = native_share.CallTimer()
     square = timer.wrap(lambda x: x * x, "square")
-    from_tracker = _caller("emts.tracker", square)
-    from_ego_motion = _caller("emts.ego_motion", square)
+    from_tracker = _caller("emts.stages.d_track.tracker", square)
+    from_ego_motion = _caller("emts.stages.a_ego_motion", square)
     assert from_tracker() == 4  # inactive: not counted
     assert not timer.calls
     timer.active = True
@@ -44,5 +44,5 @@ def test_an_exception_is_still_timed_and_raised():
         raise ValueError("bad")
 
     with pytest.raises(ValueError):
-        _caller("emts.verifier", timer.wrap(fails, "fails"))()
+        _caller("emts.stages.e_verify", timer.wrap(fails, "fails"))()
     assert timer.calls == {("E", "fails"): 1}

@@ -6,14 +6,14 @@ import cv2
 import numpy as np
 import pytest
 
+from emts.apps.track import LockRequest, run_track
 from emts.config import ChannelConfig, VerifierConfig
-from emts.detector import Detection
 from emts.errors import BadInputError
 from emts.eval.detect import ClassicalDetector
 from emts.pipeline import Pipeline
+from emts.stages.c_detect.detector import Detection
+from emts.stages.e_verify import _FARNEBACK, describe, roi_pair
 from emts.synth.still_clip import gusty_clip
-from emts.track import LockRequest, run_track
-from emts.verifier import _FARNEBACK, describe, roi_pair
 
 
 class BlobDetector:
@@ -167,7 +167,7 @@ def test_verifier_descriptor_is_per_cell_mean_and_weighted_orientation_histogram
 
 
 def test_demo_writes_every_output(tmp_path):
-    from emts.demo import run_demo
+    from emts.apps.demo import run_demo
 
     report = run_demo(tmp_path, frames=30)
     for name in ("input.mp4", "annotated.mp4", "track.jsonl", "timeline.png", "channels.png"):
@@ -177,7 +177,7 @@ def test_demo_writes_every_output(tmp_path):
 
 
 def test_working_resolution_roi_pair_is_ego_compensated():
-    from emts.verifier import roi_pair_working
+    from emts.stages.e_verify import roi_pair_working
 
     rng = np.random.default_rng(0)
     scene = cv2.GaussianBlur(rng.integers(0, 255, (600, 720), np.uint8), (0, 0), 2)
@@ -197,7 +197,7 @@ def test_working_resolution_roi_pair_is_ego_compensated():
 
 
 def test_a_box_wider_than_the_roi_is_narrowed_about_its_centre():
-    from emts.verifier import narrowed
+    from emts.stages.e_verify import narrowed
 
     wide = narrowed(np.array([10.0, 20, 40, 50]), 0.5)
     np.testing.assert_allclose(wide, [17.5, 20, 25, 50])  # centre x 30 kept, height kept
@@ -210,7 +210,7 @@ def test_stage_e_reads_a_wide_track_box_through_the_roi_shape():
     # the person's legs move in the middle of a box twice as wide as they are: the verifier
     # sees the box narrowed to its ROI's shape (roi_max_aspect), where the flow is all legs
     from emts.geometry import WORKING_GEOMETRY, Frame
-    from emts.verifier import FrameView, Verifier
+    from emts.stages.e_verify import FrameView, Verifier
 
     rng = np.random.default_rng(1)
     previous = cv2.GaussianBlur(rng.integers(0, 255, (512, 640), np.uint8), (0, 0), 2)
@@ -231,7 +231,7 @@ def test_the_schedule_measures_ground_covered_with_the_camera_motion_removed():
     # image; a box walking 0.5 network px a frame over the same camera went 7.5 px in 15
     # frames, half its height. A still track is vetoed under min_travel whatever P(human).
     from emts.geometry import WORKING_GEOMETRY, Frame
-    from emts.verifier import FrameView, VerificationSchedule
+    from emts.stages.e_verify import FrameView, VerificationSchedule
 
     class Stub:
         def __init__(self):
@@ -268,11 +268,11 @@ def test_the_schedule_measures_ground_covered_with_the_camera_motion_removed():
 
 def test_each_detector_runs_with_the_stage_b_warp_it_records(tmp_path, clip):
     pytest.importorskip("onnx")
-    from emts.channels import WORKING_WARP_RESIDUAL_REFERENCE
     from emts.cli import main
-    from emts.detector import Detector, default_model_path
     from emts.modality import DetectorChoice
-    from emts.pipeline import detector_stage
+    from emts.stages.b_channels import WORKING_WARP_RESIDUAL_REFERENCE
+    from emts.stages.c_detect.detector import Detector, default_model_path
+    from emts.stages.c_detect.stage import detector_stage
 
     out = tmp_path / "w.onnx"
     args = ["export", str(default_model_path()), "--out", str(out), "--any-size"]
@@ -302,8 +302,9 @@ def test_a_detector_trained_on_r_over_n_frames_runs_with_that_r(
 ):
     pytest.importorskip("onnx")
     from emts.cli import main
-    from emts.detector import Detector, default_model_path
-    from emts.pipeline import channel_key, detector_stage, key_config
+    from emts.front_end import channel_key, key_config
+    from emts.stages.c_detect.detector import Detector, default_model_path
+    from emts.stages.c_detect.stage import detector_stage
     from emts.train.export import _record
 
     out = tmp_path / "r3.onnx"
@@ -329,8 +330,8 @@ def test_a_detector_trained_on_r_over_n_frames_runs_with_that_r(
     # Stage C's coarse pass (the model at its trained 256x192 under a 512x384 run) halves
     # channels of R over 3 frames as such
     assert main([*args, "--residual-baseline", "3"]) == 0
-    import emts.temporal
-    from emts.temporal import TemporalDetector
+    import emts.stages.c_detect.temporal
+    from emts.stages.c_detect.temporal import TemporalDetector
 
     halved = []
 
@@ -338,8 +339,8 @@ def test_a_detector_trained_on_r_over_n_frames_runs_with_that_r(
         halved.append(residual_baseline)
         return original(channels, content, residual_baseline)
 
-    original = emts.temporal.halved_channels
-    monkeypatch.setattr(emts.temporal, "halved_channels", spy)
+    original = emts.stages.c_detect.temporal.halved_channels
+    monkeypatch.setattr(emts.stages.c_detect.temporal, "halved_channels", spy)
     stage = TemporalDetector(Detector(out, network_size=(512, 384)))
     assert stage.coarse is not None and stage.coarse.residual_baseline == 3
     front = Pipeline(stage, verifier=None, auto_lock=False).front

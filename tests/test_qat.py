@@ -7,7 +7,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("onnx")
 
 from emts.cli import main  # noqa: E402
-from emts.detector import default_model_path  # noqa: E402
+from emts.stages.c_detect.detector import default_model_path  # noqa: E402
 from emts.train.export import freeze_batch_norm  # noqa: E402
 from emts.train.model import MicroDetector  # noqa: E402
 from emts.train.qat import PerChannelWeightQuant, QuantAware, starting_model  # noqa: E402

@@ -209,12 +209,12 @@ class _Session:
 
 @pytest.mark.parametrize(("int8_seconds", "expected"), [(0.0, "int8"), (0.002, "fp32")])
 def test_auto_picks_the_precision_that_runs_faster(monkeypatch, int8_seconds, expected):
-    import emts.detector
+    import emts.stages.c_detect.detector
 
     def fake(path, kind, threads):
         return _Session(int8_seconds if "int8" in path.name else 0.001)
 
-    monkeypatch.setattr(emts.detector, "load_session", fake)
+    monkeypatch.setattr(emts.stages.c_detect.detector, "load_session", fake)
     precision_module._measured_choice.cache_clear()
     try:
         assert resolve_precision("detector", "auto", threads=1) == expected
@@ -270,7 +270,7 @@ def test_peer_is_timed_interleaved_and_reported_as_a_ratio(tmp_path, capsys):
 
 
 def test_peer_timing_in_blocks_is_reported_as_such_and_refuses_a_block_under_1(tmp_path):
-    from emts.peer import format_peer, run_peer
+    from emts.apps.peer import format_peer, run_peer
 
     peer = _peer_model(tmp_path)
     report = run_peer(peer, frames=5, warmup=1, threads=1, rounds=1, block=3)
@@ -312,7 +312,7 @@ def test_the_shipped_int8_thermal_detector_keeps_its_first_three_convolutions_fl
     dequantized = {n.output[0] for n in int8.graph.node if n.op_type == "DequantizeLinear"}
     convs = [n for n in int8.graph.node if n.op_type == "Conv"]
     assert [c.input[1] in dequantized for c in convs] == [False] * 3 + [True] * 18
-    from emts.detector import Detector
+    from emts.stages.c_detect.detector import Detector
 
     assert Detector(shipped_model("detector", "int8", variant="thermal")).network_size == (512, 384)
 
@@ -333,7 +333,7 @@ def test_the_shipped_int8_verifier_keeps_its_input_stage_float():
 
 
 def test_the_int8_verifier_decides_as_the_float_one():
-    from emts.verifier import Verifier
+    from emts.stages.e_verify import Verifier
 
     # windows with the training data's per-descriptor scales (the graph's standardization)
     model = onnx.load(str(shipped_model("verifier", "fp32")))

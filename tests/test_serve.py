@@ -23,12 +23,12 @@ import pytest
 pytest.importorskip("starlette", reason="emts serve needs the [serve] extra")
 from starlette.testclient import TestClient  # noqa: E402
 
+from emts.apps.serve import GroundStation, create_app  # noqa: E402
+from emts.apps.track import LockRequest, run_track  # noqa: E402
 from emts.cli import main  # noqa: E402
 from emts.pipeline import Pipeline  # noqa: E402
-from emts.serve import GroundStation, create_app  # noqa: E402
 from emts.synth.camera import CameraMotionConfig  # noqa: E402
 from emts.synth.still_clip import gusty_clip  # noqa: E402
-from emts.track import LockRequest, run_track  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's package; Playwright's own browser download is not used
 TIMEOUT = 5.0  # s, per awaited condition

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from emts.pipeline import MotionFrontEnd
+from emts.front_end import MotionFrontEnd
 from emts.synth.clips import PERSON_HEIGHT_RANGE, ClipSpec, log_uniform, render_clip
 from emts.synth.generate import generate_set
 from emts.synth.plates import HELDOUT_EVERY, ID_BLOCK, hituav_split

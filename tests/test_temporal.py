@@ -3,10 +3,11 @@
 import numpy as np
 import pytest
 
-from emts.detector import decode
 from emts.errors import BadInputError
-from emts.pipeline import DEFAULT_DETECTOR_MODE, Pipeline, detector_stage
-from emts.temporal import ScoreMemory, TemporalDetector, motion_in_cells
+from emts.pipeline import Pipeline
+from emts.stages.c_detect.detector import decode
+from emts.stages.c_detect.stage import DEFAULT_DETECTOR_MODE, detector_stage
+from emts.stages.c_detect.temporal import ScoreMemory, TemporalDetector, motion_in_cells
 
 STILL = np.eye(2, 3)
 
@@ -191,8 +192,8 @@ def test_the_coarse_pass_adds_tall_people_in_the_fine_pass_pixels():
 
 
 def test_merging_the_passes_drops_overlaps_across_them_only():
-    from emts.detector import Detection
-    from emts.temporal import merge_passes
+    from emts.stages.c_detect.detector import Detection
+    from emts.stages.c_detect.temporal import merge_passes
 
     def d(x, y, w, h, score):
         return Detection(np.array([x, y, w, h], float), score, np.ones(8) / np.sqrt(8))
@@ -207,9 +208,9 @@ def test_merging_the_passes_drops_overlaps_across_them_only():
 
 
 def test_a_model_run_at_twice_its_training_size_gets_a_coarse_pass_at_that_size():
-    from emts.detector import Detector
-    from emts.pipeline import shipped_detector
-    from emts.temporal import coarse_pass_for
+    from emts.stages.c_detect.detector import Detector
+    from emts.stages.c_detect.stage import shipped_detector
+    from emts.stages.c_detect.temporal import coarse_pass_for
 
     thermal = shipped_detector("thermal")  # trained at 256x192, runs at 512x384
     coarse = coarse_pass_for(thermal)

@@ -65,8 +65,8 @@ def test_mirror_is_a_left_right_involution():
 def test_log_model_round_trips_through_onnx(tmp_path):
     import onnxruntime as ort
 
+    from emts.stages.e_verify import Verifier
     from emts.train.litert_export import verifier_from_onnx
-    from emts.verifier import Verifier
 
     rng = np.random.default_rng(0)
     windows = Windows(
@@ -90,7 +90,7 @@ def test_working_resolution_is_recorded_and_read_back(tmp_path):
     import cv2
 
     from emts.geometry import WORKING_GEOMETRY
-    from emts.verifier import FrameView, Verifier
+    from emts.stages.e_verify import FrameView, Verifier
 
     rng = np.random.default_rng(0)
     windows = Windows(rng.random((8, 40, 16)).astype(np.float32), np.arange(8) % 2.0, [])
@@ -185,7 +185,7 @@ def test_a_stored_clip_set_can_be_served_at_a_lower_frame_rate(tmp_path):
 
 
 def test_a_stored_clip_set_serves_r_over_n_frames_beside_the_previous_frames_d(tmp_path):
-    from emts.pipeline import channels_at
+    from emts.front_end import channels_at
     from emts.synth.generate import generate_set
     from emts.synth.store import ClipSet
     from emts.train.data import StoredClips

@@ -113,7 +113,7 @@ def test_unknown_tsm_mode_is_refused():
 
 def test_streaming_onnx_matches_torch_with_caches_as_graph_io(tmp_path):
     pytest.importorskip("onnxruntime")
-    from emts.streaming import StreamingDetector, is_streaming
+    from emts.stages.c_detect.streaming import StreamingDetector, is_streaming
     from emts.train.export import export_streaming_onnx
 
     model = _trained_like(DetectorConfig(tsm="causal"))
@@ -154,7 +154,7 @@ def _stream(frames=6, step=3):
 
 
 def test_propagated_caches_are_the_float_streams_incoming_state(streaming_model):
-    from emts.streaming import StreamingDetector
+    from emts.stages.c_detect.streaming import StreamingDetector
     from emts.train.quantize import with_caches
 
     calibration = _stream()

@@ -3,8 +3,8 @@
 The runtime (this package minus ``synth``, ``train`` and ``eval``) needs only numpy,
 OpenCV and onnxruntime. Stages follow the paper's Fig. 1:
 
-* :mod:`emts.ego_motion` -- Stage A, camera motion between consecutive frames.
-* :mod:`emts.channels` -- Stage B, the ego-motion-normalized ``[L, R, D]`` channels.
+* :mod:`emts.stages.a_ego_motion` -- Stage A, camera motion between consecutive frames.
+* :mod:`emts.stages.b_channels` -- Stage B, the ego-motion-normalized ``[L, R, D]`` channels.
 """
 
 import os
@@ -15,11 +15,11 @@ import os
 # write); a value the user set is kept.
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
-from emts.channels import MotionChannels
 from emts.config import ChannelConfig, EgoMotionConfig
-from emts.ego_motion import EgoMotion, EgoMotionEstimator
 from emts.errors import BadInputError, EmtsError
 from emts.geometry import Frame, FrameGeometry
+from emts.stages.a_ego_motion import EgoMotion, EgoMotionEstimator
+from emts.stages.b_channels import MotionChannels
 
 __version__ = "0.1.0"
 

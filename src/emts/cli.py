@@ -141,10 +141,10 @@ def _stage_c(args: argparse.Namespace):
     """Stage C of a command run on a user's stream: ``--model`` (auto: a
     :class:`emts.modality.DetectorChoice`), ``--precision``, ``--backend``, ``--threads``,
     ``--threshold``, ``--network-size``, ``--detector-mode``, ``--coarse-pass``."""
-    from emts.channels import default_reference_for
-    from emts.detector import Detector
-    from emts.pipeline import detector_stage, shipped_stage
     from emts.precision import DEFAULT_PRECISION, model_for
+    from emts.stages.b_channels import default_reference_for
+    from emts.stages.c_detect.detector import Detector
+    from emts.stages.c_detect.stage import detector_stage, shipped_stage
 
     options = {"network_size": args.network_size}
     override = _channel_config(args)
@@ -310,9 +310,9 @@ class _ModelView:
     detect`` reports them (temporal scores, box fitting) at ``threshold``."""
 
     def __init__(self, model: str | None, front, threshold: float) -> None:
-        from emts.boxfit import DEFAULT_BOX_FIT
         from emts.modality import DetectorChoice
-        from emts.pipeline import DEFAULT_DETECTOR_MODE
+        from emts.stages.c_detect.boxfit import DEFAULT_BOX_FIT
+        from emts.stages.c_detect.stage import DEFAULT_DETECTOR_MODE
 
         self.front, self.threshold, self.box_fit = front, threshold, DEFAULT_BOX_FIT
         options = {"model": model, "threshold": threshold, "network_size": None}
@@ -323,8 +323,8 @@ class _ModelView:
             self.use(stage)
 
     def use(self, stage) -> None:
-        from emts.boxfit import look_ahead
-        from emts.pipeline import network_size_of, stage_b_config
+        from emts.front_end import network_size_of, stage_b_config
+        from emts.stages.c_detect.boxfit import look_ahead
 
         self.stage, self.detector = stage, getattr(stage, "detector", stage)
         look_ahead(stage, self.box_fit)
@@ -336,9 +336,9 @@ class _ModelView:
     def step(self, frame: np.ndarray):
         """(Stage A-B result, (channels as fed, heatmap, detections) or None before a model is
         picked, the variant ``auto`` picked on this frame or None)."""
-        from emts.boxfit import fit_detections
-        from emts.channels import normalize_residual_level
         from emts.pipeline import appearance_view
+        from emts.stages.b_channels import normalize_residual_level
+        from emts.stages.c_detect.boxfit import fit_detections
 
         picked = None
         if self.stage is None:
@@ -396,8 +396,8 @@ def run_channels(
     Returns:
         The number of frames processed.
     """
-    from emts.draw import channel_panel, channels_figure
-    from emts.pipeline import MotionFrontEnd
+    from emts.apps.draw import channel_panel, channels_figure
+    from emts.front_end import MotionFrontEnd
 
     front = MotionFrontEnd(channel_config=ChannelConfig(ego_compensation=ego_compensation))
     view = None if model is False else _ModelView(model, front, threshold)
@@ -471,7 +471,7 @@ def _cmd_channels(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from emts.bench import format_table, run_bench
+    from emts.apps.bench import format_table, run_bench
 
     _check_outputs(None, {"--json": args.json})
     if args.peer_yolo and args.pace is not None:
@@ -501,7 +501,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from emts.demo import TAP_FRAME, run_demo
+    from emts.apps.demo import TAP_FRAME, run_demo
 
     if args.frames < TAP_FRAME + 1:
         raise BadInputError(
@@ -831,8 +831,8 @@ def _recipe_overrides(args: argparse.Namespace) -> dict:
 
 def _cmd_ensemble(args: argparse.Namespace) -> int:
     _require_train_extra()
-    from emts.ensemble import merge_detectors
     from emts.precision import named_model
+    from emts.train.ensemble import merge_detectors
 
     _check_writable("--out", Path(args.out))
     meta = merge_detectors([named_model(m) for m in args.models], args.out)
@@ -875,7 +875,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     if args.residual_baseline is None and Path(args.model).suffix != ".onnx":
         args.residual_baseline = _trained_residual_baseline(Path(args.model))
     if Path(args.model).suffix == ".onnx":  # reshape an exported detector, weights untouched
-        from emts.detector import RUN_SIZE_METADATA, Detector, recorded_size
+        from emts.stages.c_detect.detector import RUN_SIZE_METADATA, Detector, recorded_size
 
         detector = Detector(args.model, threads=1)
         size = recorded_size(detector.session) or detector.network_size  # the trained size
@@ -921,10 +921,11 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_detect(args: argparse.Namespace) -> int:
-    from emts.boxfit import DEFAULT_BOX_FIT, fit_detections, look_ahead
+    from emts.front_end import MotionFrontEnd, network_size_of, stage_b_config
     from emts.geometry import Frame
     from emts.modality import DetectorChoice
-    from emts.pipeline import MotionFrontEnd, appearance_view, network_size_of, stage_b_config
+    from emts.pipeline import appearance_view
+    from emts.stages.c_detect.boxfit import DEFAULT_BOX_FIT, fit_detections, look_ahead
 
     _check_outputs(args.source, {"--jsonl": args.jsonl})
     box_fit = None if args.network_boxes else DEFAULT_BOX_FIT
@@ -987,7 +988,6 @@ def _cmd_detect(args: argparse.Namespace) -> int:
 
 def _cmd_eval_detect(args: argparse.Namespace) -> int:
     _require_train_extra()
-    from emts.detector import Detector
     from emts.eval.detect import (
         ClassicalDetector,
         NetworkDetect,
@@ -996,6 +996,7 @@ def _cmd_eval_detect(args: argparse.Namespace) -> int:
         summarize,
         write_report,
     )
+    from emts.stages.c_detect.detector import Detector
 
     _open_clip_set(args.bench)
     detector = Detector(args.model)
@@ -1023,7 +1024,6 @@ def _cmd_eval_detect(args: argparse.Namespace) -> int:
 
 def _cmd_eval_hituav(args: argparse.Namespace) -> int:
     _require_train_extra()
-    from emts.detector import Detector
     from emts.eval.detect import (
         ClassicalDetector,
         NetworkDetect,
@@ -1031,6 +1031,7 @@ def _cmd_eval_hituav(args: argparse.Namespace) -> int:
         summarize,
         write_report,
     )
+    from emts.stages.c_detect.detector import Detector
 
     sections = {}
     for variant, title in (
@@ -1063,7 +1064,7 @@ def _cmd_eval_real(args: argparse.Namespace) -> int:
         raise BadInputError("--hituav-images must be at least 1")
     models = parse_models(args.model)
     if args.network_size is not None:
-        from emts.detector import default_model_path
+        from emts.stages.c_detect.detector import default_model_path
 
         models["shipped"] = (str(default_model_path()), args.network_size)
     sections = evaluate_real(
@@ -1154,11 +1155,11 @@ def _add_labelled_clip(p: argparse.ArgumentParser) -> None:
 
 def _cmd_eval_track(args: argparse.Namespace) -> int:
     _require_train_extra()
+    from emts.apps.track import LockRequest
     from emts.eval.track_eval import TrackEvalConfig, evaluate_track, parse_span, write_report
     from emts.pipeline import Pipeline
-    from emts.track import LockRequest
-    from emts.verifier import Verifier
-    from emts.verifier import default_model_path as default_verifier
+    from emts.stages.e_verify import Verifier
+    from emts.stages.e_verify import default_model_path as default_verifier
 
     truth, first, last = _labelled_clip(args)
     point = box = None
@@ -1321,11 +1322,13 @@ def _add_eval_verifier(eval_sub) -> None:
     p.set_defaults(run=_cmd_eval_verifier)
 
 
-DETECTOR_MODE_HELP = {  # Stage C's modes (emts.pipeline.DETECTOR_MODES), the default first
+# Stage C's modes (emts.stages.c_detect.stage.DETECTOR_MODES), the default first
+DETECTOR_MODE_HELP = {
     "temporal": "the network, its scores averaged over the last frames in stabilized "
-    "coordinates; emts.temporal",
+    "coordinates; emts.stages.c_detect.temporal",
     "plain": "the network, frame by frame, as in the paper",
-    "fused": "compensated-difference blobs at 640x512 scored by the network; emts.fusion",
+    "fused": "compensated-difference blobs at 640x512 scored by the network; "
+    "emts.stages.c_detect.fusion",
 }
 
 
@@ -1382,7 +1385,7 @@ def _gimbal_follow(args: argparse.Namespace):
         raise BadInputError("--follow and --gimbal steer a gimbal over MAVLink: add --mavlink")
     if not args.mavlink:
         return None
-    from emts.mavlink import check_connection, follow_config
+    from emts.apps.mavlink import check_connection, follow_config
 
     check_connection(args.mavlink)
     follow = follow_config(args.gimbal) if args.follow == "gimbal" else None
@@ -1420,11 +1423,11 @@ def _add_stream_options(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_track(args: argparse.Namespace) -> int:
+    from emts.apps.track import LockRequest, run_track
     from emts.pipeline import Pipeline
     from emts.precision import model_for
-    from emts.track import LockRequest, run_track
-    from emts.verifier import Verifier
-    from emts.verifier import default_model_path as default_verifier
+    from emts.stages.e_verify import Verifier
+    from emts.stages.e_verify import default_model_path as default_verifier
 
     lock = LockRequest.parse(args.lock)  # BadInputError: one line for every malformed tap
     _check_video_suffix("--out", args.out)
@@ -1446,7 +1449,7 @@ def _cmd_track(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         hook = None
         if args.mavlink:
-            from emts.mavlink import MavlinkCamera
+            from emts.apps.mavlink import MavlinkCamera
 
             hook = stack.enter_context(MavlinkCamera(args.mavlink, pipeline, follow))
         summary = run_track(
@@ -1529,11 +1532,11 @@ def _add_tracking(sub) -> None:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    from emts.apps.serve import serve
     from emts.pipeline import Pipeline
     from emts.precision import model_for
-    from emts.serve import serve
-    from emts.verifier import Verifier
-    from emts.verifier import default_model_path as default_verifier
+    from emts.stages.e_verify import Verifier
+    from emts.stages.e_verify import default_model_path as default_verifier
 
     follow = _gimbal_follow(args)
     verifier = None
@@ -1592,9 +1595,9 @@ def _add_serve(sub) -> None:
 
 def _cmd_eval_tracking(args: argparse.Namespace) -> int:
     _require_train_extra()
-    from emts.detector import Detector
     from emts.eval import tracking
-    from emts.verifier import Verifier
+    from emts.stages.c_detect.detector import Detector
+    from emts.stages.e_verify import Verifier
 
     out = Path(args.out)
     command = " ".join(["emts", *sys.argv[1:]])
@@ -1765,7 +1768,7 @@ def _add_training(sub) -> None:
         "ensemble",
         help="average several trained detectors in one ONNX graph (needs emts[train])",
         description="Put detector ONNX files side by side behind one input: heatmap, log-size "
-        "and offset averaged, the first member's embedding (emts.ensemble). The result runs "
+        "and offset averaged, the first member's embedding (emts.train.ensemble). The result runs "
         "wherever a detector does (--model). Measured in the README ('Ensembles', Detector): "
         "better detection AP on real footage, worse tracking with Stage D as tuned.",
     )

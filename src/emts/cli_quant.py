@@ -109,7 +109,7 @@ def _command() -> str:
 
 def bench_peer(args: argparse.Namespace) -> tuple[dict, str]:
     """``emts bench --peer-yolo``: the interleaved YOLO/EMTS report and its table."""
-    from emts.peer import format_peer, run_peer
+    from emts.apps.peer import format_peer, run_peer
 
     if not 1 <= args.rounds <= 20:
         raise BadInputError(f"--rounds {args.rounds}: must be between 1 and 20")
@@ -135,7 +135,7 @@ def _detector_calibration(args: argparse.Namespace, source: Path):
     """The calibration stream of ``--tier1``/``--negatives``, ``--clips`` x ``--frames``,
     ``--seed``, as the detector ``source`` is fed: at its network size (``--network-size``
     where the command has one and it is given), residual level and Stage B warp."""
-    from emts.detector import Detector
+    from emts.stages.c_detect.detector import Detector
     from emts.train.quantize import detector_calibration
 
     detector = Detector(source, threads=1, network_size=getattr(args, "network_size", None))
@@ -172,7 +172,7 @@ def _require_train_extra() -> None:
 def cmd_quantize(args: argparse.Namespace) -> int:
     _require_train_extra()
     from emts.precision import shipped_model
-    from emts.streaming import is_streaming
+    from emts.stages.c_detect.streaming import is_streaming
     from emts.train.quantize import (
         quantize,
         sha256,
@@ -194,7 +194,7 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     if args.kind == "detector":
         calibration = _detector_calibration(args, source)
     else:
-        from emts.verifier import Verifier
+        from emts.stages.e_verify import Verifier
 
         calibration = verifier_calibration(
             _sets(args), args.clips, args.seed, resolution=Verifier(source, threads=1).resolution
@@ -317,7 +317,7 @@ def cmd_export_litert(args: argparse.Namespace) -> int:
         calibration = _detector_calibration(args, source)  # the .tflite: at its size
         size = args.network_size
     else:
-        from emts.verifier import Verifier
+        from emts.stages.e_verify import Verifier
 
         calibration = verifier_calibration(
             _sets(args), args.clips, args.seed, resolution=Verifier(source, threads=1).resolution

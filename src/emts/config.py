@@ -130,7 +130,8 @@ class TrackerConfig:
     appearance_upper: float = 0.8
     # On colour frames a locked track's NCC is blended with the NCC over the template's own
     # target samples (inside the box, not the ground, not a shadow on it:
-    # emts.tracker.object_pixels), with this weight (0: off; re-locks keep the plain NCC).
+    # emts.stages.d_track.tracker.object_pixels), with this weight (0: off; re-locks keep the plain
+    # NCC).
     # person12 tapped at frame 200, past its labels (CSRT pseudo-labels to 300): the walker's
     # cast shadow pulled the plain match and the lock onto itself by frame ~250 (lock recall
     # 0.43 -> 1.00). The masked NCC alone (~50 samples) also matched flat inpainted ground
@@ -155,7 +156,8 @@ class TrackerConfig:
     relock_appearance_frames: int = 2  # re-lock: a match moving like a walker over 2 steps
     relock_floor: float = 0.55  # re-lock matches: NCC peak >= this fraction of the typical one
     # ... and, on colour frames, a region holding at least this fraction of the frozen
-    # template's share of own-target samples (emts.tracker.object_pixels; 0: off). person12
+    # template's share of own-target samples (emts.stages.d_track.tracker.object_pixels; 0: off).
+    # person12
     # tapped at 0, past its labels: the edge of a canopy, whose parallax moves it like a
     # walker, re-locked at frame 302 with none of them and held the lock for 130 frames.
     relock_own_share: float = 0.5
@@ -190,7 +192,8 @@ class TrackerConfig:
     reanchor_consistency: float = 0.25  # offset change allowed per frame, in body heights
     reanchor_margin: float = 0.1  # the tapped look fits the detection by this much NCC more
     # On colour frames, not onto a detection whose box holds less than this fraction of the
-    # track's share of own-target samples (emts.tracker.object_pixels; 0: off): the walker's
+    # track's share of own-target samples (emts.stages.d_track.tracker.object_pixels; 0: off): the
+    # walker's
     # cast shadow is detected below them and walks with them. person12 tapped at frame 0,
     # pseudo-labels to 300: a vetoed lock re-anchored onto it at frame 236 (0.79 -> 1.00).
     reanchor_own_share: float = 0.5
@@ -245,7 +248,8 @@ class VerifierConfig:
 
 @dataclass(frozen=True)
 class BoxFitConfig:
-    """Stage C's colour evidence (not in the paper: :mod:`emts.boxfit`): boxes fitted to the
+    """Stage C's colour evidence (not in the paper: :mod:`emts.stages.c_detect.boxfit`): boxes
+    fitted to the
     person's own pixels on colour frames, scored up where they fit and move, down where they
     do not move. Chosen on uav123-person12 frames 1-201 (the real RGB development clip;
     README, "Colour evidence"): the closing, the context and the bonus were varied there;

@@ -5,8 +5,9 @@ verifier's twins) in LiteRT's interpreter (the ``ai-edge-litert`` wheel, extra `
 no torch, no TensorFlow) with its default XNNPACK delegate on ``threads`` threads -- the
 runtime the paper deploys on a Pi Zero 2W. :class:`LiteRTSession` is a thin adapter with the
 part of onnxruntime's ``InferenceSession`` interface the detector and verifier use
-(``get_inputs``, ``get_outputs``, ``run``), so :class:`emts.detector.Detector` and
-:class:`emts.verifier.Verifier` run either file unchanged: :func:`emts.detector.load_session`
+(``get_inputs``, ``get_outputs``, ``run``), so :class:`emts.stages.c_detect.detector.Detector` and
+:class:`emts.stages.e_verify.Verifier` run either file unchanged:
+:func:`emts.stages.c_detect.detector.load_session`
 picks the runtime by the file's suffix.
 
 The int8 files hold int8 tensors with a per-tensor scale and zero point at their outputs

@@ -1,7 +1,8 @@
 """Composes the stages on the per-frame schedule of §3 and times each of them.
 
-:class:`MotionFrontEnd` runs Stages A and B; :class:`Pipeline` runs the straight sequence
-A -> B -> C -> lock acquisition -> D -> E on every frame (E classifies every 8th frame).
+:class:`Pipeline` runs the straight sequence A -> B -> C -> lock acquisition -> D -> E on every
+frame (E classifies every 8th frame); :class:`FrameResult` is what it says about a frame.
+Stages A and B run in :class:`emts.front_end.MotionFrontEnd`.
 """
 
 from __future__ import annotations
@@ -15,176 +16,26 @@ from typing import Protocol
 import cv2
 import numpy as np
 
-from emts.acquisition import LockAcquisition, Tap
-from emts.boxfit import DEFAULT_BOX_FIT, fit_detections, look_ahead
-from emts.channels import MotionChannels, network_content
 from emts.config import (
-    NETWORK_SIZE,
-    STAGE_A_SIZE,
     AcquisitionConfig,
     BoxFitConfig,
     ChannelConfig,
-    EgoMotionConfig,
     TrackerConfig,
     VerifierConfig,
 )
-from emts.detector import Detection
-from emts.ego_motion import EgoMotion, EgoMotionEstimator
 from emts.errors import BadInputError
-from emts.fusion import FusedDetector
+from emts.front_end import FrontEndResult, MotionFrontEnd, network_size_of, stage_b_config
 from emts.geometry import Frame, FrameGeometry
-from emts.modality import AUTO, COLOUR, DEFAULT, MODEL_CHOICES, DetectorChoice, frame_modality
-from emts.preprocess import Preprocessor, validate_frame
-from emts.temporal import TemporalDetector
-from emts.tracker import AppearanceView, Candidate, TargetTracker
-from emts.verifier import FrameView, VerificationSchedule
+from emts.modality import AUTO, COLOUR, DetectorChoice, frame_modality
+from emts.preprocess import validate_frame
+from emts.stages.a_ego_motion import EgoMotion
+from emts.stages.acquisition import LockAcquisition, Tap
+from emts.stages.c_detect.boxfit import DEFAULT_BOX_FIT, fit_detections, look_ahead
+from emts.stages.c_detect.stage import DEFAULT_DETECTOR_MODE, DetectorStage, shipped_stage
+from emts.stages.d_track.tracker import AppearanceView, Candidate, TargetTracker
+from emts.stages.e_verify import FrameView, VerificationSchedule
 
 log = logging.getLogger("emts")
-
-# Corners closer than this (working px) to the letterbox padding are not used by Stage A.
-_CONTENT_MARGIN = 8
-
-
-@dataclass(frozen=True)
-class FrontEndResult:
-    """What Stages A and B produce for one frame.
-
-    Attributes:
-        index: frame number in the stream (0-based).
-        geometry: coordinate conversions for this frame's input size.
-        working: the 640x512 uint8 gray working frame.
-        motion: Stage A's estimate (WORKING coordinates).
-        channels: Stage B's (3, H, W) float32 ``[L, R, D]`` at the network size.
-        size_changed: the input size differs from the previous frame's (history restarted).
-        ms: milliseconds spent per stage: ``"A"`` (incl. gray/letterbox conversion), ``"B"``.
-    """
-
-    index: int
-    geometry: FrameGeometry
-    working: np.ndarray
-    motion: EgoMotion
-    channels: np.ndarray
-    ms: dict[str, float] = field(default_factory=dict)
-    size_changed: bool = False
-
-    def motion_in_input(self) -> np.ndarray:
-        """``M_t`` (2x3) in the input's own pixel coordinates."""
-        return self.geometry.motion(self.motion.matrix, Frame.WORKING, Frame.INPUT)
-
-    def homography_in_input(self) -> np.ndarray | None:
-        """Stage A's homography (3x3, frame t-1 -> t; what Stage B warped by) in the input's
-        own pixel coordinates, or None when Stage B warped by ``M_t``."""
-        if self.motion.homography is None:
-            return None
-        return self.geometry.homography(self.motion.homography, Frame.WORKING, Frame.INPUT)
-
-
-class MotionFrontEnd:
-    """Stages A and B over a stream of frames of any supported size and dtype.
-
-    A change of frame size mid-stream restarts the motion history (logged), since motions
-    between frames of different geometry mean nothing. ``network_size`` is Stage B's output
-    size, the detector's input (:attr:`emts.detector.Detector.network_size`).
-
-    Example:
-        >>> import numpy as np
-        >>> front = MotionFrontEnd()
-        >>> result = front.step(np.zeros((720, 1280, 3), np.uint8))
-        >>> result.channels.shape, result.motion.method
-        ((3, 192, 256), 'identity')
-    """
-
-    def __init__(
-        self,
-        ego_config: EgoMotionConfig | None = None,
-        channel_config: ChannelConfig | None = None,
-        network_size: tuple[int, int] = NETWORK_SIZE,
-    ) -> None:
-        self.network_size = tuple(network_size)
-        self.preprocess = Preprocessor(self.network_size)
-        self.ego_motion = EgoMotionEstimator(ego_config)
-        self.channels = MotionChannels(channel_config, self.network_size)
-        self._corner_mask: np.ndarray | None = None
-        self._corner_mask_for: FrameGeometry | None = None
-        self._content: np.ndarray | None = None  # NETWORK px holding image (letterboxed input)
-        self._index = 0
-
-    def reset(self) -> None:
-        self.preprocess.reset()
-        self.ego_motion.reset()
-        self.channels.reset()
-        self._corner_mask_for = None
-        self._index = 0
-
-    def use_network_size(
-        self,
-        network_size: tuple[int, int],
-        warp_at: str | None = None,
-        residual_baseline: int | None = None,
-    ) -> None:
-        """Feed a detector of another input size (and, given ``warp_at`` and
-        ``residual_baseline``, Stage B warp and R) from the next frame on: Stage A's history is
-        kept (its working frame does not change), Stage B's restarts."""
-        size = (int(network_size[0]), int(network_size[1]))
-        config = self.channels.config
-        changes = {}
-        if warp_at is not None and warp_at != config.warp_at:
-            changes["warp_at"] = warp_at
-        if residual_baseline is not None and residual_baseline != config.residual_baseline:
-            changes["residual_baseline"] = int(residual_baseline)
-        if changes:
-            config = dataclasses.replace(config, **changes)
-        elif size == self.network_size:
-            return
-        self.network_size = size
-        self.preprocess.network_size = size
-        self.preprocess.geometry = None  # rebuilt for the new size by the next frame
-        self.channels = MotionChannels(config, size)
-
-    def step(self, frame: np.ndarray) -> FrontEndResult:
-        """Run Stages A and B on one frame (any size; uint8 or uint16; gray, BGR or BGRA)."""
-        start = time.perf_counter()
-        working, geometry, size_changed = self.preprocess(frame)
-        if size_changed:
-            log.warning("frame %d: frame size changed; motion history restarted", self._index)
-            self.ego_motion.reset()
-            self.channels.reset()
-        if size_changed or self._corner_mask_for is not geometry:
-            self._corner_mask = _stage_a_mask(geometry)
-            self._corner_mask_for = geometry
-            self._content = network_content(geometry)
-        motion = self.ego_motion.update(working, self._corner_mask)
-        after_a = time.perf_counter()
-        channels = self.channels.update(working, motion, self._content)
-        after_b = time.perf_counter()
-        ms = {"A": (after_a - start) * 1e3, "B": (after_b - after_a) * 1e3}
-        result = FrontEndResult(self._index, geometry, working, motion, channels, ms, size_changed)
-        self._index += 1
-        return result
-
-
-def channels_at(
-    frames,
-    network_size: tuple[int, int] = NETWORK_SIZE,
-    warp_at: str = "network",
-    residual_baseline: int = 1,
-) -> np.ndarray:
-    """(n, 3, H, W) Stage B channels of a clip's frames run through Stages A and B at
-    ``network_size`` with Stage B's ``warp_at`` and ``residual_baseline`` (e.g. a stored clip
-    set's frames for a detector of another size or warp: the sets cache the paper's 256x192,
-    "network", R of the previous frame)."""
-    config = ChannelConfig(warp_at=warp_at, residual_baseline=residual_baseline)
-    front = MotionFrontEnd(channel_config=config, network_size=network_size)
-    return np.stack([front.step(frame).channels for frame in frames])
-
-
-def _stage_a_mask(geometry: FrameGeometry) -> np.ndarray | None:
-    """Stage A corner mask of the letterbox content (None when the input fills the frame)."""
-    letterbox = geometry.input_to_working
-    if letterbox.content == letterbox.size:
-        return None
-    mask = letterbox.content_mask(margin=_CONTENT_MARGIN)
-    return cv2.resize(mask, STAGE_A_SIZE, interpolation=cv2.INTER_NEAREST)
 
 
 def candidates_of(
@@ -192,7 +43,7 @@ def candidates_of(
 ) -> list[Candidate]:
     """Stage D's candidates (WORKING px) of NETWORK-px detections whose score reaches
     ``threshold``; with ``sightings``, scored (and kept) by this frame's evidence alone
-    (:attr:`emts.detector.Detection.sighting`: what a locked track is fed)."""
+    (:attr:`emts.stages.c_detect.detector.Detection.sighting`: what a locked track is fed)."""
     kept = [(d, d.sighting if sightings else d.score) for d in detections]
     kept = [(d, score) for d, score in kept if score >= threshold]
     boxes_net = np.array([d.box for d, _ in kept]).reshape(-1, 4)
@@ -201,155 +52,6 @@ def candidates_of(
         Candidate(b[:2] + b[2:] / 2, b[2:], score, d.embedding)
         for b, (d, score) in zip(boxes_work, kept, strict=True)
     ]
-
-
-class DetectorStage(Protocol):
-    """Stage C: ``[L, R, D]`` (3, H, W) -> detections in NETWORK px."""
-
-    def __call__(self, channels: np.ndarray) -> list[Detection]: ...
-
-
-DETECTOR_MODES = ("temporal", "plain", "fused")
-DEFAULT_DETECTOR_MODE = "temporal"
-
-
-def stage_b_of(detector) -> str:
-    """Stage B's warp a Stage C runs with (:attr:`emts.detector.Detector.stage_b_warp`; the
-    paper's for one that says none, and for no detector)."""
-    return getattr(detector, "stage_b_warp", None) or "network"
-
-
-def residual_baseline_of(detector) -> int:
-    """The frames R spans for a Stage C (:attr:`emts.detector.Detector.residual_baseline`;
-    1, eq. 2's, for one that says none, and for no detector)."""
-    return int(getattr(detector, "residual_baseline", None) or 1)
-
-
-def stage_b_config(detector, override: ChannelConfig | None = None) -> ChannelConfig:
-    """Stage B's parameters for ``detector``: ``override`` where given (a command line's
-    ``--stage-b paper|working``), else the defaults with the detector's own warp; R spans
-    the frames the detector was trained with either way (a property of its weights)."""
-    config = override if override is not None else ChannelConfig(warp_at=stage_b_of(detector))
-    baseline = residual_baseline_of(detector)
-    if config.residual_baseline == baseline:
-        return config
-    return dataclasses.replace(config, residual_baseline=baseline)
-
-
-def cached_by_sets(network_size: tuple[int, int], config: ChannelConfig) -> bool:
-    """Whether a stored clip set's cached channels are Stage B's at ``network_size`` with
-    ``config`` (the sets cache the paper's 256x192, warp and eq. 2's R); else Stages A and B
-    run again (:func:`channels_at`)."""
-    paper_stage_b = config.warp_at == "network" and config.residual_baseline == 1
-    return tuple(network_size) == NETWORK_SIZE and paper_stage_b
-
-
-def channel_key(detector) -> tuple:
-    """What a Stage C's channels depend on: its network size (w, h) for the paper's warp and
-    R, (w, h, warp) for another warp, (w, h, warp, n) for an R over n > 1 frames (keys of the
-    channels an evaluation computes per detector)."""
-    size, warp = network_size_of(detector), stage_b_of(detector)
-    baseline = residual_baseline_of(detector)
-    if baseline > 1:
-        return (*size, warp, baseline)
-    return size if warp == "network" else (*size, warp)
-
-
-def key_warp(key: tuple) -> str:
-    """Stage B's warp of a channel key (:func:`channel_key`)."""
-    return key[2] if len(key) > 2 else "network"
-
-
-def key_config(key: tuple) -> ChannelConfig:
-    """Stage B's parameters of a channel key (:func:`channel_key`)."""
-    baseline = key[3] if len(key) > 3 else 1
-    return ChannelConfig(warp_at=key_warp(key), residual_baseline=baseline)
-
-
-def network_size_of(detector) -> tuple[int, int]:
-    """The NETWORK frame size Stage B must feed ``detector`` (the paper's 256x192 for None)."""
-    return tuple(getattr(detector, "network_size", NETWORK_SIZE))
-
-
-def check_detector_mode(mode: str) -> str:
-    if mode not in DETECTOR_MODES:
-        raise BadInputError(f"detector mode {mode!r}: expected one of {', '.join(DETECTOR_MODES)}")
-    return mode
-
-
-def detector_stage(detector, mode: str = DEFAULT_DETECTOR_MODE, coarse_pass: bool = True):
-    """Stage C for ``mode``: ``temporal`` (default) the network with its scores averaged
-    over time in stabilized coordinates (:class:`emts.temporal.TemporalDetector`; with
-    ``coarse_pass``, a model run at twice the size it was trained at runs at that size too,
-    for people too tall for the finer pass), ``plain`` the network alone, frame by frame (the
-    paper's), ``fused`` the network scoring compensated-difference blobs at 640x512
-    (:class:`emts.fusion.FusedDetector`)."""
-    check_detector_mode(mode)
-    if mode == "fused":
-        return FusedDetector(detector)
-    if mode == "temporal":
-        return TemporalDetector(detector, coarse=AUTO if coarse_pass else None)
-    return detector
-
-
-def shipped_detector(
-    variant: str = DEFAULT,
-    precision: str = "fp32",
-    threads: int = 2,
-    backend: str = "onnxruntime",
-    fp32_fallback: bool = False,
-    **options,
-):
-    """The shipped detector ``variant`` (``default`` or ``thermal``) for ``precision`` and
-    ``backend``; ``options`` go to :class:`emts.detector.Detector` (``threshold``,
-    ``network_size``). With ``fp32_fallback`` a variant shipped without that precision's file
-    (the thermal model has no int8) runs in fp32, with a warning; else that is an error."""
-    from emts.detector import Detector
-    from emts.precision import model_path
-
-    name = "" if variant == DEFAULT else variant
-    try:
-        path = model_path("detector", precision, threads, backend, name)
-    except BadInputError as error:
-        if not (fp32_fallback and name) or precision == "fp32":
-            raise
-        log.warning("%s; running the %s detector in fp32", error, variant)
-        path = model_path("detector", "fp32", threads, backend, name)
-    return Detector(path, threads=threads, **options)
-
-
-def shipped_stage(
-    model: str = AUTO,
-    mode: str = DEFAULT_DETECTOR_MODE,
-    precision: str = "fp32",
-    threads: int = 2,
-    backend: str = "onnxruntime",
-    coarse_pass: bool = True,
-    **options,
-):
-    """Stage C from the shipped detectors: ``model`` ``auto`` (a
-    :class:`emts.modality.DetectorChoice`: the thermal model for frames without colour, the
-    default model for colour, the thermal one in fp32 where its ``precision`` is not
-    shipped), ``default`` or ``thermal``; ``mode`` and ``coarse_pass`` as
-    :func:`detector_stage`; ``options`` as :func:`shipped_detector`."""
-    if model not in MODEL_CHOICES:
-        raise BadInputError(f"model {model!r}: expected one of {', '.join(MODEL_CHOICES)}")
-    check_detector_mode(mode)  # one line now, not at the first frame
-    from emts.precision import check_backend, check_precision
-
-    check_precision(precision)
-    if check_backend(backend) == "litert":
-        from emts.litert import require_litert
-
-        require_litert()
-
-    def make(variant: str):
-        detector = shipped_detector(
-            variant, precision, threads, backend, fp32_fallback=model == AUTO, **options
-        )
-        return detector_stage(detector, mode, coarse_pass)
-
-    return DetectorChoice(make) if model == AUTO else make(model)
 
 
 class VerifierModel(Protocol):
@@ -424,7 +126,8 @@ class Pipeline:
     """Stages A-E on the multi-rate schedule of §3.7: A-D every frame, E every 8th frame.
 
     Each frame is a straight sequence: A (ego-motion) -> B (channels) -> C (detections) ->
-    lock acquisition (tap / auto-lock, :mod:`emts.acquisition`) -> D (tracker, which applies a
+    lock acquisition (tap / auto-lock, :mod:`emts.stages.acquisition`) -> D (tracker, which applies
+    a
     lock after the frame's camera motion) -> E (verifier). The stages hold their own state;
     what one stage tells another travels as an argument.
 
@@ -435,12 +138,14 @@ class Pipeline:
         tracker_config / verifier_config / acquisition_config: stage parameters.
         auto_lock: lock on its own (§6.7) when no operator tap is given.
         threads: worker threads for OpenCV and onnxruntime.
-        box_fit: Stage C's colour evidence (:mod:`emts.boxfit`; not in the paper): on colour
+        box_fit: Stage C's colour evidence (:mod:`emts.stages.c_detect.boxfit`; not in the paper):
+        on colour
             frames its boxes fitted to the person's own pixels, scored up where they fit and
             move, down where they do not move;
             None keeps the network's boxes and scores.
         channel_config: Stage B's parameters for every detector (default: each detector's
-            own warp, :attr:`emts.detector.Detector.stage_b_warp` -- the paper's for the
+            own warp, :attr:`emts.stages.c_detect.detector.Detector.stage_b_warp` -- the paper's
+            for the
             default model, ``"working"`` for the thermal one); e.g.
             ``ChannelConfig(warp_at="working")`` with detectors fed
             ``WORKING_WARP_RESIDUAL_REFERENCE``.
@@ -499,13 +204,13 @@ class Pipeline:
         :mod:`emts.modality`), ``default`` or ``thermal``; ``precision`` ``fp32``,
         ``int8`` or ``auto`` (the faster here, measured once: :mod:`emts.precision`);
         ``detector_mode`` ``temporal`` (the network, scores averaged over time:
-        :mod:`emts.temporal`), ``plain`` (the network, frame by frame) or ``fused``
-        (:mod:`emts.fusion`);
+        :mod:`emts.stages.c_detect.temporal`), ``plain`` (the network, frame by frame) or ``fused``
+        (:mod:`emts.stages.c_detect.fusion`);
         ``backend`` ``onnxruntime`` (.onnx) or ``litert`` (.tflite through LiteRT/XNNPACK,
         extra ``[litert]``: :mod:`emts.litert`); ``coarse_pass`` as :func:`detector_stage` (the
         thermal model's second pass at 256x192, for people 50 px tall or more)."""
         from emts.precision import model_path
-        from emts.verifier import Verifier, default_model_path
+        from emts.stages.e_verify import Verifier, default_model_path
 
         stage = shipped_stage(model, detector_mode, precision, threads, backend, coarse_pass)
         verifier = None
@@ -549,7 +254,7 @@ class Pipeline:
     def lock(self, x: float, y: float, box=None, on_last_frame: bool = False) -> None:
         """Operator tap at input pixel (x, y), applied with the next :meth:`step`.
 
-        The lock is made at once on the person under the point (see :mod:`emts.acquisition`),
+        The lock is made at once on the person under the point (see :mod:`emts.stages.acquisition`),
         whether or not the detector sees them.
 
         Args:
@@ -602,7 +307,8 @@ class Pipeline:
             detections = self.detector(front.channels) if self.detector is not None else []
         # Stage C's output (and what acquisition chooses from): detections whose score passes
         # tau_s after the colour evidence (on colour frames, boxes fitted to the person's own
-        # pixels, scored up where they fit and move, down where they do not; emts.boxfit). A locked
+        # pixels, scored up where they fit and move, down where they do not;
+        # emts.stages.c_detect.boxfit). A locked
         # track is fed every *sighting* instead, as the network boxes it -- this frame's
         # evidence alone (the temporal mode's memory would delay a person reappearing from
         # behind a tree, and the track has its own memory: the Kalman filter and the

@@ -109,7 +109,7 @@ def _median_ms(session, feed: dict, runs: int) -> list[float]:
 
 @cache
 def _measured_choice(kind: str, fp32: Path, int8: Path, threads: int) -> str:
-    from emts.detector import load_session
+    from emts.stages.c_detect.detector import load_session
 
     sessions = {
         p: load_session(path, kind, threads) for p, path in (("fp32", fp32), ("int8", int8))

@@ -25,11 +25,8 @@ import numpy as np
 from tqdm import tqdm
 
 from emts.config import NETWORK_SIZE
-from emts.detector import Detector
 from emts.eval.metrics import ImageResult, by_height, coco_ap
-from emts.geometry import WORKING_GEOMETRY, Frame, working_geometry
-from emts.modality import AUTO
-from emts.pipeline import (
+from emts.front_end import (
     MotionFrontEnd,
     cached_by_sets,
     channel_key,
@@ -39,10 +36,13 @@ from emts.pipeline import (
     residual_baseline_of,
     stage_b_config,
 )
+from emts.geometry import WORKING_GEOMETRY, Frame, working_geometry
+from emts.modality import AUTO
+from emts.stages.c_detect.detector import Detector
+from emts.stages.c_detect.temporal import TemporalDetector
 from emts.synth.plates import read_hituav
 from emts.synth.store import ClipSet
 from emts.synth.tier2 import pseudo_clip
-from emts.temporal import TemporalDetector
 
 GEOMETRY = WORKING_GEOMETRY
 BENCH_FRAMES = range(4, 18)  # frames 5-18 (1-based), §6.2
@@ -81,7 +81,8 @@ class NetworkDetect:
 
 
 class StreamDetect:
-    """Stage C's temporal mode as the pipeline runs it (:class:`emts.temporal.TemporalDetector`,
+    """Stage C's temporal mode as the pipeline runs it
+    (:class:`emts.stages.c_detect.temporal.TemporalDetector`,
     with its coarse pass where the model has one, ``coarse_pass``): each clip streamed through
     fresh Stages A-B at the detector's size and warp, the score memory reset at each clip, the
     threshold lowered to :data:`EVAL_THRESHOLD`; boxes in the paper's 256x192 NETWORK px."""
@@ -166,7 +167,7 @@ def evaluate_bench(
 def hituav_clips(root: str | Path, split: str, variant: str, seed: int = 0, sizes=(NETWORK_SIZE,)):
     """Yield (file name, {channel key: channels of the last frame}, person boxes in the
     paper's NETWORK px); ``sizes``: network sizes or channel keys
-    (:func:`emts.pipeline.channel_key`)."""
+    (:func:`emts.front_end.channel_key`)."""
     root = Path(root)
     for number, (name, entry) in enumerate(read_hituav(root, split)):
         still = cv2.imread(str(root / split / name), cv2.IMREAD_GRAYSCALE)

@@ -28,12 +28,12 @@ import numpy as np
 from tqdm import tqdm
 
 from emts.config import NETWORK_SIZE
-from emts.detector import Detector, load_session
 from emts.errors import BadInputError
 from emts.eval.detect import EVAL_THRESHOLD, NetworkDetect, evaluate_bench
 from emts.eval.metrics import ImageResult, coco_ap
 from emts.litert import litert_available
 from emts.precision import shipped_model, shipped_variant
+from emts.stages.c_detect.detector import Detector, load_session
 
 THREADS = (1, 2)
 PIPELINE_FRAMES = 300
@@ -78,7 +78,7 @@ def hituav_accuracy(
     models: dict[str, Path], root: str, variant: str, seeds: int, images: int | None = None
 ) -> dict[str, dict]:
     from emts.eval.real import hituav_frames, network_boxes
-    from emts.pipeline import channel_key
+    from emts.front_end import channel_key
 
     detectors = {name: Detector(path, threshold=EVAL_THRESHOLD) for name, path in models.items()}
     results: dict[str, list[ImageResult]] = {name: [] for name in models}
@@ -186,7 +186,7 @@ def pipeline_latency(
     """``emts bench`` end to end at fp32 and int8 (and, with ``litert``, both again on the
     LiteRT backend: rows "fp32 LiteRT", "int8 LiteRT"), alternating, median of the rounds'
     medians; ``model``: a shipped variant's fp32 file (its own files), else the default."""
-    from emts.bench import run_bench
+    from emts.apps.bench import run_bench
 
     runs = [("fp32", "onnxruntime"), ("int8", "onnxruntime")]
     if litert:

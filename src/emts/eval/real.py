@@ -32,27 +32,27 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from emts.boxfit import DEFAULT_BOX_FIT, MotionCheck, with_evidence
-from emts.channels import MotionChannels, content_mask
 from emts.config import NETWORK_SIZE, WORKING_SIZE, ChannelConfig
-from emts.detector import Detector
 from emts.errors import BadInputError
 from emts.eval.metrics import ImageResult, _iou, coco_ap, match
-from emts.fusion import FusionConfig, blob_features, compensated_residual, fusion_config
+from emts.front_end import MotionFrontEnd, channel_key, key_config
 from emts.geometry import Frame, FrameGeometry
 from emts.modality import DEFAULT, VARIANT_FOR, frame_modality
-from emts.pipeline import (
-    MotionFrontEnd,
-    channel_key,
-    key_config,
-    network_content,
-    shipped_detector,
+from emts.stages.b_channels import MotionChannels, content_mask, network_content
+from emts.stages.c_detect.boxfit import DEFAULT_BOX_FIT, MotionCheck, with_evidence
+from emts.stages.c_detect.detector import Detector
+from emts.stages.c_detect.fusion import (
+    FusionConfig,
+    blob_features,
+    compensated_residual,
+    fusion_config,
 )
+from emts.stages.c_detect.stage import shipped_detector
+from emts.stages.c_detect.temporal import TemporalDetector
+from emts.stages.d_track.tracker import AppearanceView
 from emts.synth.camera import REFERENCE_WIDTH, CameraMotionConfig
 from emts.synth.plates import read_hituav
 from emts.synth.tier2 import pseudo_clip
-from emts.temporal import TemporalDetector
-from emts.tracker import AppearanceView
 
 TAU_S = 0.3  # §6: the detection threshold a user runs at
 MATCH_IOU = 0.25
@@ -97,14 +97,14 @@ class EvalFrame:
     # ({network size: channels}, M_t WORKING); None: the frame continues the previous one's
     # stream (uav123-person12)
     history: list[tuple[dict[tuple[int, int], np.ndarray], np.ndarray]] | None = None
-    # the colour input frame, where there is one (Stage C's box fit: emts.boxfit)
+    # the colour input frame, where there is one (Stage C's box fit: emts.stages.c_detect.boxfit)
     colour: AppearanceView | None = None
-    # the key (emts.pipeline.channel_key) of ``channels``: None, the geometry's network size
+    # the key (emts.front_end.channel_key) of ``channels``: None, the geometry's network size
     key: tuple | None = None
 
     def channels_at(self, key: tuple) -> np.ndarray:
         """Stage B's channels of ``key``: a network size (w, h) with the paper's warp, or
-        (w, h, warp) (:func:`emts.pipeline.channel_key`)."""
+        (w, h, warp) (:func:`emts.front_end.channel_key`)."""
         key = tuple(key)
         if key == (self.key or self.geometry.network_size):
             return self.channels
@@ -127,7 +127,7 @@ class EvalFrame:
         more: MoreSizes | None = None,
         key: tuple | None = None,
     ) -> EvalFrame:
-        """The frame of a :class:`emts.pipeline.FrontEndResult` (Stages A and B's output,
+        """The frame of a :class:`emts.front_end.FrontEndResult` (Stages A and B's output,
         channels of ``key``); ``more`` adds Stage B at further network sizes and warps."""
         return cls(
             name=name,
@@ -163,12 +163,12 @@ class MoreSizes:
 
 
 def _stage_b(key: tuple) -> ChannelConfig:
-    """Stage B's parameters of a channel key (:func:`emts.pipeline.key_config`)."""
+    """Stage B's parameters of a channel key (:func:`emts.front_end.key_config`)."""
     return key_config(key)
 
 
 def _front_end(key: tuple) -> MotionFrontEnd:
-    """Stages A and B making the channels of ``key`` (:func:`emts.pipeline.channel_key`)."""
+    """Stages A and B making the channels of ``key`` (:func:`emts.front_end.channel_key`)."""
     return MotionFrontEnd(channel_config=_stage_b(key), network_size=key[:2])
 
 
@@ -335,8 +335,10 @@ class CompensatedDifference:
 
 ChannelFn = Callable[[np.ndarray, EvalFrame], np.ndarray]
 RAW_LEVEL = "residual level not normalized"
-UNFITTED = "boxes not fitted"  # the pipeline's boxes as the network gives them (emts.boxfit)
-TEMPORAL = "temporal scores"  # Stage C's temporal mode (emts.temporal), the pipeline's default
+# the pipeline's boxes as the network gives them (emts.stages.c_detect.boxfit)
+UNFITTED = "boxes not fitted"
+# Stage C's temporal mode (emts.stages.c_detect.temporal), the pipeline's default
+TEMPORAL = "temporal scores"
 ABLATIONS: dict[str, ChannelFn] = {
     "full": lambda c, f: c,
     "L only": lambda c, f: np.concatenate([c[:1], np.zeros_like(c[1:])]),
@@ -366,7 +368,8 @@ def pipeline_boxes(
     boxes: np.ndarray, scores: np.ndarray, frame: EvalFrame, config=DEFAULT_BOX_FIT
 ) -> Boxes:
     """What the pipeline makes of Stage C's ``boxes`` (WORKING px) on a colour frame: the
-    colour evidence (:func:`emts.boxfit.with_evidence` at tau_s: the best boxes from tau_s -
+    colour evidence (:func:`emts.stages.c_detect.boxfit.with_evidence` at tau_s: the best boxes
+    from tau_s -
     its bonus fitted to the person's own pixels, scored up where they fit and move, down
     where they do not move); every other
     box (only the PR curves see those) as it is."""
@@ -393,7 +396,8 @@ FIT_L2 = 1e-3
 def fused_boxes(
     frame: EvalFrame, heads: list[np.ndarray], config: FusionConfig
 ) -> tuple[Boxes, np.ndarray]:
-    """Stage C's ``fused`` mode on one frame (:mod:`emts.fusion`): (boxes WORKING px, scores)
+    """Stage C's ``fused`` mode on one frame (:mod:`emts.stages.c_detect.fusion`): (boxes WORKING
+    px, scores)
     of the best ``max_detections`` blobs, and their features."""
     if frame.previous is None:
         return (np.zeros((0, 4)), np.zeros(0)), np.zeros((0, len(config.weights)))
@@ -466,7 +470,7 @@ def fit_box_scale(
     detections at tau_s that match a person at IoU >= 0.25. A network run larger than it was
     trained at draws its boxes too small (the shipped one at 512x384: by 0.87, on thermal
     stills and on the RGB clip alike); the factor is what ``emts export --fit-box-scale``
-    records for :class:`emts.detector.Detector`."""
+    records for :class:`emts.stages.c_detect.detector.Detector`."""
     scales = {}
     for size in network_sizes:
         detector = Detector(model, threshold=TAU_S, network_size=size)
@@ -954,14 +958,16 @@ def write_real_report(
         "`padding masked` (letterboxed input only) = R and D zeroed outside the letterbox "
         "content (the pipeline does this since), `residual level not normalized` = Stage B's "
         "channels fed as they are, without the detector's residual-level normalization "
-        "(`emts.channels.normalize_residual_level`, on in every other row). `temporal "
-        "scores` = Stage C's temporal mode, the pipeline's default (`emts.temporal`: peaks "
+        "(`emts.stages.b_channels.normalize_residual_level`, on in every other row). `temporal "
+        "scores` = Stage C's temporal mode, the pipeline's default "
+        "(`emts.stages.c_detect.temporal`: peaks "
         "scored by a heatmap memory carried by the camera motion; person12 as one stream, "
         "each HIT-UAV pseudo-clip's frames 2-3 fed before frame 4 is scored); every other "
         "row is the network frame by frame. `--model auto: V` = what the pipeline runs by "
         "default on the set's frames (`emts.modality`: the thermal model at its 512x384 for "
         "frames without colour, the default model for colour), in the temporal mode, with "
-        "the colour evidence on colour frames (`emts.boxfit`: the best boxes from tau_s - "
+        "the colour evidence on colour frames (`emts.stages.c_detect.boxfit`: the best boxes "
+        "from tau_s - "
         "0.1 fitted to the person's own pixels -- trimmed to the person where those merged "
         "with shade or a bed above or below -- and scored 0.1 higher where they fit and "
         "move, 0.1 lower where they do not move: Stage B's R in the box under 2x the "

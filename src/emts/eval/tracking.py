@@ -11,24 +11,17 @@ import numpy as np
 from tqdm import tqdm
 
 from emts.config import NETWORK_SIZE, AcquisitionConfig
-from emts.detector import Detection, Detector
+from emts.front_end import MotionFrontEnd, cached_by_sets, network_size_of, stage_b_config
 from emts.geometry import WORKING_GEOMETRY, Frame, FrameGeometry, working_geometry
-from emts.pipeline import (
-    DEFAULT_DETECTOR_MODE,
-    MotionFrontEnd,
-    Pipeline,
-    cached_by_sets,
-    candidates_of,
-    detector_stage,
-    network_size_of,
-    stage_b_config,
-)
+from emts.pipeline import Pipeline, candidates_of
+from emts.stages.c_detect.detector import Detection, Detector
+from emts.stages.c_detect.stage import DEFAULT_DETECTOR_MODE, detector_stage
+from emts.stages.c_detect.temporal import TemporalDetector
+from emts.stages.d_track.tracker import AppearanceView, TargetTracker
+from emts.stages.e_verify import FrameView, Verifier
 from emts.synth.clips import ClipSpec, render_clip
 from emts.synth.common import CONTRAST_SCALE
 from emts.synth.store import ClipSet
-from emts.temporal import TemporalDetector
-from emts.tracker import AppearanceView, TargetTracker
-from emts.verifier import FrameView, Verifier
 
 RED = (0, 0, 255)  # BGR: a contact sheet's target box
 
@@ -63,7 +56,8 @@ def clip_detections(
     detector: Detector, channels: np.ndarray, motions: list, mode: str = DEFAULT_DETECTOR_MODE
 ) -> list[list[Detection]]:
     """Stage C over one clip's frames in ``mode``: ``plain`` frame by frame, ``temporal``
-    as a stream (:class:`emts.temporal.TemporalDetector`; the first frame has no motion)."""
+    as a stream (:class:`emts.stages.c_detect.temporal.TemporalDetector`; the first frame has no
+    motion)."""
     if mode == "plain":
         return [detector(c) for c in channels]
     if mode != "temporal":

@@ -26,11 +26,11 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from emts.detector import Detector
 from emts.errors import BadInputError
 from emts.eval.detect import BENCH_FRAMES, EVAL_THRESHOLD, ground_truth
 from emts.eval.metrics import ImageResult, coco_ap
 from emts.precision import shipped_model
+from emts.stages.c_detect.detector import Detector
 
 TARGET_AP_GAP = 0.01  # issue 11: propagated-cache min-max within 0.01 AP@0.25 of float
 # (row name, estimator, caches, clips, frames)
@@ -52,7 +52,7 @@ def streaming_bench(
     models: dict[str, Path], stateless: dict[str, Path], bench: str, clips: int | None
 ) -> dict[str, dict]:
     """AP of streaming ``models`` (reset per clip) and per-frame ``stateless`` ones."""
-    from emts.streaming import StreamingDetector
+    from emts.stages.c_detect.streaming import StreamingDetector
     from emts.synth.store import ClipSet
 
     streams = {
@@ -183,7 +183,7 @@ def evaluate_tsm(
     """Quantize ``model`` four ways, stream the bench through all; write ``tsm.md``,
     ``tsm.json`` and ``tsm.png`` in ``out`` (and the int8 models in ``out/tsm`` with
     ``keep``)."""
-    from emts.streaming import StreamingDetector, is_streaming
+    from emts.stages.c_detect.streaming import StreamingDetector, is_streaming
     from emts.synth.store import ClipSet
     from emts.train.quantize import detector_calibration, quantize, sha256, with_caches
 

@@ -26,11 +26,11 @@ from tqdm import tqdm
 
 from emts.config import VerifierConfig
 from emts.errors import BadInputError
+from emts.front_end import MotionFrontEnd
 from emts.geometry import Frame
 from emts.io import open_source
-from emts.pipeline import MotionFrontEnd
+from emts.stages.e_verify import FrameView, Verifier, describe
 from emts.train.verifier import roc_auc
-from emts.verifier import FrameView, Verifier, describe
 
 GROUND_OFFSET = 3.0  # ground boxes start this many box widths beside the person
 STRIDE = 4  # a window starts on every 4th frame

@@ -8,7 +8,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from emts.draw import channel_panel
+from emts.apps.draw import channel_panel
 from emts.geometry import WORKING_GEOMETRY, Frame
 from emts.synth.store import ClipSet
 

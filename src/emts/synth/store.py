@@ -11,7 +11,7 @@ A set is a folder::
 * ``jpeg`` (uint8) and ``jpeg_offsets`` (int64, n+1): the n frames, 640x512 gray, as the JPEG
   bytes the simulated camera stream delivered (frame i is ``jpeg[off[i]:off[i+1]]``);
 * ``difference`` (float16, n x 192 x 256): Stage B's D channel computed by the package's own
-  Stage A/B (:class:`emts.pipeline.MotionFrontEnd`) on the decoded frames.
+  Stage A/B (:class:`emts.front_end.MotionFrontEnd`) on the decoded frames.
 
 L and R are rebuilt on load by Stage B's own functions (L from the decoded frame, R from D),
 so the cache costs one float16 plane per frame. The only difference from a fresh Stage A/B
@@ -37,9 +37,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from emts.channels import network_image, residual_from_difference
 from emts.errors import BadInputError
-from emts.pipeline import MotionFrontEnd
+from emts.front_end import MotionFrontEnd
+from emts.stages.b_channels import network_image, residual_from_difference
 
 FORMAT_VERSION = 1
 

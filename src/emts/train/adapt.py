@@ -25,8 +25,8 @@ import torch
 from tqdm import tqdm
 
 from emts.errors import BadInputError
+from emts.front_end import MotionFrontEnd
 from emts.geometry import Frame, FrameGeometry
-from emts.pipeline import MotionFrontEnd
 from emts.synth.actors import FPS as CURRICULUM_FPS
 from emts.synth.actors import random_actor
 from emts.synth.clips import composite_actors
@@ -292,7 +292,7 @@ def adapt_detector(
 ) -> dict:
     """Fine-tune ``base_model`` (default: the shipped detector) on ``footage``; writes
     ``out/model.onnx``, ``model.pt``, ``adapt.json`` (provenance), ``curves.png``."""
-    from emts.detector import Detector, default_model_path
+    from emts.stages.c_detect.detector import Detector, default_model_path
     from emts.train.export import detector_from_onnx, export_onnx
     from emts.train.loop import plot_curves, run_phases
 

@@ -16,10 +16,10 @@ import cv2
 import numpy as np
 import torch
 
-from emts.channels import normalize_residual_level, residual_from_difference
 from emts.config import NETWORK_SIZE
+from emts.front_end import channels_at
 from emts.geometry import Frame, working_geometry
-from emts.pipeline import channels_at
+from emts.stages.b_channels import normalize_residual_level, residual_from_difference
 from emts.synth.plates import hituav_split, read_hituav
 from emts.synth.store import ClipSet
 from emts.synth.tier2 import pseudo_clip

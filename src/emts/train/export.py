@@ -126,7 +126,7 @@ def reshape_onnx(
     the same bit for bit."""
     import onnx
 
-    from emts.detector import RUN_SIZE_METADATA, SIZE_METADATA
+    from emts.stages.c_detect.detector import RUN_SIZE_METADATA, SIZE_METADATA
 
     graph_model = onnx.load(str(source))
     width, height = trained_size
@@ -170,17 +170,18 @@ def _record(path: str | Path, key: str, value: str | None) -> Path:
 
 def record_box_scale(path: str | Path, scales: dict[str, float]) -> Path:
     """Record ``{"WxH": factor}`` in a detector ONNX's metadata (in place; the weights are
-    untouched): :class:`emts.detector.Detector` scales its boxes by the factor of the size
+    untouched): :class:`emts.stages.c_detect.detector.Detector` scales its boxes by the factor of
+    the size
     it runs at."""
-    from emts.detector import BOX_SCALE_METADATA
+    from emts.stages.c_detect.detector import BOX_SCALE_METADATA
 
     return _record(path, BOX_SCALE_METADATA, json.dumps(scales) if scales else None)
 
 
 def record_residual_reference(path: str | Path, reference: float | None) -> Path:
     """Record (or, with None, remove) the residual level a detector ONNX is fed at most
-    (:func:`emts.channels.normalize_residual_level`; in place, the weights untouched)."""
-    from emts.detector import RESIDUAL_REFERENCE_METADATA
+    (:func:`emts.stages.b_channels.normalize_residual_level`; in place, the weights untouched)."""
+    from emts.stages.c_detect.detector import RESIDUAL_REFERENCE_METADATA
 
     value = None if reference is None else f"{reference:g}"
     return _record(path, RESIDUAL_REFERENCE_METADATA, value)
@@ -189,7 +190,7 @@ def record_residual_reference(path: str | Path, reference: float | None) -> Path
 def record_stage_b_warp(path: str | Path, warp_at: str | None) -> Path:
     """Record (or, with None or the paper's ``"network"``, remove) Stage B's warp a detector
     ONNX runs with (in place; the weights untouched)."""
-    from emts.detector import STAGE_B_METADATA
+    from emts.stages.c_detect.detector import STAGE_B_METADATA
 
     return _record(path, STAGE_B_METADATA, None if warp_at in (None, "network") else warp_at)
 
@@ -198,15 +199,16 @@ def record_residual_baseline(path: str | Path, frames: int | None) -> Path:
     """Record (or, with None or 1, remove) the frames R spans for a detector ONNX
     (:class:`emts.config.ChannelConfig` ``residual_baseline``; in place, the weights
     untouched)."""
-    from emts.detector import RESIDUAL_BASELINE_METADATA
+    from emts.stages.c_detect.detector import RESIDUAL_BASELINE_METADATA
 
     return _record(path, RESIDUAL_BASELINE_METADATA, None if frames in (None, 1) else str(frames))
 
 
 def record_mirror_average(path: str | Path, on: bool) -> Path:
     """Record (or, with False, remove) mirror averaging for a detector ONNX
-    (:class:`emts.detector.Detector` ``mirror_average``; in place, the weights untouched)."""
-    from emts.detector import MIRROR_AVERAGE_METADATA
+    (:class:`emts.stages.c_detect.detector.Detector` ``mirror_average``; in place, the weights
+    untouched)."""
+    from emts.stages.c_detect.detector import MIRROR_AVERAGE_METADATA
 
     return _record(path, MIRROR_AVERAGE_METADATA, "1" if on else None)
 
@@ -214,7 +216,7 @@ def record_mirror_average(path: str | Path, on: bool) -> Path:
 def record_run_size(path: str | Path, size: tuple[int, int] | None) -> Path:
     """Record (or, with None, remove) the size an open-size detector ONNX runs at when no
     size is asked for (in place; the weights are untouched)."""
-    from emts.detector import RUN_SIZE_METADATA
+    from emts.stages.c_detect.detector import RUN_SIZE_METADATA
 
     return _record(path, RUN_SIZE_METADATA, "{}x{}".format(*size) if size else None)
 
@@ -278,7 +280,7 @@ def detector_from_onnx(path: str | Path, config: DetectorConfig | None = None) -
     dims = graph.input[0].type.tensor_type.shape.dim
     height, width = dims[2].dim_value, dims[3].dim_value  # 0 for an open axis
     if not (width and height):  # an open size: the one it was trained at, else the paper's
-        from emts.detector import SIZE_METADATA
+        from emts.stages.c_detect.detector import SIZE_METADATA
 
         recorded = {p.key: p.value for p in loaded.metadata_props}.get(SIZE_METADATA)
         width, height = (int(v) for v in recorded.split("x")) if recorded else NETWORK_SIZE

@@ -182,7 +182,7 @@ def convert(
     shape = INPUT_SHAPES[kind]
     if kind == "detector":
         if network_size is None:
-            from emts.detector import Detector
+            from emts.stages.c_detect.detector import Detector
 
             network_size = Detector(source, threads=1).network_size
         width, height = network_size
@@ -218,7 +218,7 @@ def convert(
 def fidelity(source: str | Path, tflite: str | Path, kind: str, inputs: np.ndarray) -> list[float]:
     """Largest absolute difference per output between onnxruntime on ``source`` and LiteRT on
     ``tflite`` over ``inputs`` (N, ...) -- written into the provenance file."""
-    from emts.detector import load_session
+    from emts.stages.c_detect.detector import load_session
 
     reference = load_session(Path(source), kind, 1)
     converted = load_session(Path(tflite), kind, 1)

@@ -57,7 +57,8 @@ class TrainConfig:
     # Standing people: below this ground speed (frame px/frame) a person is an ignore region.
     still_speed: float = 0.0
     # Residual-level normalization of every training frame as the runtime Detector does
-    # (emts.channels.normalize_residual_level; e.g. RESIDUAL_REFERENCE = 0.0095); 0: Stage B's
+    # (emts.stages.b_channels.normalize_residual_level; e.g. RESIDUAL_REFERENCE = 0.0095); 0: Stage
+    # B's
     # channels as they are -- the shipped recipe: measured, two models trained with it (the
     # shipped recipe; candidate C's) lost person12 AP@0.25 against the shipped model normalized
     # at run time only (0.535 -> 0.189 / 0.359), see README "Real footage".

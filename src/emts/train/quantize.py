@@ -21,7 +21,8 @@ Two range estimators (``calibration``):
 
 The graph must hold no L2 normalization (`sec:stateful`: the norm of an all-zero embedding
 quantizes to zero and integer inference divides by it); the detector's embedding is
-normalized in the float decoder (:func:`emts.detector.decode`), and quantization refuses a
+normalized in the float decoder (:func:`emts.stages.c_detect.detector.decode`), and quantization
+refuses a
 graph that normalizes inside.
 """
 
@@ -44,9 +45,9 @@ from onnxruntime.quantization import (
     quantize_static,
 )
 
-from emts.channels import RESIDUAL_REFERENCE, normalize_residual_level
 from emts.config import NETWORK_SIZE, ChannelConfig
 from emts.errors import BadInputError
+from emts.stages.b_channels import RESIDUAL_REFERENCE, normalize_residual_level
 
 CALIBRATIONS = ("minmax", "moving-average")
 DEFAULT_CLIPS = 100  # sec:stateful: 100 clips of 10 consecutive frames
@@ -166,9 +167,10 @@ def detector_calibration(
     sets cache the paper's 256x192, warp and R; others run Stages A and B again), residual
     level normalized to
     ``residual_reference`` as the
-    runtime detector feeds the model (:attr:`emts.detector.Detector.residual_reference`).
+    runtime detector feeds the model
+    (:attr:`emts.stages.c_detect.detector.Detector.residual_reference`).
     Frame 0 of a clip has no motion channels and is never used."""
-    from emts.pipeline import cached_by_sets, channels_at
+    from emts.front_end import cached_by_sets, channels_at
 
     rng = np.random.default_rng([seed, 1])
     stream = []
@@ -244,7 +246,7 @@ def with_caches(model: str | Path, calibration: Calibration, caches: str) -> Cal
       are snapshotted with its frame, so the cache ranges are those of steady-state streaming
       (`sec:stateful`, `tab:quantablation`).
     """
-    from emts.streaming import StreamingDetector, zero_caches
+    from emts.stages.c_detect.streaming import StreamingDetector, zero_caches
 
     if caches not in CACHE_MODES:
         raise BadInputError(f"--tsm-caches {caches}: choose one of {', '.join(CACHE_MODES)}")

@@ -21,20 +21,20 @@ from torch import nn
 from tqdm import tqdm
 
 from emts.config import VerifierConfig
-from emts.detector import Detector
-from emts.detector import default_model_path as default_detector
-from emts.ego_motion import EgoMotionEstimator
 from emts.errors import BadInputError
+from emts.front_end import channels_at
 from emts.geometry import WORKING_GEOMETRY, Frame, lift
-from emts.pipeline import channels_at
-from emts.synth.store import ClipSet, StoredClip
-from emts.verifier import (
+from emts.stages.a_ego_motion import EgoMotionEstimator
+from emts.stages.c_detect.detector import Detector
+from emts.stages.c_detect.detector import default_model_path as default_detector
+from emts.stages.e_verify import (
     DESCRIPTOR_SIZE,
     RESOLUTION_METADATA,
     FrameView,
     describe,
     ground_travel,
 )
+from emts.synth.store import ClipSet, StoredClip
 
 GEOMETRY = WORKING_GEOMETRY
 WINDOW_FRAMES = range(2, 18)
@@ -319,7 +319,7 @@ STILL_TRAVEL = 0.2
 
 def _travel(labels: dict, boxes: list[np.ndarray]) -> float:
     """Ground covered by a track over its window, in body heights (the clip's true camera
-    motion removed: :func:`emts.verifier.ground_travel`)."""
+    motion removed: :func:`emts.stages.e_verify.ground_travel`)."""
     motions = [
         GEOMETRY.motion(
             np.array(labels["frames"][t]["camera_motion"]), Frame.WORKING, Frame.NETWORK
@@ -508,7 +508,7 @@ def _train_one(train: Windows, o: TrainOptions) -> VerifierNet:
 
 def export_verifier(model: VerifierNet, out: str | Path, resolution: str = "network") -> Path:
     """``model`` as ONNX at ``out``, with the frames its descriptors come from in the metadata
-    (:attr:`emts.verifier.Verifier.resolution`)."""
+    (:attr:`emts.stages.e_verify.Verifier.resolution`)."""
     import onnx
 
     from emts.train.export import _set_metadata

@@ -27,9 +27,9 @@ import cv2
 import numpy as np
 
 from emts.config import VerifierConfig
-from emts.detector import load_session, model_metadata
 from emts.errors import BadInputError
 from emts.geometry import Frame, FrameGeometry, lift
+from emts.stages.c_detect.detector import load_session, model_metadata
 
 DESCRIPTOR_SIZE = 40
 DEFAULT_MODEL = "verifier.onnx"

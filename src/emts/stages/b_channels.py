@@ -27,9 +27,9 @@ import cv2
 import numpy as np
 
 from emts.config import NETWORK_SIZE, WORKING_SIZE, ChannelConfig
-from emts.ego_motion import EgoMotion
 from emts.errors import BadInputError
 from emts.geometry import Frame, lift, network_letterbox
+from emts.stages.a_ego_motion import EgoMotion
 
 CHANNEL_NAMES = ("L", "R", "D")
 CHANNEL_RANGES = {"L": (0.0, 1.0), "R": (0.0, 1.0), "D": (-1.0, 1.0)}
@@ -142,7 +142,7 @@ def residual_from_difference(difference: np.ndarray, blur: int = 5) -> np.ndarra
 # exceeds the reference are scaled down to it (L about its mean, R and D by the same gain);
 # quieter frames pass unchanged, so the training distribution is left as it was.
 # A model records its own in its metadata (``emts export --residual-reference``;
-# :attr:`emts.detector.Detector.residual_reference`); one without gets this.
+# :attr:`emts.stages.c_detect.detector.Detector.residual_reference`); one without gets this.
 RESIDUAL_REFERENCE = 0.0095  # p90 of R the detector is fed at most (median of training frames)
 # The same for Stage B's ``ChannelConfig(warp_at="working")``, which leaves less texture in R:
 # the sets' median level fell 0.0108 -> 0.0076 (contrast-2.6 sets), so 0.0095 x 0.70.
@@ -263,7 +263,8 @@ def halved_channels(
     frames): R area-averaged then blurred 3x3 stands for it (against Stage B run at the half
     size with R over 3 frames, working warp, 60 bench frames: correlation 0.995, mean error 7 %
     of R's mean; rebuilt from D it would be R over one frame, 0.75 / 50 %). What Stage C's
-    coarse pass (:mod:`emts.temporal`) feeds a model at the size it was trained at, from the
+    coarse pass (:mod:`emts.stages.c_detect.temporal`) feeds a model at the size it was trained at,
+    from the
     channels of the size it runs at: the letterbox of a network size and of its half align
     exactly (their padding columns halve too)."""
     height, width = channels.shape[-2:]

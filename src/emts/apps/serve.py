@@ -1,6 +1,6 @@
 """``emts serve``: a ground-station page for the tracker (extra ``[serve]``: starlette, uvicorn).
 
-``emts serve SOURCE`` runs ``emts track``'s loop (:func:`emts.track.run_track`, with the same
+``emts serve SOURCE`` runs ``emts track``'s loop (:func:`emts.apps.track.run_track`, with the same
 frame hook the MAVLink component uses) in one background thread and serves, on 127.0.0.1
 unless told otherwise:
 
@@ -49,9 +49,9 @@ from importlib import resources
 
 import numpy as np
 
+from emts.apps.track import LockRequest, record, run_track
 from emts.errors import BadInputError
 from emts.io import FrameSource, UnreadableFrame, open_source
-from emts.track import LockRequest, record, run_track
 
 log = logging.getLogger("emts")
 
@@ -133,8 +133,8 @@ class GroundStation:
         pipeline: the :class:`emts.pipeline.Pipeline` (used only by the station's thread).
         fps: frame rate of an image folder, or a replacement for a video's own.
         loop: play a file source again and again (frame numbers keep counting).
-        hooks: more per-frame hooks (see :data:`emts.track.FrameHook`), e.g. a
-            :class:`emts.mavlink.MavlinkCamera`; called on the pipeline's thread.
+        hooks: more per-frame hooks (see :data:`emts.apps.track.FrameHook`), e.g. a
+            :class:`emts.apps.mavlink.MavlinkCamera`; called on the pipeline's thread.
         pace: play files at their frame rate (False: as fast as the pipeline goes; tests).
 
     Example:
@@ -189,7 +189,7 @@ class GroundStation:
     def __call__(self, result, size: tuple[int, int] | None) -> None:
         """The frame hook: publish this frame's JSON line and annotated JPEG, then run the
         other hooks (MAVLink)."""
-        from emts.draw import annotate
+        from emts.apps.draw import annotate
 
         frame, index = self.current, self._processed
         if result is None:
@@ -312,8 +312,8 @@ def _encode_jpeg(image: np.ndarray) -> bytes:
 
 
 def page_html() -> str:
-    """The ground-station page (``emts/serve_page.html``, packaged beside this module)."""
-    return (resources.files("emts") / "serve_page.html").read_text(encoding="utf-8")
+    """The ground-station page (``emts/apps/serve_page.html``, packaged beside this module)."""
+    return (resources.files("emts.apps") / "serve_page.html").read_text(encoding="utf-8")
 
 
 def create_app(station: GroundStation):
@@ -459,7 +459,7 @@ def serve(
     with contextlib.ExitStack() as stack:
         stack.callback(sock.close)
         if mavlink:
-            from emts.mavlink import MavlinkCamera
+            from emts.apps.mavlink import MavlinkCamera
 
             camera = stack.enter_context(MavlinkCamera(mavlink, pipeline, follow))
             station.hooks = (camera,)  # called on the pipeline's thread, as in emts track

@@ -21,7 +21,8 @@ estimators failed) restarts the memory from the next frame.
 Peaks whose heatmap alone passes the threshold are decoded too, with their heatmap value as
 ``Detection.raw_score``: what Stage C reports and acquisition chooses from are the detections
 whose *score* passes tau_s; a locked track is fed the *sightings*
-(:attr:`emts.detector.Detection.sighting`): it has a memory of its own, and the temporal one
+(:attr:`emts.stages.c_detect.detector.Detection.sighting`): it has a memory of its own, and the
+temporal one
 would delay a person coming out from behind a tree (person12, `--occlude 60:90`: recovered in
 7 frames instead of 3 when the track was fed the temporal scores).
 
@@ -37,7 +38,7 @@ trained at 256x192, run at 512x384 for HIT-UAV's 19-px people) sees tall people 
 scale it learnt: on real thermal persons magnified to a median 74 / 94 px tall (HIT-UAV val
 stills, ``benchmarks/thermal_large_persons.py``, seed 0) it found them at AP@0.25 0.84 /
 0.69, AP@0.5 0.41 / 0.29. So such a model also runs at its training size on the same channels halved
-(:func:`emts.channels.halved_channels`), with a score memory of its own; its detections at
+(:func:`emts.stages.b_channels.halved_channels`), with a score memory of its own; its detections at
 least :data:`COARSE_MIN_HEIGHT` WORKING px tall join the fine pass's, a detection of either
 pass giving way to a better one of the other that it overlaps (:func:`merge_passes`).
 Measured: magnified persons AP@0.25 0.84 / 0.69 -> 0.87 / 0.85 at 74 / 94 px (AP@0.5 0.41 /
@@ -57,11 +58,18 @@ from dataclasses import replace
 import cv2
 import numpy as np
 
-from emts.channels import halved_channels, network_content
-from emts.detector import STRIDE, Detection, Detector, decode, fixed_size, recorded_size
 from emts.errors import BadInputError
 from emts.geometry import Frame, FrameGeometry, box_iou, lift, working_geometry
 from emts.modality import AUTO
+from emts.stages.b_channels import halved_channels, network_content
+from emts.stages.c_detect.detector import (
+    STRIDE,
+    Detection,
+    Detector,
+    decode,
+    fixed_size,
+    recorded_size,
+)
 
 MEMORY = 0.5  # a: the weight of the carried memory (time constant ~1.4 frames)
 # The coarse pass (module doc): its detections shorter than this (WORKING px) are dropped,
@@ -232,7 +240,8 @@ class TemporalDetector:
             self._fine_geometry = working_geometry(self.detector.network_size)
             self._coarse_geometry = working_geometry(self.coarse.network_size)
         # peaks decoded down to this far under the threshold too: evidence from outside the
-        # network may lift them over it (the pipeline's colour evidence, emts.boxfit)
+        # network may lift them over it (the pipeline's colour evidence,
+        # emts.stages.c_detect.boxfit)
         self.lookahead = 0.0
 
     @property
@@ -265,7 +274,7 @@ class TemporalDetector:
         ``M_t`` in NETWORK px (None: no motion known; the memory restarts). Every peak whose
         score *or* heatmap passes the threshold: keep ``score >= threshold`` for Stage C's
         output, ``sighting >= threshold`` for a locked track (module doc). ``content``: the
-        coarse pass's letterbox content mask (:func:`emts.channels.content_mask` at its
+        coarse pass's letterbox content mask (:func:`emts.stages.b_channels.content_mask` at its
         size; None: the frame fills the network input)."""
         threshold = self.detector.threshold - self.lookahead
         detections = _remembered(
@@ -328,7 +337,7 @@ class TemporalDetector:
         return self._coarse_content[key]
 
     def on_frame(self, front) -> list[Detection]:
-        """Detections of a :class:`emts.pipeline.FrontEndResult` (Stages A and B's output)."""
+        """Detections of a :class:`emts.front_end.FrontEndResult` (Stages A and B's output)."""
         known = front.motion.method != "identity" and not front.size_changed
         return self.detect_working(
             front.channels, front.motion.matrix if known else None, front.geometry

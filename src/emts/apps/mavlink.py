@@ -25,7 +25,7 @@ command above. Anything else addressed to us is answered ``MAV_RESULT_UNSUPPORTE
 
 Nothing runs in the background: :meth:`MavlinkCamera.poll` reads what has arrived and sends
 the heartbeat when due, and :meth:`MavlinkCamera.__call__` (once per frame, from
-:func:`emts.track.run_track`) polls too, so commands are answered between frames.
+:func:`emts.apps.track.run_track`) polls too, so commands are answered between frames.
 
 Normalized image coordinates: 0 is the left/top *edge* of the image, 1 the right/bottom edge;
 input pixel ``i`` has its centre at ``i`` (edges at -0.5 and W - 0.5), as everywhere in EMTS,

@@ -17,7 +17,7 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from emts.bench import build_runner, set_threads
+from emts.apps.bench import build_runner, set_threads
 from emts.errors import BadInputError
 from emts.synth.still_clip import gusty_clip
 

@@ -26,7 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from emts.detector import (
+from emts.errors import BadInputError
+from emts.stages.c_detect.detector import (
     BOX_SCALE_METADATA,
     RESIDUAL_BASELINE_METADATA,
     RESIDUAL_REFERENCE_METADATA,
@@ -34,7 +35,6 @@ from emts.detector import (
     SIZE_METADATA,
     STAGE_B_METADATA,
 )
-from emts.errors import BadInputError
 
 OUTPUTS = ("heatmap", "log_size", "offset", "embedding")
 ENSEMBLE_METADATA = "emts_ensemble"

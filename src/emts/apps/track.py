@@ -19,7 +19,7 @@ log = logging.getLogger("emts")
 STAGES = ("A", "B", "C", "D", "E")
 
 # Called once per frame with the FrameResult (None for a frame that could not be processed)
-# and the frame's (W, H) (None likewise): e.g. emts.mavlink.MavlinkCamera.
+# and the frame's (W, H) (None likewise): e.g. emts.apps.mavlink.MavlinkCamera.
 FrameHook = Callable[[FrameResult | None, tuple[int, int] | None], None]
 
 
@@ -159,7 +159,7 @@ def run_track(
     With ``--model auto`` (:mod:`emts.modality`) the line of the frame where the detector is
     picked carries ``"detector": "default" | "thermal"``, and the summary says which.
     """
-    from emts.draw import annotate, timeline
+    from emts.apps.draw import annotate, timeline
 
     pipeline = pipeline or Pipeline.default(auto_lock=lock.auto)
     summary = TrackSummary()

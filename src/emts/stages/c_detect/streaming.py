@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from emts.channels import RESIDUAL_REFERENCE, normalize_residual_level
-from emts.detector import DEFAULT_THRESHOLD, Detection, decode, load_session
 from emts.errors import BadInputError
+from emts.stages.b_channels import RESIDUAL_REFERENCE, normalize_residual_level
+from emts.stages.c_detect.detector import DEFAULT_THRESHOLD, Detection, decode, load_session
 
 CACHE_IN, CACHE_OUT = "cache_in_", "cache_out_"
 

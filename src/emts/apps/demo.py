@@ -15,10 +15,11 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from emts.detector import Detector
-from emts.draw import channels_figure
+from emts.apps.draw import channels_figure
+from emts.apps.track import LockRequest, run_track
 from emts.io import VideoWriter
 from emts.pipeline import Pipeline
+from emts.stages.c_detect.detector import Detector
 from emts.synth import actors
 from emts.synth.camera import CameraMotionConfig, CameraPath
 from emts.synth.clips import Scene, render_scene
@@ -26,7 +27,6 @@ from emts.synth.common import FRAME_SIZE
 from emts.synth.phenomena import ParallaxObjects, SensorModel, _tree
 from emts.synth.plates import Plate, remove_persons
 from emts.synth.still_clip import load_demo_still
-from emts.track import LockRequest, run_track
 
 DEMO_PLATE = "hituav_0_70_50_0_06753"  # id block 27: a held-out plate block
 TAP_FRAME = 5
@@ -149,7 +149,7 @@ def run_demo(
 
 
 def _figure(frames, path: Path, at: int = 40) -> None:
-    from emts.pipeline import MotionFrontEnd, stage_b_config
+    from emts.front_end import MotionFrontEnd, stage_b_config
 
     detector = Detector()
     front = MotionFrontEnd(

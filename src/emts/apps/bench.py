@@ -13,8 +13,8 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from emts.detector import Detector, default_model_path
-from emts.pipeline import MotionFrontEnd
+from emts.front_end import MotionFrontEnd
+from emts.stages.c_detect.detector import Detector, default_model_path
 from emts.synth.still_clip import gusty_clip
 
 
@@ -43,18 +43,20 @@ def build_runner(
     """(the pipeline :func:`run_bench` times, the model files it runs): Stages A-E with the
     detector ``model`` or the shipped one of ``precision`` and ``backend``; Stages A and B
     without one. ``warp_at``: Stage B's warp for the detector (:class:`emts.config.ChannelConfig`;
-    None: the model's own); ``coarse_pass``: as :func:`emts.pipeline.detector_stage`."""
-    from emts.channels import default_reference_for
+    None: the model's own); ``coarse_pass``: as
+    :func:`emts.stages.c_detect.stage.detector_stage`."""
     from emts.config import ChannelConfig
+    from emts.stages.b_channels import default_reference_for
 
     channel_config = None if warp_at is None else ChannelConfig(warp_at=warp_at)
     if model is None and not default_model_path().is_file():
         return MotionFrontEnd(channel_config=channel_config), {}
     from emts.litert import backend_of
-    from emts.pipeline import Pipeline, detector_stage
+    from emts.pipeline import Pipeline
     from emts.precision import model_for
-    from emts.verifier import Verifier
-    from emts.verifier import default_model_path as verifier_path
+    from emts.stages.c_detect.stage import detector_stage
+    from emts.stages.e_verify import Verifier
+    from emts.stages.e_verify import default_model_path as verifier_path
 
     verifier, models = None, {}
     if verifier_path().is_file():
@@ -112,7 +114,7 @@ def run_bench(
     sleeping threads): on the 2-core x86 build VM a frame took ~1.5x as long at 30 fps as
     back to back (2026-11-29, two alternating runs each: 4.03 / 4.32 against 2.59 / 2.88 ms,
     Stage A ~2x), so budget a live stream by the paced figure. ``coarse_pass``: as
-    :func:`emts.pipeline.detector_stage`.
+    :func:`emts.stages.c_detect.stage.detector_stage`.
     """
     if pace is not None and not pace > 0:
         raise ValueError(f"pace must be a positive frame rate, got {pace}")

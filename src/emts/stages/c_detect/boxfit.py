@@ -8,7 +8,8 @@ uav123-person12 the detector's box of the walker was 0.66 of the labelled height
 and a fifth of its misses were a box of walker and shadow together (IoU < 0.25).
 
 Colour separates a person from the ground and from their shadow where gray cannot: a
-shadow is the ground's colour, darker (:func:`emts.tracker.object_pixels`, which Stage D uses
+shadow is the ground's colour, darker (:func:`emts.stages.d_track.tracker.object_pixels`, which
+Stage D uses
 for the locked target's own pixels). :func:`fitted_box` takes those pixels around a
 detection, closes them vertically (a person's silhouette breaks at the belt and the knees),
 keeps the connected parts that overlap the box, and returns their bounding box -- or none,
@@ -30,10 +31,10 @@ from dataclasses import replace
 import cv2
 import numpy as np
 
-from emts.channels import residual_level
 from emts.config import BoxFitConfig
 from emts.geometry import Frame, FrameGeometry
-from emts.tracker import AppearanceTemplate, AppearanceView, object_pixels
+from emts.stages.b_channels import residual_level
+from emts.stages.d_track.tracker import AppearanceTemplate, AppearanceView, object_pixels
 
 DEFAULT_BOX_FIT = BoxFitConfig()
 
@@ -126,7 +127,8 @@ def _trimmed(union: np.ndarray, left: int, top: int, w: float, h: float, config)
 
 class MotionCheck:
     """How much a box moves: the largest of Stage B's residual R inside it, in units of the
-    frame's residual level (:func:`emts.channels.residual_level`, R's 90th percentile over the
+    frame's residual level (:func:`emts.stages.b_channels.residual_level`, R's 90th percentile over
+    the
     image: what the ground's texture leaves after registration). ``channels``: Stage B's (3,
     H, W) stack at ``geometry``'s NETWORK size."""
 
@@ -226,7 +228,8 @@ def fit_detections(
 def look_ahead(stage, config: BoxFitConfig | None) -> None:
     """Have Stage C decode the detections the colour evidence may lift over its threshold
     (those from ``config.bonus`` under it): stages with a ``lookahead``
-    (:class:`emts.temporal.TemporalDetector`, the default mode). The frame-by-frame network
+    (:class:`emts.stages.c_detect.temporal.TemporalDetector`, the default mode). The frame-by-frame
+    network
     decodes at its threshold only: there the evidence reorders what passes."""
     if stage is not None and hasattr(stage, "lookahead"):
         stage.lookahead = config.bonus if config is not None else 0.0

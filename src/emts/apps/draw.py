@@ -182,7 +182,7 @@ def channels_figure(
     Args:
         channels: (3, 192, 256) ``[L, R, D]``.
         heatmap: (24, 32) detector heatmap in [0, 1].
-        detections: decoded :class:`emts.detector.Detection` (NETWORK px).
+        detections: decoded :class:`emts.stages.c_detect.detector.Detection` (NETWORK px).
     """
     panel = channel_panel(channels)
     size = (panel.shape[1] // 3, panel.shape[0])

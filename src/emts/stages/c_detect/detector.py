@@ -18,15 +18,15 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from emts.channels import (
+from emts.config import NETWORK_SIZE
+from emts.errors import BadInputError
+from emts.geometry import box_iou
+from emts.stages.b_channels import (
     RESIDUAL_REFERENCE,
     WARP_AT,
     default_reference_for,
     normalize_residual_level,
 )
-from emts.config import NETWORK_SIZE
-from emts.errors import BadInputError
-from emts.geometry import box_iou
 
 STRIDE = 8
 DEFAULT_THRESHOLD = 0.3  # §6: tau_s
@@ -52,7 +52,7 @@ class Detection:
     score: float
     embedding: np.ndarray  # (8,) unit vector
     # The network's own heatmap at the peak on this frame, where ``score`` is another (Stage
-    # C's temporal mode scores by a memory of the past frames: :mod:`emts.temporal`)
+    # C's temporal mode scores by a memory of the past frames: :mod:`emts.stages.c_detect.temporal`)
     raw_score: float | None = None
 
     @property
@@ -123,7 +123,8 @@ def decode(
     """Decode one frame's head outputs (each (C, 24, 32)) into detections, best first;
     ``box_scale`` multiplies every box's width and height about its centre. ``scores``
     (24, 32): read each peak's score there instead of the heatmap (Stage C's temporal mode,
-    :mod:`emts.temporal`), its heatmap value going to ``raw_score``; peaks are still the
+    :mod:`emts.stages.c_detect.temporal`), its heatmap value going to ``raw_score``; peaks are
+    still the
     heatmap's local maxima (3x3), kept where either value reaches ``threshold``, and its
     second peaks (:data:`PEAK_KERNEL`), kept where the heatmap's own value does and their box
     overlaps no better 3x3 peak's by more than :data:`SECOND_PEAK_MAX_IOU`."""
@@ -309,10 +310,10 @@ class Detector:
         threshold: score threshold tau_s of the decoder.
         residual_reference: frames whose residual level (90th percentile of R) exceeds this
             are scaled down to it before the network
-            (:func:`emts.channels.normalize_residual_level`); 0 feeds Stage B's channels as
+            (:func:`emts.stages.b_channels.normalize_residual_level`); 0 feeds Stage B's channels as
             they are; None: the model's own (metadata ``emts_residual_reference``, else the
             level of the Stage B warp it runs with,
-            :func:`emts.channels.default_reference_for`: 0.0095 for the paper's, 0.0067 for
+            :func:`emts.stages.b_channels.default_reference_for`: 0.0095 for the paper's, 0.0067 for
             ``"working"``).
         network_size: (w, h) of the NETWORK frame to run at (Stage B is built for it): a
             model with an open input size (the shipped one) runs at any size, e.g. 512x384

@@ -2,7 +2,8 @@
 
 This stage sits between the detector (C) and the tracker (D). Each frame it returns an
 :class:`AcquisitionDecision`, which the pipeline hands to
-:meth:`emts.tracker.TargetTracker.update` -- the tracker applies a lock *after* the frame's
+:meth:`emts.stages.d_track.tracker.TargetTracker.update` -- the tracker applies a lock *after* the
+frame's
 camera motion, so nothing outside the stages calls into D or E.
 
 * **Operator tap** (SPEC §0): locks at once, on the frame the tap refers to, on the person
@@ -35,7 +36,7 @@ import numpy as np
 from emts.config import AcquisitionConfig
 from emts.errors import BadInputError
 from emts.geometry import Frame, FrameGeometry, box_iou
-from emts.tracker import Candidate, LockCommand, Mode
+from emts.stages.d_track.tracker import Candidate, LockCommand, Mode
 
 
 @dataclass(frozen=True)
@@ -257,7 +258,7 @@ class LockAcquisition:
                 point, the lock may move onto the first detection under the same point of
                 the track (``tap_wait_frames``).
             travel: with ``p_human``, the ground the track covered over the verifier's window,
-                in its heights (:meth:`emts.verifier.VerificationSchedule.travel_now`); an
+                in its heights (:meth:`emts.stages.e_verify.VerificationSchedule.travel_now`); an
                 auto-lock that went less than ``autolock_min_travel`` is released.
         """
         if self._tap is not None:

@@ -30,8 +30,8 @@ import cv2
 import numpy as np
 
 from emts.config import NETWORK_SIZE, WORKING_SIZE
-from emts.detector import MAX_DETECTIONS, STRIDE, Detection, Detector
 from emts.geometry import Frame, FrameGeometry, network_letterbox
+from emts.stages.c_detect.detector import MAX_DETECTIONS, STRIDE, Detection, Detector
 
 FEATURES = (
     "logit contrast",
@@ -258,7 +258,7 @@ class FusedDetector:
         return out
 
     def on_frame(self, front) -> list[Detection]:
-        """:meth:`detect` on a :class:`emts.pipeline.FrontEndResult` (Stages A and B's output)."""
+        """:meth:`detect` on a :class:`emts.front_end.FrontEndResult` (Stages A and B's output)."""
         if front.size_changed:
             self.reset()
         return self.detect(front.channels, front.working, front.motion.matrix, front.geometry)

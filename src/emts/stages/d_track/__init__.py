@@ -1,0 +1,1 @@
+"""Stage D: the locked target's track in stabilized coordinates (:mod:`.tracker`)."""
