@@ -42,7 +42,7 @@ from emts.eval.real import TAU_S
 from emts.eval.track_eval import _box_corners, _gust_path, _project
 from emts.front_end import MotionFrontEnd
 from emts.geometry import Frame
-from emts.pipeline import appearance_view
+from emts.stages.appearance import appearance_view
 from emts.stages.c_detect.boxfit import DEFAULT_BOX_FIT, fit_detections, look_ahead
 from emts.stages.c_detect.stage import detector_stage, shipped_detector
 

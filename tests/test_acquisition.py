@@ -10,8 +10,10 @@ from emts.errors import BadInputError
 from emts.geometry import Frame, FrameGeometry
 from emts.pipeline import Pipeline
 from emts.stages.acquisition import AcquisitionDecision, LockAcquisition, Tap, blob_box
+from emts.stages.appearance import AppearanceView
 from emts.stages.c_detect.detector import Detection
-from emts.stages.d_track.tracker import AppearanceView, Candidate, LockCommand, TargetTracker
+from emts.stages.d_track.tracker import TargetTracker
+from emts.stages.d_track.types import Candidate, LockCommand
 
 GEOMETRY = FrameGeometry((640, 512))
 E = np.eye(8)

@@ -6,8 +6,8 @@ import pytest
 
 from emts.config import BoxFitConfig
 from emts.eval.metrics import _iou as _ious
+from emts.stages.appearance import AppearanceView
 from emts.stages.c_detect.boxfit import fitted_box, with_evidence
-from emts.stages.d_track.tracker import AppearanceView
 
 PERSON = np.array([90.0, 70.0, 16.0, 44.0])  # x, y, w, h: head to feet
 

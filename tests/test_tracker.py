@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from emts.config import TrackerConfig
-from emts.stages.d_track.tracker import Candidate, LockCommand, TargetTracker
+from emts.stages.d_track.tracker import TargetTracker
+from emts.stages.d_track.types import Candidate, LockCommand
 
 E = np.eye(8)
 SIZE = np.array([10.0, 24.0])
@@ -36,7 +37,7 @@ def test_a_gust_moves_the_image_not_the_stabilized_state():
     assert state.mode == "locked" and state.associated == 0
     np.testing.assert_allclose(tracker.x[2:4], velocity_before, atol=0.3)
     # Without the stabilization the same jump would fail the Mahalanobis gate.
-    assert tracker._innovation(np.array([centre[0] + 41, 200, 10, 24])) > 9.21
+    assert tracker.kf.innovation(np.array([centre[0] + 41, 200, 10, 24])) > 9.21
 
 
 def test_embedding_gate_rejects_a_different_person_at_the_same_place():
@@ -298,7 +299,8 @@ def _frame(ground, walker_x, occluder=None):
 
 
 def _walk_behind_a_smooth_occluder(config=None):
-    from emts.stages.d_track.tracker import AppearanceView, LockCommand
+    from emts.stages.appearance import AppearanceView
+    from emts.stages.d_track.types import LockCommand
 
     ground = _ground()
     tracker = TargetTracker(config)
@@ -357,7 +359,8 @@ def _walk_faint_behind_a_bright_textured_occluder(config=None):
     textured crown: NCC ignores contrast, so the faint template matches the crown's edge."""
     import cv2
 
-    from emts.stages.d_track.tracker import AppearanceView, LockCommand
+    from emts.stages.appearance import AppearanceView
+    from emts.stages.d_track.types import LockCommand
 
     rng = np.random.default_rng(3)
     ground = cv2.GaussianBlur(rng.normal(120, 12, (512, 640)).astype(np.float32), (0, 0), 2)
@@ -406,7 +409,7 @@ def test_contrast_rise_is_measured_against_the_slow_running_contrast():
 def test_appearance_search_prefers_a_match_near_the_prediction_over_a_slightly_better_far_one():
     # person12 frames 87-91 (tree shade): the walker's NCC peak fell below shade peaks at the
     # search window's edge; the prediction is a prior on where the match may be.
-    from emts.stages.d_track.tracker import AppearanceTemplate
+    from emts.stages.appearance import AppearanceTemplate
 
     rng = np.random.default_rng(3)
     pattern = rng.integers(0, 255, (15, 11)).astype(np.float32)
@@ -439,7 +442,7 @@ def _sunlit_walker(person_at, shadow_at, stride=0):
 
 
 def test_object_pixels_keep_the_person_and_drop_their_shadow_and_the_ground():
-    from emts.stages.d_track.tracker import object_pixels
+    from emts.stages.appearance import object_pixels
 
     image = _sunlit_walker((40, 30), (40, 48))
     mask = object_pixels(image)
@@ -452,18 +455,15 @@ def test_object_pixels_keep_the_person_and_drop_their_shadow_and_the_ground():
 def test_object_pixels_channel_by_channel_equal_the_plain_definition():
     import cv2
 
-    from emts.stages.d_track.tracker import (
-        _GROUND_PERCENTILES,
-        _OBJECT_CONTRAST,
-        _SHADOW_CHROMA,
-        _SHADOW_RATIO,
-        object_pixels,
-    )
+    from emts.config import AppearanceConfig
+    from emts.stages.appearance import object_pixels
+
+    look = AppearanceConfig()
 
     def plain(context, inner):  # the definition, over the channel axis (4x slower)
         sparse = context[::2, ::2]
         brightness = sparse.sum(axis=2)
-        low, high = np.percentile(brightness, _GROUND_PERCENTILES)
+        low, high = np.percentile(brightness, look.ground_percentiles)
         ground = np.median(sparse[(brightness >= low) & (brightness <= high)], axis=0)
         y0, y1, x0, x1 = inner
         top, left = max(y0 - 1, 0), max(x0 - 1, 0)
@@ -471,8 +471,10 @@ def test_object_pixels_channel_by_channel_equal_the_plain_definition():
         ratio = part * (1.0 / np.maximum(ground, 1.0)).astype(np.float32)
         level = ratio.mean(axis=2)
         chroma = np.abs(ratio - level[..., None]).max(axis=2)
-        differs = np.abs(part - ground.astype(np.float32)).max(axis=2) > _OBJECT_CONTRAST
-        shadow = (level < _SHADOW_RATIO) & (chroma < _SHADOW_CHROMA * np.maximum(level, 1e-3))
+        differs = np.abs(part - ground.astype(np.float32)).max(axis=2) > look.object_contrast
+        shadow = (level < look.shadow_ratio) & (
+            chroma < look.shadow_chroma * np.maximum(level, 1e-3)
+        )
         grown = cv2.dilate((differs & ~shadow).astype(np.uint8), np.ones((3, 3), np.uint8))
         return grown[y0 - top : y0 - top + (y1 - y0), x0 - left : x0 - left + (x1 - x0)]
 
@@ -489,7 +491,7 @@ def test_object_pixels_channel_by_channel_equal_the_plain_definition():
 
 @pytest.mark.parametrize("n", [16, 17, 400, 401])
 def test_the_ground_statistics_are_numpys_percentile_and_median(n):
-    from emts.stages.d_track.tracker import _column_medians, _percentiles
+    from emts.stages.appearance import _column_medians, _percentiles
 
     rng = np.random.default_rng(n)
     for values in (rng.normal(300, 80, n), rng.integers(0, 765, n).astype(float)):
@@ -504,7 +506,7 @@ def test_the_ground_statistics_are_numpys_percentile_and_median(n):
 def test_masked_ncc_is_opencvs_masked_match_in_gray_and_refuses_flat_ground():
     import cv2
 
-    from emts.stages.d_track.tracker import _masked_ncc
+    from emts.stages.appearance import _masked_ncc
 
     rng = np.random.default_rng(1)
     window = (rng.random((60, 50, 3)) * 255).astype(np.float32)
@@ -521,7 +523,7 @@ def test_masked_ncc_is_opencvs_masked_match_in_gray_and_refuses_flat_ground():
 def test_the_template_margin_is_never_the_targets_own():
     # person12 gust seed 25 (a zoomed path): colourful paving inside the template's margin
     # counted as the target and pulled the match off them by frame 12
-    from emts.stages.d_track.tracker import AppearanceTemplate, object_pixels
+    from emts.stages.appearance import AppearanceTemplate, object_pixels
 
     config = TrackerConfig(appearance_margin=0.25)
     image = _sunlit_walker((40, 30), (40, 46))
@@ -541,7 +543,7 @@ def test_a_colour_template_follows_the_walker_not_their_shadow():
     # their feet, matched the template better than the walker as they walked on, and the lock
     # slid onto it. Here the walker strides and steps 2 px up while their shadow, which a
     # gray template matches best, moves 3 px down.
-    from emts.stages.d_track.tracker import AppearanceTemplate
+    from emts.stages.appearance import AppearanceTemplate
 
     config = TrackerConfig(appearance_margin=0.1)
     before = _sunlit_walker((40, 30), (40, 46))
@@ -563,8 +565,8 @@ def test_a_colour_template_follows_the_walker_not_their_shadow():
 def test_a_wide_re_lock_search_finds_the_same_peaks_at_a_fraction_of_the_work(monkeypatch):
     # late in person12 (G_t scaled ~3x) a reacquire frame matched the frozen template over
     # most of the image: 60-140 ms; wide searches now look at half resolution first
-    import emts.stages.d_track.tracker as tracker_module
-    from emts.stages.d_track.tracker import AppearanceTemplate
+    from emts.config import AppearanceConfig
+    from emts.stages.appearance import AppearanceTemplate
 
     rng = np.random.default_rng(5)
     image = _blurred(rng.normal(128, 40, (400, 400)).astype(np.float32))
@@ -575,8 +577,8 @@ def test_a_wide_re_lock_search_finds_the_same_peaks_at_a_fraction_of_the_work(mo
     template.patch = pattern
     centre = np.array([200.0, 200.0])
     wide = template.peaks(image, np.eye(3), centre, 190.0, 0.4, count=3)
-    assert tracker_module._FINE_SEARCH_MAX < (2 * 190 + 1) ** 2  # took the coarse path
-    monkeypatch.setattr(tracker_module, "_FINE_SEARCH_MAX", 10**9)  # the full search
+    assert template.look.fine_search_max < (2 * 190 + 1) ** 2  # took the coarse path
+    template.look = AppearanceConfig(fine_search_max=10**9)  # the full search
     exact = template.peaks(image, np.eye(3), centre, 190.0, 0.4, count=3)
     assert len(wide) >= 1 and len(exact) >= 1
     assert wide[0][0] == pytest.approx(exact[0][0], abs=1e-4)
@@ -588,8 +590,8 @@ def test_a_wide_re_lock_search_finds_the_same_peaks_at_a_fraction_of_the_work(mo
 def test_a_wide_locked_search_finds_the_full_searchs_match(monkeypatch, prior):
     # after frames without an accepted match the locked search widens with the Kalman
     # uncertainty: up to 92 ms a frame on person12; wide windows are searched coarse to fine
-    import emts.stages.d_track.tracker as tracker_module
-    from emts.stages.d_track.tracker import AppearanceTemplate
+    from emts.config import AppearanceConfig
+    from emts.stages.appearance import AppearanceTemplate
 
     rng = np.random.default_rng(6)
     image = _blurred(rng.normal(128, 40, (400, 400)).astype(np.float32))
@@ -600,7 +602,7 @@ def test_a_wide_locked_search_finds_the_full_searchs_match(monkeypatch, prior):
     template.patch = pattern
     centre = np.array([200.0, 200.0])
     wide = template.search(image, np.eye(3), centre, 190.0, prior)
-    monkeypatch.setattr(tracker_module, "_FINE_SEARCH_MAX", 10**9)  # the full search
+    template.look = AppearanceConfig(fine_search_max=10**9)  # the full search
     exact = template.search(image, np.eye(3), centre, 190.0, prior)
     assert wide[0] == pytest.approx(exact[0], abs=1e-4)
     np.testing.assert_allclose(wide[1], exact[1], atol=0.05)
@@ -631,7 +633,8 @@ def _walk_then_stop(detections: bool, config=None):
     """Appearance-tracked walker at +3 px/frame that stops dead at x = 230 (frame 10 on).
     To Stage D this is also what sliding onto a static look-alike edge is (the tree crown
     of ``emts demo``): only a detection tells a person standing there."""
-    from emts.stages.d_track.tracker import AppearanceView, LockCommand
+    from emts.stages.appearance import AppearanceView
+    from emts.stages.d_track.types import LockCommand
 
     ground = _ground()
     tracker = TargetTracker(config)
@@ -670,7 +673,8 @@ def test_a_detection_on_the_frame_the_target_vanishes_does_not_turn_the_walk():
     """At an occluder's onset the residual shows where the walker *was*: a detection there
     may move the estimate, but coasting must go on with the walk (person12 --occlude 100:125
     coasted off the other way and never recovered)."""
-    from emts.stages.d_track.tracker import AppearanceView, LockCommand
+    from emts.stages.appearance import AppearanceView
+    from emts.stages.d_track.types import LockCommand
 
     ground = _ground()
     tracker = TargetTracker()
@@ -704,7 +708,8 @@ def _turned(ground, walker_x):
 
 
 def _walk_and_turn(config=None):
-    from emts.stages.d_track.tracker import AppearanceView, LockCommand
+    from emts.stages.appearance import AppearanceView
+    from emts.stages.d_track.types import LockCommand
 
     ground = _ground()
     tracker = TargetTracker(config)
@@ -759,7 +764,8 @@ def _vetoed_walk(track_on_shadow: bool, detect_shadow: bool, config=None, colour
     on their shadow; the verifier vetoes the track once; each frame a detection on the walker
     or on the shadow, whose embedding fails the track's gate (as the detector's embedding of
     a changed look can). The states of frames 1-8."""
-    from emts.stages.d_track.tracker import AppearanceView, LockCommand
+    from emts.stages.appearance import AppearanceView
+    from emts.stages.d_track.types import LockCommand
 
     def view_of(image):
         return (
@@ -833,7 +839,8 @@ def test_on_colour_frames_a_vetoed_tap_lock_is_not_re_anchored_onto_a_shadow():
 def test_an_appearance_re_lock_needs_the_looks_own_target_samples_on_colour_frames():
     # person12 tapped at 0, past its labels: the frozen template's plain NCC re-locked on a
     # canopy's edge (parallax moves it like a walker) whose region held none of them
-    from emts.stages.d_track.tracker import AppearanceView, LockCommand
+    from emts.stages.appearance import AppearanceView
+    from emts.stages.d_track.types import LockCommand
 
     image = _sunlit_walker((40, 30), (40, 46)).astype(np.uint8)
     tracker = TargetTracker()
@@ -852,7 +859,8 @@ def test_an_appearance_re_lock_needs_the_looks_own_target_samples_on_colour_fram
 def _accepted_walk_on_the_shadow(frames: int, config=None):
     """As :func:`_vetoed_walk` with the track on the shadow and the walker detected, but the
     verifier accepts the track: the events of frames 1..``frames``."""
-    from emts.stages.d_track.tracker import AppearanceView, LockCommand
+    from emts.stages.appearance import AppearanceView
+    from emts.stages.d_track.types import LockCommand
 
     ground = _ground()
     tracker = TargetTracker(config)
@@ -892,7 +900,7 @@ def test_a_track_the_verifier_accepts_is_re_anchored_only_after_8_appearance_onl
 @pytest.mark.parametrize("upper", [1.0, 0.8])
 def test_the_appearance_template_is_cut_from_the_upper_box_and_matches_the_targets_centre(upper):
     from emts.config import TrackerConfig
-    from emts.stages.d_track.tracker import AppearanceTemplate
+    from emts.stages.appearance import AppearanceTemplate
 
     image = _frame(_ground(), 300)  # the walker: 10 x 24 around (300, 200), bright head
     image[212:240, 296:304] = 10  # a cast shadow joined at the feet
@@ -910,7 +918,8 @@ def test_the_appearance_template_is_cut_from_the_upper_box_and_matches_the_targe
 
 
 def test_only_an_operators_lock_takes_the_upper_part_as_its_template():
-    from emts.stages.d_track.tracker import AppearanceView, LockCommand
+    from emts.stages.appearance import AppearanceView
+    from emts.stages.d_track.types import LockCommand
 
     view = AppearanceView.of(_frame(_ground(), 300))
     heights = {}

@@ -336,7 +336,7 @@ class _ModelView:
     def step(self, frame: np.ndarray):
         """(Stage A-B result, (channels as fed, heatmap, detections) or None before a model is
         picked, the variant ``auto`` picked on this frame or None)."""
-        from emts.pipeline import appearance_view
+        from emts.stages.appearance import appearance_view
         from emts.stages.b_channels import normalize_residual_level
         from emts.stages.c_detect.boxfit import fit_detections
 
@@ -924,7 +924,7 @@ def _cmd_detect(args: argparse.Namespace) -> int:
     from emts.front_end import MotionFrontEnd, network_size_of, stage_b_config
     from emts.geometry import Frame
     from emts.modality import DetectorChoice
-    from emts.pipeline import appearance_view
+    from emts.stages.appearance import appearance_view
     from emts.stages.c_detect.boxfit import DEFAULT_BOX_FIT, fit_detections, look_ahead
 
     _check_outputs(args.source, {"--jsonl": args.jsonl})

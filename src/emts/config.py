@@ -5,7 +5,7 @@ Sizes are ``(width, height)`` in pixels, as OpenCV takes them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # §3.1: the system works on 640x512 frames; any input is letterboxed into this.
 WORKING_SIZE = (640, 512)
@@ -99,6 +99,36 @@ class ChannelConfig:
     # v px/frame leaves n x v px of residual in R, and D still says where they are now: the
     # slow walker's lever, issue 8). The first frames of a stream use the oldest they have.
     residual_baseline: int = 1
+
+
+@dataclass(frozen=True)
+class AppearanceConfig:
+    """The target's look (:mod:`emts.stages.appearance`; SPEC §0, not in the paper): which
+    samples of a colour view are the target's own, and how wide searches are run.
+
+    The target's own pixels (colour views). A walker's cast shadow joins them at the feet,
+    walks with them and, dark and sharp on sunlit paving, matched a gray or colour template
+    of the walker better than the walker did: person12 beyond its labels, tapped at frame
+    200, the lock slid down onto the shadow by frame ~250 whatever the template's extent. A
+    shadow is the ground darkened with its colour kept; the person's shirt, skin and hair
+    are not.
+    """
+
+    ground_percentiles: tuple[int, int] = (50, 90)  # the lit ground: samples in this band
+    object_contrast: float = 30.0  # a sample differs from the ground by this much somewhere ...
+    shadow_ratio: float = 0.85  # ... and is a shadow when darker than this share of the ground
+    shadow_chroma: float = 0.25  # ... with its channel ratios to the ground this close together
+    min_chroma: float = 2.0  # a context whose channels never differ by this much is gray
+    min_object_samples: int = 12  # a mask needs this many own-target samples ...
+    min_object_share: float = 0.03  # ... and this share of the template
+    weight_every: int = 4  # the own-target weight is refreshed on every 4th blend of the patch
+    own_weight: float = 0.5  # a sample is the target's own where its running weight reaches this
+    # Searches wider than this many positions look at half resolution first: late in person12
+    # (G_t scaled ~3x) a reacquire frame matched the frozen template over most of the image
+    # and cost 60-140 ms, and a locked search widened by the Kalman uncertainty up to 92 ms.
+    fine_search_max: int = 161 * 161
+    coarse_slack: float = 0.15  # half-resolution candidates may score this much under the floor
+    coarse_candidates: int = 5  # a wide locked search refines this many half-resolution maxima
 
 
 @dataclass(frozen=True)
@@ -219,6 +249,10 @@ class TrackerConfig:
     # auto-lock runs lost 0.03 with it). 0: off.
     merge_area_ratio: float = 2.5
     merge_hold_frames: int = 8
+    # Initial state covariance of a (re-)lock: position px^2, velocity (px/frame)^2, size px^2.
+    lock_covariance: tuple[float, ...] = (4.0, 4.0, 25.0, 25.0, 9.0, 9.0)
+    relock_consistency: float = 4.0  # an appearance re-lock's matches agree within this (px)
+    appearance: AppearanceConfig = field(default_factory=AppearanceConfig)  # the target's look
 
 
 @dataclass(frozen=True)

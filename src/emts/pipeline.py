@@ -24,15 +24,21 @@ from emts.config import (
     VerifierConfig,
 )
 from emts.errors import BadInputError
-from emts.front_end import FrontEndResult, MotionFrontEnd, network_size_of, stage_b_config
+from emts.front_end import MotionFrontEnd
 from emts.geometry import Frame, FrameGeometry
-from emts.modality import AUTO, COLOUR, DetectorChoice, frame_modality
+from emts.modality import AUTO, COLOUR, frame_modality
 from emts.preprocess import validate_frame
 from emts.stages.a_ego_motion import EgoMotion
 from emts.stages.acquisition import LockAcquisition, Tap
-from emts.stages.c_detect.boxfit import DEFAULT_BOX_FIT, fit_detections, look_ahead
-from emts.stages.c_detect.stage import DEFAULT_DETECTOR_MODE, DetectorStage, shipped_stage
-from emts.stages.d_track.tracker import AppearanceView, Candidate, TargetTracker
+from emts.stages.c_detect.boxfit import DEFAULT_BOX_FIT
+from emts.stages.c_detect.stage import (
+    DEFAULT_DETECTOR_MODE,
+    DetectionStage,
+    DetectorStage,
+    shipped_stage,
+)
+from emts.stages.d_track.tracker import TargetTracker
+from emts.stages.d_track.types import Candidate
 from emts.stages.e_verify import FrameView, VerificationSchedule
 
 log = logging.getLogger("emts")
@@ -171,14 +177,11 @@ class Pipeline:
         channel_config: ChannelConfig | None = None,
     ) -> None:
         cv2.setNumThreads(threads)
-        self.box_fit = box_fit
-        self._choice = detector if isinstance(detector, DetectorChoice) else None
-        self.detector = None if self._choice is not None else detector
-        look_ahead(self.detector, box_fit)
+        self.detection = DetectionStage(detector, box_fit)
         self._channel_config = channel_config  # None: each detector's own Stage B warp
         self.front = MotionFrontEnd(
-            channel_config=stage_b_config(self.detector, channel_config),
-            network_size=network_size_of(self.detector),
+            channel_config=self.detection.channel_config(channel_config),
+            network_size=self.detection.network_size,
         )
         self.verifier = verifier
         self.acquisition = LockAcquisition(auto_lock, verifier is not None, acquisition_config)
@@ -221,6 +224,15 @@ class Pipeline:
         return cls(stage, verifier, auto_lock=auto_lock, threads=threads)
 
     @property
+    def detector(self):
+        """Stage C's model running now (None: none, or a choice not made yet)."""
+        return self.detection.model
+
+    @property
+    def box_fit(self) -> BoxFitConfig | None:
+        return self.detection.box_fit
+
+    @property
     def auto_lock(self) -> bool:
         return self.acquisition.auto_lock
 
@@ -240,10 +252,7 @@ class Pipeline:
     def reset(self) -> None:
         """Forget everything: motion history, pending taps, lock, verifier window, counters."""
         self.front.reset()
-        if self._choice is not None:
-            self.detector = None  # chosen again on the next frame with content
-        if hasattr(self.detector, "reset"):  # the stateful Stage C modes
-            self.detector.reset()
+        self.detection.reset()  # a choice is made again on the next frame with content
         self.acquisition.reset()
         self.tracker.reset()
         self.verification.reset()
@@ -277,58 +286,42 @@ class Pipeline:
     def chosen_model(self) -> str | None:
         """The shipped detector a ``DetectorChoice`` picked (``default`` / ``thermal``), or
         None (not chosen yet, or no choice given)."""
-        if self._choice is None or self.detector is None:
-            return None
-        return self._choice.chosen
+        return self.detection.chosen
 
     def _choose(self, frame: np.ndarray) -> None:
-        stage = self._choice.stage_for(validate_frame(frame))
-        if stage is None:
+        if not self.detection.choose(validate_frame(frame)):
             return  # a uniform frame: Stages A-B run, Stage C waits for content
-        self.detector = stage
-        look_ahead(stage, self.box_fit)
-        config = stage_b_config(stage, self._channel_config)
+        config = self.detection.channel_config(self._channel_config)
         self.front.use_network_size(
-            network_size_of(stage), config.warp_at, config.residual_baseline
+            self.detection.network_size, config.warp_at, config.residual_baseline
         )
 
     def step(self, frame: np.ndarray) -> FrameResult:
         """Run one frame through Stages A-E."""
         start = time.perf_counter()
-        if self.detector is None and self._choice is not None:
+        if self.detection.model is None and self.detection.choice is not None:
             self._choose(frame)
         front = self.front.step(frame)  # A, B
         ms = dict(front.ms)
         geometry = front.geometry
         t = time.perf_counter()
-        if hasattr(self.detector, "on_frame"):  # modes "temporal", "fused": need A's output
-            detections = self.detector.on_frame(front)
-        else:
-            detections = self.detector(front.channels) if self.detector is not None else []
-        # Stage C's output (and what acquisition chooses from): detections whose score passes
-        # tau_s after the colour evidence (on colour frames, boxes fitted to the person's own
-        # pixels, scored up where they fit and move, down where they do not;
-        # emts.stages.c_detect.boxfit). A locked
-        # track is fed every *sighting* instead, as the network boxes it -- this frame's
-        # evidence alone (the temporal mode's memory would delay a person reappearing from
-        # behind a tree, and the track has its own memory: the Kalman filter and the
-        # appearance template). Fitted sightings cost the tap runs on uav123-person12 (one of
-        # 24 fell to 0.22), hence the network's boxes there.
-        threshold = getattr(self.detector, "threshold", 0.0)
-        decoded, passed = detections, [d for d in detections if d.score >= threshold]
-        appearance = appearance_view(frame, front)
-        detections = fit_detections(
-            decoded, appearance, geometry, self.box_fit, threshold, front.channels
-        )
+        found = self.detection.step(front, frame)  # C
+        # Stage C's output (and what acquisition chooses from): found.shown. A locked track is
+        # fed every *sighting* instead, as the network boxes it -- this frame's evidence alone
+        # (the temporal mode's memory would delay a person reappearing from behind a tree, and
+        # the track has its own memory: the Kalman filter and the appearance template).
+        # Fitted sightings cost the tap runs on uav123-person12 (one of 24 fell to 0.22),
+        # hence the network's boxes there.
+        detections, appearance = found.shown, found.view
         ms["C"] = (time.perf_counter() - t) * 1e3
 
         t = time.perf_counter()
         boxes_net = np.array([d.box for d in detections]).reshape(-1, 4)
         candidates = candidates_of(detections, geometry)
-        if any(d.raw_score is not None for d in decoded):
-            sightings = candidates_of(decoded, geometry, threshold, sightings=True)
+        if any(d.raw_score is not None for d in found.decoded):
+            sightings = candidates_of(found.decoded, geometry, found.threshold, sightings=True)
         else:
-            sightings = candidates_of(passed, geometry)
+            sightings = candidates_of(found.passed, geometry)
         # a pending tap's lock depends on whether the camera sees colour (read only then); a
         # tap's lock waiting for a detection needs the track's box (asked only then)
         tapped = self.acquisition.pending
@@ -414,15 +407,6 @@ class Pipeline:
             event=None if provisional else state.event,
             lock_source=self.acquisition.last_source if state.mode != "search" else None,
         )
-
-
-def appearance_view(frame: np.ndarray, front: FrontEndResult) -> AppearanceView:
-    """Colour input (uint8 BGR) is sampled directly: colour tells a person from the shadow
-    they walk into, where gray does not. Anything else uses the gray working frame."""
-    if frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3:
-        matrix = front.geometry.matrix(Frame.WORKING, Frame.INPUT)
-        return AppearanceView(frame, matrix, front.working)
-    return AppearanceView.of(front.working)
 
 
 def _clamp_box(box: np.ndarray, size: tuple[int, int]) -> np.ndarray:

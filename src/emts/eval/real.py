@@ -38,6 +38,7 @@ from emts.eval.metrics import ImageResult, _iou, coco_ap, match
 from emts.front_end import MotionFrontEnd, channel_key, key_config
 from emts.geometry import Frame, FrameGeometry
 from emts.modality import DEFAULT, VARIANT_FOR, frame_modality
+from emts.stages.appearance import AppearanceView
 from emts.stages.b_channels import MotionChannels, content_mask, network_content
 from emts.stages.c_detect.boxfit import DEFAULT_BOX_FIT, MotionCheck, with_evidence
 from emts.stages.c_detect.detector import Detector
@@ -49,7 +50,6 @@ from emts.stages.c_detect.fusion import (
 )
 from emts.stages.c_detect.stage import shipped_detector
 from emts.stages.c_detect.temporal import TemporalDetector
-from emts.stages.d_track.tracker import AppearanceView
 from emts.synth.camera import REFERENCE_WIDTH, CameraMotionConfig
 from emts.synth.plates import read_hituav
 from emts.synth.tier2 import pseudo_clip

@@ -14,10 +14,11 @@ from emts.config import NETWORK_SIZE, AcquisitionConfig
 from emts.front_end import MotionFrontEnd, cached_by_sets, network_size_of, stage_b_config
 from emts.geometry import WORKING_GEOMETRY, Frame, FrameGeometry, working_geometry
 from emts.pipeline import Pipeline, candidates_of
+from emts.stages.appearance import AppearanceView
 from emts.stages.c_detect.detector import Detection, Detector
 from emts.stages.c_detect.stage import DEFAULT_DETECTOR_MODE, detector_stage
 from emts.stages.c_detect.temporal import TemporalDetector
-from emts.stages.d_track.tracker import AppearanceView, TargetTracker
+from emts.stages.d_track.tracker import TargetTracker
 from emts.stages.e_verify import FrameView, Verifier
 from emts.synth.clips import ClipSpec, render_clip
 from emts.synth.common import CONTRAST_SCALE

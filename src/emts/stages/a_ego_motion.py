@@ -284,3 +284,44 @@ class EgoMotionEstimator:
     @staticmethod
     def _to_working(similarity_stage_a: np.ndarray) -> np.ndarray:
         return (_STAGE_A_TO_WORKING @ lift(similarity_stage_a) @ _WORKING_TO_STAGE_A)[:2]
+
+
+def local_ground_motion(
+    previous: np.ndarray, current: np.ndarray, centre: np.ndarray, size: tuple[float, float]
+) -> np.ndarray | None:
+    """The ground's own image motion (px, frame t-1 -> t) around an object: the median LK flow
+    of corners in a window reaching two object heights each way from ``centre`` (px on the
+    gray frame ``previous``), the object's box (``size`` (w, h), grown to 1.5x) masked out.
+    None where the window is under 8 px or fewer than 6 corners are found or tracked.
+
+    Stage D asks whether a re-lock candidate moves on its ground: stabilized coordinates
+    drift off the ground plane in oblique views, so the local ground is measured here.
+    """
+    x, y = centre
+    width, height = size
+    frame_h, frame_w = previous.shape
+    half = 2.0 * height
+    x0, y0 = int(max(x - half, 0)), int(max(y - half, 0))
+    x1, y1 = int(min(x + half, frame_w)), int(min(y + half, frame_h))
+    if x1 - x0 < 8 or y1 - y0 < 8:
+        return None
+    mask = np.full((y1 - y0, x1 - x0), 255, np.uint8)
+    w2, h2 = 0.75 * width, 0.75 * height  # the object itself is not ground
+    cv2.rectangle(
+        mask,
+        (int(x - x0 - w2), int(y - y0 - h2)),
+        (int(x - x0 + w2), int(y - y0 + h2)),
+        0,
+        -1,
+    )
+    corners = cv2.goodFeaturesToTrack(previous[y0:y1, x0:x1], 40, 0.01, 3, mask=mask, blockSize=3)
+    if corners is None or len(corners) < 6:
+        return None
+    start = (corners.reshape(-1, 2) + [x0, y0]).astype(np.float32)
+    end, status, _ = cv2.calcOpticalFlowPyrLK(
+        previous, current, start, None, winSize=(11, 11), maxLevel=2
+    )
+    good = status.reshape(-1) == 1
+    if good.sum() < 6:
+        return None
+    return np.median(end[good] - start[good], axis=0)

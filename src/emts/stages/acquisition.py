@@ -36,7 +36,7 @@ import numpy as np
 from emts.config import AcquisitionConfig
 from emts.errors import BadInputError
 from emts.geometry import Frame, FrameGeometry, box_iou
-from emts.stages.d_track.tracker import Candidate, LockCommand, Mode
+from emts.stages.d_track.types import Candidate, LockCommand, Mode
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,8 @@ import numpy as np
 
 from emts.config import BoxFitConfig
 from emts.geometry import Frame, FrameGeometry
+from emts.stages.appearance import AppearanceTemplate, AppearanceView, object_pixels
 from emts.stages.b_channels import residual_level
-from emts.stages.d_track.tracker import AppearanceTemplate, AppearanceView, object_pixels
 
 DEFAULT_BOX_FIT = BoxFitConfig()
 

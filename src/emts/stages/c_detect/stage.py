@@ -1,15 +1,21 @@
-"""Stage C as the pipeline and every job run it: the runtime modes (``temporal``, ``plain``,
-``fused``) around a detector network, and the shipped detectors."""
+"""Stage C as the pipeline and every job run it: :class:`DetectionStage` (one frame's Stages A-B
+result -> :class:`Detections`), the runtime modes (``temporal``, ``plain``, ``fused``) around a
+detector network, and the shipped detectors."""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
+from emts.config import BoxFitConfig, ChannelConfig
 from emts.errors import BadInputError
+from emts.front_end import FrontEndResult, network_size_of, stage_b_config
 from emts.modality import AUTO, DEFAULT, MODEL_CHOICES, DetectorChoice
+from emts.stages.appearance import AppearanceView, appearance_view
+from emts.stages.c_detect.boxfit import DEFAULT_BOX_FIT, fit_detections, look_ahead
 from emts.stages.c_detect.detector import Detection
 from emts.stages.c_detect.fusion import FusedDetector
 from emts.stages.c_detect.temporal import TemporalDetector
@@ -107,3 +113,114 @@ def shipped_stage(
         return detector_stage(detector, mode, coarse_pass)
 
     return DetectorChoice(make) if model == AUTO else make(model)
+
+
+@dataclass(frozen=True)
+class Detections:
+    """Stage C's word on one frame (NETWORK px, best first).
+
+    Attributes:
+        shown: the detections that reach ``threshold`` after the colour evidence (on colour
+            frames, boxes fitted to the person's own pixels, scored up where they fit and
+            move, down where they do not: :mod:`emts.stages.c_detect.boxfit`): Stage C's
+            output, what lock acquisition chooses from and ``emts detect`` writes.
+        decoded: everything the mode decoded (the temporal mode also decodes the peaks under
+            ``threshold`` that the colour evidence may lift, and scores each by this frame's
+            evidence alone: :attr:`emts.stages.c_detect.detector.Detection.sighting`).
+        passed: the decoded detections that reach ``threshold`` as decoded.
+        threshold: tau_s, the score a detection must reach.
+        view: the frame's appearance view (:func:`emts.stages.appearance.appearance_view`).
+    """
+
+    shown: list[Detection]
+    decoded: list[Detection]
+    passed: list[Detection]
+    threshold: float
+    view: AppearanceView | None = None
+
+
+class DetectionStage:
+    """Stage C on a stream: the one entry every user of Stage C calls (the pipeline, the
+    detect and channels jobs, the evaluations), so that what they report is what the
+    pipeline tracks.
+
+    Args:
+        detector: a Stage C mode (:func:`detector_stage`, or a bare
+            :class:`emts.stages.c_detect.detector.Detector`: the network frame by frame), or a
+            :class:`emts.modality.DetectorChoice` (picked by :meth:`choose` on the first frame
+            with content, and again after :meth:`reset`); None: no detections.
+        box_fit: the colour evidence (None: the network's boxes and scores).
+
+    Example:
+        >>> from emts.front_end import MotionFrontEnd          # doctest: +SKIP
+        >>> stage = DetectionStage(shipped_stage("default"))   # doctest: +SKIP
+        >>> front = MotionFrontEnd(network_size=stage.network_size)  # doctest: +SKIP
+        >>> stage.step(front.step(frame), frame).shown         # doctest: +SKIP
+    """
+
+    def __init__(self, detector=None, box_fit: BoxFitConfig | None = DEFAULT_BOX_FIT) -> None:
+        self.box_fit = box_fit
+        self.choice = detector if isinstance(detector, DetectorChoice) else None
+        self.model = None
+        if self.choice is None:
+            self.use(detector)
+
+    def use(self, model) -> None:
+        """Run ``model`` (a Stage C mode, or None) from the next frame on."""
+        self.model = model
+        look_ahead(model, self.box_fit)
+
+    def choose(self, frame: np.ndarray) -> bool:
+        """With a :class:`DetectorChoice` and no model yet, pick one for ``frame`` (a valid
+        frame); True when one was picked now (False while the frames are uniform)."""
+        if self.model is not None or self.choice is None:
+            return False
+        model = self.choice.stage_for(frame)
+        if model is None:
+            return False
+        self.use(model)
+        return True
+
+    @property
+    def chosen(self) -> str | None:
+        """The shipped detector a choice picked (``default`` / ``thermal``), or None."""
+        return self.choice.chosen if self.choice is not None and self.model else None
+
+    @property
+    def threshold(self) -> float:
+        return getattr(self.model, "threshold", 0.0)
+
+    @property
+    def network_size(self) -> tuple[int, int]:
+        """The NETWORK frame size Stage B must feed the model."""
+        return network_size_of(self.model)
+
+    def channel_config(self, override: ChannelConfig | None = None) -> ChannelConfig:
+        """Stage B's parameters for the model (:func:`emts.front_end.stage_b_config`)."""
+        return stage_b_config(self.model, override)
+
+    def reset(self) -> None:
+        """Forget the stream: a choice picks again; a stateful mode's memory is cleared."""
+        if self.choice is not None:
+            self.model = None
+        elif hasattr(self.model, "reset"):
+            self.model.reset()
+
+    def step(
+        self, front: FrontEndResult, frame: np.ndarray, view: AppearanceView | None = None
+    ) -> Detections:
+        """Stage C on one frame: ``front`` is Stages A-B's result for ``frame`` (the input
+        frame, whose colour the evidence reads); ``view`` its appearance view (made here
+        when not given)."""
+        model = self.model
+        if hasattr(model, "on_frame"):  # modes "temporal", "fused": need A's output
+            decoded = model.on_frame(front)
+        else:
+            decoded = model(front.channels) if model is not None else []
+        threshold = self.threshold
+        passed = [d for d in decoded if d.score >= threshold]
+        view = appearance_view(frame, front) if view is None else view
+        shown = fit_detections(
+            decoded, view, front.geometry, self.box_fit, threshold, front.channels
+        )
+        return Detections(shown, decoded, passed, threshold, view)
