@@ -96,7 +96,7 @@ def test_the_bench_streamed_through_stage_c_matches_the_cached_channels_without_
     from emts.stages.c_detect.temporal import ScoreMemory
 
     stream = StreamDetect(Detector())
-    stream.stage.memory = ScoreMemory(0.0)  # the network's own scores, frame by frame
+    stream.stage.model.memory = ScoreMemory(0.0)  # the network's own scores, frame by frame
     streamed = evaluate_bench(stream, sets / "bench")
     cached = evaluate_bench(NetworkDetect(Detector()), sets / "bench")
     assert len(streamed) == len(cached) == 4 * 14

@@ -39,6 +39,7 @@ from emts.front_end import (
 from emts.geometry import WORKING_GEOMETRY, Frame, working_geometry
 from emts.modality import AUTO
 from emts.stages.c_detect.detector import Detector
+from emts.stages.c_detect.stage import DetectionStage
 from emts.stages.c_detect.temporal import TemporalDetector
 from emts.synth.plates import read_hituav
 from emts.synth.store import ClipSet
@@ -89,7 +90,10 @@ class StreamDetect:
 
     def __init__(self, detector: Detector, coarse_pass: bool = True) -> None:
         detector.threshold = EVAL_THRESHOLD
-        self.stage = TemporalDetector(detector, coarse=AUTO if coarse_pass else None)
+        # Stage C's one entry, without the colour evidence (the bench's frames are gray)
+        self.stage = DetectionStage(
+            TemporalDetector(detector, coarse=AUTO if coarse_pass else None), box_fit=None
+        )
         self.network_size = detector.network_size
         self.stage_b_warp = detector.stage_b_warp
         self.residual_baseline = residual_baseline_of(detector)
@@ -98,8 +102,10 @@ class StreamDetect:
         """(boxes, scores) of every frame of one clip (640x512 gray frames)."""
         front = MotionFrontEnd(channel_config=stage_b_config(self), network_size=self.network_size)
         self.stage.reset()
+        # every decoded peak (score or sighting over the lowered threshold): the PR curves
+        # sweep the threshold themselves
         return [
-            paper_boxes(self.stage.on_frame(front.step(frame)), self.network_size)
+            paper_boxes(self.stage.step(front.step(frame), frame).decoded, self.network_size)
             for frame in frames
         ]
 
