@@ -27,8 +27,8 @@ from tqdm import tqdm
 from emts.errors import BadInputError
 from emts.front_end import MotionFrontEnd
 from emts.geometry import Frame, FrameGeometry
-from emts.synth.actors import FPS as CURRICULUM_FPS
 from emts.synth.actors import random_actor
+from emts.synth.actors.base import FPS as CURRICULUM_FPS
 from emts.synth.clips import composite_actors
 from emts.synth.common import log_uniform
 from emts.train.data import Sample, StoredClips, Tier2Stills
