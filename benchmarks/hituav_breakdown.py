@@ -29,7 +29,6 @@ import numpy as np
 from emts.eval.metrics import ImageResult
 from emts.eval.real import (
     TAU_S,
-    CompensatedDifference,
     auto_detector,
     channel_key,
     hituav_frames,
@@ -37,6 +36,7 @@ from emts.eval.real import (
     recall_by_spacing,
     run_dataset,
 )
+from emts.footage import CompensatedDifference
 from emts.synth.plates import read_hituav
 
 CLASSICAL_K = 4.0

@@ -9,7 +9,6 @@ import pytest
 from emts.errors import BadInputError
 from emts.eval.metrics import ImageResult
 from emts.eval.real import (
-    CompensatedDifference,
     EvalFrame,
     multi_person_metrics,
     padding_masked,
@@ -17,6 +16,7 @@ from emts.eval.real import (
     person12_frames,
     person_metrics,
 )
+from emts.footage import CompensatedDifference
 from emts.geometry import FrameGeometry
 
 

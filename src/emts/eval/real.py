@@ -14,7 +14,7 @@ Real footage is the judge. Three sets of real frames, every detector on the same
 * Detectors: every model given (``--model NAME=PATH``, the shipped one always), each also in
   the channel ablation (``L only``: R = D = 0; ``motion only``: L flattened to its mean), and
   the classical compensated-difference baseline of the issue, with its threshold multiplier
-  swept (:class:`CompensatedDifference`).
+  swept (:class:`emts.footage.CompensatedDifference`).
 
 Everything is matched in WORKING pixels (640x512); AP is pycocotools' (:func:`coco_ap`).
 """
@@ -35,6 +35,7 @@ from tqdm import tqdm
 from emts.config import NETWORK_SIZE, WORKING_SIZE, ChannelConfig
 from emts.errors import BadInputError
 from emts.eval.metrics import ImageResult, _iou, coco_ap, match
+from emts.footage import K_SWEEP, Boxes, CompensatedDifference
 from emts.front_end import MotionFrontEnd, channel_key, key_config
 from emts.geometry import Frame, FrameGeometry
 from emts.modality import DEFAULT, VARIANT_FOR, frame_modality
@@ -58,7 +59,6 @@ TAU_S = 0.3  # §6: the detection threshold a user runs at
 MATCH_IOU = 0.25
 EVAL_THRESHOLD = 0.01  # keep low scores for the PR curves
 PERSON12_FRAMES = 201  # frames 1-201 are labelled
-K_SWEEP = (2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 12.0, 16.0, 24.0)
 HEIGHT_BINS = ((0, 12), (12, 20), (20, 32), (32, 1e9))  # WORKING px (640x512), the issue's bins
 HEIGHT_LABELS = ("<12", "12-20", "20-32", ">=32")
 # the nearest other labelled person's centre, in this person's heights: people in a group
@@ -70,8 +70,6 @@ VEHICLE_SPEED = (0.5, 3.0)
 CAMERA_DRIFT = 4.0  # px/frame at 640x512
 HITUAV_VARIANTS = {"persons": "only persons move", "vehicles": "persons and vehicles move"}
 SHEET_TILES = 16
-
-Boxes = tuple[np.ndarray, np.ndarray]  # (n, 4) WORKING px, (n,) scores
 
 
 # --------------------------------------------------------------------------------------------
@@ -276,61 +274,6 @@ def hituav_frames(
 
 # --------------------------------------------------------------------------------------------
 # Detectors
-
-
-class CompensatedDifference:
-    """The issue's classical baseline, at full 640x512 working resolution.
-
-    Stage A's motion (corners + LK + RANSAC similarity at half resolution) warps the previous
-    frame onto the current one; residual = Gauss5x5(|I_t - warped|); threshold T = k x the
-    frame's median residual; morphological close 5x5; connected components; box = blob;
-    score = m / (m + T) with m the blob's mean residual. Pixels the warp brings in from
-    outside the previous frame and the letterbox padding are excluded (they hold no image).
-    One call returns the detections for every k in ``ks``.
-    """
-
-    def __init__(self, ks: tuple[float, ...] = K_SWEEP, max_detections: int = 100) -> None:
-        self.ks = tuple(ks)
-        self.max_detections = max_detections
-        self._kernel = np.ones((5, 5), np.uint8)
-
-    def residual(self, frame: EvalFrame) -> tuple[np.ndarray, np.ndarray]:
-        """(residual float32, valid bool) at WORKING resolution."""
-        size = WORKING_SIZE
-        if frame.previous is None:
-            return np.zeros((size[1], size[0]), np.float32), np.zeros((size[1], size[0]), bool)
-        current = frame.working.astype(np.float32)
-        warped = cv2.warpAffine(
-            frame.previous.astype(np.float32),
-            frame.motion,
-            size,
-            flags=cv2.INTER_LINEAR,
-            borderMode=cv2.BORDER_REPLICATE,
-        )
-        inside = cv2.warpAffine(frame.valid, frame.motion, size, flags=cv2.INTER_NEAREST)
-        valid = cv2.erode(np.minimum(inside, frame.valid), self._kernel) > 0
-        residual = cv2.GaussianBlur(np.abs(current - warped), (5, 5), 0)
-        return residual, valid
-
-    def __call__(self, frame: EvalFrame) -> dict[float, Boxes]:
-        residual, valid = self.residual(frame)
-        out: dict[float, Boxes] = {}
-        median = float(np.median(residual[valid])) if valid.any() else 0.0
-        for k in self.ks:
-            threshold = max(k * median, 1e-3)
-            mask = ((residual > threshold) & valid).astype(np.uint8)
-            mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, self._kernel)
-            count, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
-            if count <= 1:
-                out[k] = (np.zeros((0, 4)), np.zeros(0))
-                continue
-            sums = np.bincount(labels.ravel(), weights=residual.ravel(), minlength=count)
-            mean = sums[1:] / np.maximum(stats[1:, cv2.CC_STAT_AREA], 1)
-            scores = mean / (mean + threshold)
-            boxes = stats[1:, :4].astype(float)
-            order = np.argsort(-scores)[: self.max_detections]
-            out[k] = (boxes[order], scores[order])
-        return out
 
 
 ChannelFn = Callable[[np.ndarray, EvalFrame], np.ndarray]
