@@ -27,7 +27,7 @@ from tqdm import tqdm
 
 from emts.eval.detect import BENCH_FRAMES, StreamDetect, ground_truth
 from emts.eval.metrics import ImageResult, match
-from emts.eval.real import spacings
+from emts.eval.real_metrics import spacings
 from emts.stages.c_detect.detector import Detector
 from emts.synth.store import ClipSet
 

@@ -31,7 +31,8 @@ from tqdm import tqdm
 
 import emts.stages.c_detect.detector
 from emts.config import AcquisitionConfig
-from emts.eval.real import CAMERA_DRIFT, PERSON_SPEED, eval_camera, spacings
+from emts.eval.real_frames import CAMERA_DRIFT, PERSON_SPEED, eval_camera
+from emts.eval.real_metrics import spacings
 from emts.pipeline import Pipeline
 from emts.synth.plates import read_hituav
 from emts.synth.tier2 import pseudo_clip

@@ -27,16 +27,11 @@ from pathlib import Path
 import numpy as np
 
 from emts.eval.metrics import ImageResult
-from emts.eval.real import (
-    TAU_S,
-    CompensatedDifference,
-    auto_detector,
-    channel_key,
-    hituav_frames,
-    multi_person_metrics,
-    recall_by_spacing,
-    run_dataset,
-)
+from emts.eval.real import auto_detector, run_dataset
+from emts.eval.real_frames import hituav_frames
+from emts.eval.real_metrics import TAU_S, multi_person_metrics, recall_by_spacing
+from emts.footage import CompensatedDifference
+from emts.front_end import channel_key
 from emts.synth.plates import read_hituav
 
 CLASSICAL_K = 4.0

@@ -38,7 +38,7 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from emts.eval.real import TAU_S
+from emts.eval.real_metrics import TAU_S
 from emts.eval.track_eval import _box_corners, _gust_path, _project
 from emts.front_end import MotionFrontEnd
 from emts.geometry import Frame

@@ -33,15 +33,9 @@ import numpy as np
 from tqdm import tqdm
 
 from emts.eval.metrics import ImageResult
-from emts.eval.real import (
-    CAMERA_DRIFT,
-    EVAL_THRESHOLD,
-    PERSON_SPEED,
-    TAU_S,
-    _front_end,
-    eval_camera,
-    multi_person_metrics,
-)
+from emts.eval.real import EVAL_THRESHOLD
+from emts.eval.real_frames import CAMERA_DRIFT, PERSON_SPEED, _front_end, eval_camera
+from emts.eval.real_metrics import TAU_S, multi_person_metrics
 from emts.front_end import channel_key
 from emts.geometry import Frame
 from emts.stages.c_detect.detector import Detector

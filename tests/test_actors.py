@@ -7,18 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from emts.synth.actors import (
-    FPS,
-    GAIT_HZ_RANGE,
-    MAX_SCALE_RATE,
-    BehaviourEvent,
-    MeshWalker,
-    Quadruped,
-    RigidMover,
-    Sunlight,
-    Walker,
-    random_actor,
-)
+from emts.synth.actors import random_actor
+from emts.synth.actors.base import FPS, MAX_SCALE_RATE, BehaviourEvent, Sunlight
+from emts.synth.actors.quadruped import Quadruped
+from emts.synth.actors.rigid_mover import RigidMover
+from emts.synth.actors.walker import GAIT_HZ_RANGE, MeshWalker, Walker
 
 FRAME_SIZE = (640, 512)
 FRAME_CENTRE = np.array([320.0, 256.0])

@@ -165,7 +165,9 @@ def test_a_box_that_fits_a_person_scores_higher_and_may_pass_tau_s():
 
 
 def test_the_eval_suite_scores_the_pipelines_way():
-    from emts.eval.real import TAU_S, EvalFrame, pipeline_boxes
+    from emts.eval.real import pipeline_boxes
+    from emts.eval.real_frames import EvalFrame
+    from emts.eval.real_metrics import TAU_S
 
     frame = EvalFrame.__new__(EvalFrame)
     frame.colour = _view(_scene())

@@ -8,15 +8,10 @@ import pytest
 
 from emts.errors import BadInputError
 from emts.eval.metrics import ImageResult
-from emts.eval.real import (
-    CompensatedDifference,
-    EvalFrame,
-    multi_person_metrics,
-    padding_masked,
-    parse_models,
-    person12_frames,
-    person_metrics,
-)
+from emts.eval.real import padding_masked, parse_models
+from emts.eval.real_frames import EvalFrame, person12_frames
+from emts.eval.real_metrics import multi_person_metrics, person_metrics
+from emts.footage import CompensatedDifference
 from emts.geometry import FrameGeometry
 
 

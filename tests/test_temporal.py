@@ -111,7 +111,8 @@ def test_the_plain_mode_is_the_network_frame_by_frame():
 
 
 def test_the_real_suite_starts_each_pseudo_clip_afresh_and_replays_its_frames():
-    from emts.eval.real import EvalFrame, temporal_boxes
+    from emts.eval.real import temporal_boxes
+    from emts.eval.real_frames import EvalFrame
     from emts.geometry import FrameGeometry
 
     geometry = FrameGeometry((640, 512))

@@ -14,16 +14,17 @@ Real footage is the judge. Three sets of real frames, every detector on the same
 * Detectors: every model given (``--model NAME=PATH``, the shipped one always), each also in
   the channel ablation (``L only``: R = D = 0; ``motion only``: L flattened to its mean), and
   the classical compensated-difference baseline of the issue, with its threshold multiplier
-  swept (:class:`CompensatedDifference`).
+  swept (:class:`emts.footage.CompensatedDifference`).
 
-Everything is matched in WORKING pixels (640x512); AP is pycocotools' (:func:`coco_ap`).
+Everything is matched in WORKING pixels (640x512); AP is pycocotools'. The frames are read by
+:mod:`emts.eval.real_frames`, scored by :mod:`emts.eval.real_metrics` and reported by
+:mod:`emts.eval.real_report`; here: every detector on a frame, the fits of the fused mode and
+of the box scale, running a dataset, the contact sheets and the suite.
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,14 +33,28 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from emts.config import NETWORK_SIZE, WORKING_SIZE, ChannelConfig
 from emts.errors import BadInputError
-from emts.eval.metrics import ImageResult, _iou, coco_ap, match
-from emts.front_end import MotionFrontEnd, channel_key, key_config
-from emts.geometry import Frame, FrameGeometry
+from emts.eval.metrics import ImageResult, _iou, match
+from emts.eval.real_frames import (
+    HITUAV_VARIANTS,
+    PERSON12_FRAMES,
+    EvalFrame,
+    hituav_frames,
+    person12_frames,
+)
+from emts.eval.real_metrics import (
+    MATCH_IOU,
+    TAU_S,
+    box_centres,
+    multi_person_metrics,
+    person_metrics,
+)
+from emts.eval.real_report import AUTO_PREFIX, public_metrics, slugify, write_real_report
+from emts.footage import K_SWEEP, Boxes, CompensatedDifference
+from emts.front_end import channel_key
+from emts.geometry import Frame
 from emts.modality import DEFAULT, VARIANT_FOR, frame_modality
-from emts.stages.appearance import AppearanceView
-from emts.stages.b_channels import MotionChannels, content_mask, network_content
+from emts.stages.b_channels import content_mask
 from emts.stages.c_detect.boxfit import DEFAULT_BOX_FIT, MotionCheck, with_evidence
 from emts.stages.c_detect.detector import Detector
 from emts.stages.c_detect.fusion import (
@@ -50,288 +65,14 @@ from emts.stages.c_detect.fusion import (
 )
 from emts.stages.c_detect.stage import shipped_detector
 from emts.stages.c_detect.temporal import TemporalDetector
-from emts.synth.camera import REFERENCE_WIDTH, CameraMotionConfig
 from emts.synth.plates import read_hituav
-from emts.synth.tier2 import pseudo_clip
 
-TAU_S = 0.3  # §6: the detection threshold a user runs at
-MATCH_IOU = 0.25
 EVAL_THRESHOLD = 0.01  # keep low scores for the PR curves
-PERSON12_FRAMES = 201  # frames 1-201 are labelled
-K_SWEEP = (2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 12.0, 16.0, 24.0)
-HEIGHT_BINS = ((0, 12), (12, 20), (20, 32), (32, 1e9))  # WORKING px (640x512), the issue's bins
-HEIGHT_LABELS = ("<12", "12-20", "20-32", ">=32")
-# the nearest other labelled person's centre, in this person's heights: people in a group
-# (half of HIT-UAV val's persons are under 1.5 heights from another), a little apart, alone
-SPACING_EDGES = (1.5, 3.0)
-SPACING_LABELS = ("<1.5h", "1.5-3h", ">=3h or alone")
-PERSON_SPEED = (0.5, 1.5)  # px/frame at 640x512
-VEHICLE_SPEED = (0.5, 3.0)
-CAMERA_DRIFT = 4.0  # px/frame at 640x512
-HITUAV_VARIANTS = {"persons": "only persons move", "vehicles": "persons and vehicles move"}
 SHEET_TILES = 16
-
-Boxes = tuple[np.ndarray, np.ndarray]  # (n, 4) WORKING px, (n,) scores
-
-
-# --------------------------------------------------------------------------------------------
-# Frames
-
-
-@dataclass
-class EvalFrame:
-    """One scored frame: Stage B's channels, the working frames and the truth (WORKING px)."""
-
-    name: str
-    channels: np.ndarray  # (3, H, W) float32 at the geometry's network size
-    working: np.ndarray  # uint8 640x512, frame t
-    previous: np.ndarray | None  # uint8 640x512, frame t-1 (None on a stream's first frame)
-    motion: np.ndarray  # 2x3 Stage A estimate, WORKING, t-1 -> t
-    valid: np.ndarray  # uint8 640x512 mask of the letterbox content
-    geometry: FrameGeometry
-    gt: np.ndarray  # (m, 4) person boxes, WORKING px
-    # Stage B at further network sizes (detectors trained at another size), same Stage A
-    more_channels: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
-    motion_known: bool = True  # Stage A estimated M_t (not the identity of a first frame)
-    # a clip's earlier frames with a known motion, oldest first, for Stage C's temporal mode:
-    # ({network size: channels}, M_t WORKING); None: the frame continues the previous one's
-    # stream (uav123-person12)
-    history: list[tuple[dict[tuple[int, int], np.ndarray], np.ndarray]] | None = None
-    # the colour input frame, where there is one (Stage C's box fit: emts.stages.c_detect.boxfit)
-    colour: AppearanceView | None = None
-    # the key (emts.front_end.channel_key) of ``channels``: None, the geometry's network size
-    key: tuple | None = None
-
-    def channels_at(self, key: tuple) -> np.ndarray:
-        """Stage B's channels of ``key``: a network size (w, h) with the paper's warp, or
-        (w, h, warp) (:func:`emts.front_end.channel_key`)."""
-        key = tuple(key)
-        if key == (self.key or self.geometry.network_size):
-            return self.channels
-        return self.more_channels[key]
-
-    def geometry_at(self, size: tuple) -> FrameGeometry:
-        """The frame's geometry with a NETWORK frame of ``size`` (a channel key's first two)."""
-        size = tuple(size[:2])
-        if size == self.geometry.network_size:
-            return self.geometry
-        return _geometry(self.geometry.input_size, size)
-
-    @classmethod
-    def of(
-        cls,
-        name: str,
-        result,
-        previous: np.ndarray | None,
-        gt: np.ndarray,
-        more: MoreSizes | None = None,
-        key: tuple | None = None,
-    ) -> EvalFrame:
-        """The frame of a :class:`emts.front_end.FrontEndResult` (Stages A and B's output,
-        channels of ``key``); ``more`` adds Stage B at further network sizes and warps."""
-        return cls(
-            name=name,
-            channels=result.channels,
-            working=result.working,
-            previous=previous,
-            motion=np.asarray(result.motion.matrix),
-            valid=result.geometry.input_to_working.content_mask(),
-            geometry=result.geometry,
-            gt=gt,
-            more_channels=more(result) if more is not None else {},
-            motion_known=result.motion.method != "identity",
-            key=key,
-        )
-
-
-class MoreSizes:
-    """Stage B at further network sizes and warps (channel keys, :func:`_front_end`), on one
-    stream's Stage A results (so that detectors trained at different sizes are compared on
-    the same camera-motion estimates)."""
-
-    def __init__(self, keys) -> None:
-        self.stages = {
-            tuple(key): MotionChannels(_stage_b(key), network_size=key[:2]) for key in keys
-        }
-
-    def __call__(self, result) -> dict[tuple, np.ndarray]:
-        out = {}
-        for key, stage in self.stages.items():
-            content = network_content(_geometry(result.geometry.input_size, key[:2]))
-            out[key] = stage.update(result.working, result.motion, content)
-        return out
-
-
-def _stage_b(key: tuple) -> ChannelConfig:
-    """Stage B's parameters of a channel key (:func:`emts.front_end.key_config`)."""
-    return key_config(key)
-
-
-def _front_end(key: tuple) -> MotionFrontEnd:
-    """Stages A and B making the channels of ``key`` (:func:`emts.front_end.channel_key`)."""
-    return MotionFrontEnd(channel_config=_stage_b(key), network_size=key[:2])
-
-
-@functools.lru_cache(maxsize=16)
-def _geometry(input_size: tuple[int, int], network_size: tuple[int, int]) -> FrameGeometry:
-    return FrameGeometry(input_size, network_size)
-
-
-def _sizes(network_sizes) -> tuple[tuple, list[tuple]]:
-    """(the first, the others) of a list of network sizes or channel keys (default: the
-    paper's size)."""
-    sizes = list(dict.fromkeys(tuple(s) for s in network_sizes or [NETWORK_SIZE]))
-    return sizes[0], sizes[1:]
-
-
-def person12_frames(
-    root: str | Path, frames: int = PERSON12_FRAMES, network_sizes=None
-) -> Iterator[EvalFrame]:
-    """Frames 1..``frames`` of uav123-person12 through Stages A-B, with their labels
-    (Stage B at every size of ``network_sizes``; default: the paper's)."""
-    root = Path(root)
-    labels_path = root / "groundtruth_rect.txt"
-    if not labels_path.is_file():
-        raise BadInputError(
-            f"{root}: no groundtruth_rect.txt (expected the uav123-person12 folder)"
-        )
-    try:
-        labels = np.loadtxt(labels_path, delimiter=",", ndmin=2)[:frames]
-    except ValueError as error:
-        raise BadInputError(f"{labels_path}: unreadable labels ({error})") from None
-    if labels.shape[1] != 4 or len(labels) < frames:
-        raise BadInputError(f"{labels_path}: expected {frames} lines of x,y,w,h")
-    first, others = _sizes(network_sizes)
-    front = _front_end(first)
-    more = MoreSizes(others) if others else None
-    previous = None
-    for i in range(frames):
-        path = root / "frames" / f"{i + 1:06d}.jpg"
-        image = cv2.imread(str(path), cv2.IMREAD_COLOR)
-        if image is None:
-            raise BadInputError(f"{path}: missing or unreadable")
-        result = front.step(image)
-        gt = result.geometry.boxes(labels[i : i + 1], Frame.INPUT, Frame.WORKING)
-        frame = EvalFrame.of(f"{i + 1:06d}", result, previous, gt, more, first)
-        frame.colour = AppearanceView(image, result.geometry.matrix(Frame.WORKING, Frame.INPUT))
-        yield frame
-        previous = result.working
-
-
-def eval_camera() -> CameraMotionConfig:
-    """Constant drift (set per clip, up to CAMERA_DRIFT px/frame at 640 px), no gusts."""
-    return CameraMotionConfig(
-        max_drift=CAMERA_DRIFT * REFERENCE_WIDTH / WORKING_SIZE[0], smoothness=1.0, gust_rate=0.0
-    )
-
-
-def hituav_frames(
-    root: str | Path,
-    split: str,
-    variant: str,
-    seed: int = 0,
-    images: int | None = None,
-    network_sizes=None,
-) -> Iterator[EvalFrame]:
-    """HIT-UAV stills of ``split`` as 4-frame pseudo-clips; the last frame of each (Stage B at
-    every size of ``network_sizes``; default: the paper's)."""
-    if variant not in HITUAV_VARIANTS:
-        raise BadInputError(f"unknown HIT-UAV variant {variant!r}")
-    root = Path(root)
-    entries = read_hituav(root, split)[:images]
-    camera = eval_camera()
-    first, others = _sizes(network_sizes)
-    for number, (name, entry) in enumerate(entries):
-        still = cv2.imread(str(root / split / name), cv2.IMREAD_GRAYSCALE)
-        if still is None:
-            raise BadInputError(f"{root / split / name}: missing or unreadable")
-        rng = np.random.default_rng([seed, number])
-        clip = pseudo_clip(
-            still,
-            entry["persons"],
-            rng,
-            frames=4,
-            vehicle_boxes=entry["vehicles"] if variant == "vehicles" else [],
-            zoom=False,
-            person_speed=PERSON_SPEED,
-            vehicle_speed=VEHICLE_SPEED,
-            random_heading=True,
-            camera=camera,
-            drift=CAMERA_DRIFT,
-        )
-        front = _front_end(first)
-        more = MoreSizes(others) if others else None
-        results = [front.step(frame) for frame in clip.frames]
-        history = []
-        for result in results[:-1]:
-            channels = {first: result.channels, **(more(result) if more is not None else {})}
-            if result.motion.method != "identity":
-                history.append((channels, np.asarray(result.motion.matrix)))
-        last = results[-1]
-        gt = last.geometry.boxes(clip.person_boxes[-1], Frame.INPUT, Frame.WORKING)
-        frame = EvalFrame.of(name, last, results[-2].working, gt.reshape(-1, 4), more, first)
-        frame.history = history
-        yield frame
 
 
 # --------------------------------------------------------------------------------------------
 # Detectors
-
-
-class CompensatedDifference:
-    """The issue's classical baseline, at full 640x512 working resolution.
-
-    Stage A's motion (corners + LK + RANSAC similarity at half resolution) warps the previous
-    frame onto the current one; residual = Gauss5x5(|I_t - warped|); threshold T = k x the
-    frame's median residual; morphological close 5x5; connected components; box = blob;
-    score = m / (m + T) with m the blob's mean residual. Pixels the warp brings in from
-    outside the previous frame and the letterbox padding are excluded (they hold no image).
-    One call returns the detections for every k in ``ks``.
-    """
-
-    def __init__(self, ks: tuple[float, ...] = K_SWEEP, max_detections: int = 100) -> None:
-        self.ks = tuple(ks)
-        self.max_detections = max_detections
-        self._kernel = np.ones((5, 5), np.uint8)
-
-    def residual(self, frame: EvalFrame) -> tuple[np.ndarray, np.ndarray]:
-        """(residual float32, valid bool) at WORKING resolution."""
-        size = WORKING_SIZE
-        if frame.previous is None:
-            return np.zeros((size[1], size[0]), np.float32), np.zeros((size[1], size[0]), bool)
-        current = frame.working.astype(np.float32)
-        warped = cv2.warpAffine(
-            frame.previous.astype(np.float32),
-            frame.motion,
-            size,
-            flags=cv2.INTER_LINEAR,
-            borderMode=cv2.BORDER_REPLICATE,
-        )
-        inside = cv2.warpAffine(frame.valid, frame.motion, size, flags=cv2.INTER_NEAREST)
-        valid = cv2.erode(np.minimum(inside, frame.valid), self._kernel) > 0
-        residual = cv2.GaussianBlur(np.abs(current - warped), (5, 5), 0)
-        return residual, valid
-
-    def __call__(self, frame: EvalFrame) -> dict[float, Boxes]:
-        residual, valid = self.residual(frame)
-        out: dict[float, Boxes] = {}
-        median = float(np.median(residual[valid])) if valid.any() else 0.0
-        for k in self.ks:
-            threshold = max(k * median, 1e-3)
-            mask = ((residual > threshold) & valid).astype(np.uint8)
-            mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, self._kernel)
-            count, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
-            if count <= 1:
-                out[k] = (np.zeros((0, 4)), np.zeros(0))
-                continue
-            sums = np.bincount(labels.ravel(), weights=residual.ravel(), minlength=count)
-            mean = sums[1:] / np.maximum(stats[1:, cv2.CC_STAT_AREA], 1)
-            scores = mean / (mean + threshold)
-            boxes = stats[1:, :4].astype(float)
-            order = np.argsort(-scores)[: self.max_detections]
-            out[k] = (boxes[order], scores[order])
-        return out
-
 
 ChannelFn = Callable[[np.ndarray, EvalFrame], np.ndarray]
 RAW_LEVEL = "residual level not normalized"
@@ -516,113 +257,6 @@ def network_boxes(
 
 
 # --------------------------------------------------------------------------------------------
-# Metrics
-
-
-def _centres(boxes: np.ndarray) -> np.ndarray:
-    return boxes[:, :2] + boxes[:, 2:] / 2
-
-
-def person_metrics(results: list[ImageResult], tau: float = TAU_S) -> dict:
-    """One labelled person per frame: recall, FP/frame (centre farther than the person's
-    height from the label's centre), AP. ``results`` gt holds exactly one box per frame."""
-    found, false_positives = 0, 0
-    for image in results:
-        gt = image.gt_boxes[0]
-        keep = image.scores >= tau
-        boxes = image.boxes[keep]
-        if len(boxes) and (_iou(gt, boxes) >= MATCH_IOU).any():
-            found += 1
-        distance = np.hypot(*(_centres(boxes) - _centres(gt[None])).T) if len(boxes) else []
-        false_positives += int(np.sum(np.asarray(distance) > gt[3]))
-    ap = coco_ap(results)
-    frames = len(results)
-    return {
-        "frames": frames,
-        f"recall@{tau:g}": round(found / frames, 4) if frames else None,
-        f"fp_per_frame@{tau:g}": round(false_positives / frames, 4) if frames else None,
-        "AP@0.25": round(ap["AP@0.25"], 4),
-        "AP@0.5": round(ap["AP@0.5"], 4),
-        "_precision": ap["precision"],
-    }
-
-
-def spacings(boxes: np.ndarray) -> np.ndarray:
-    """Each box's distance to the nearest other box's centre, in its own heights (inf where
-    it is alone)."""
-    boxes = np.asarray(boxes, float).reshape(-1, 4)
-    centres = _centres(boxes)
-    distance = np.hypot(*(centres[:, None] - centres[None]).transpose(2, 0, 1))
-    np.fill_diagonal(distance, np.inf)
-    nearest = distance.min(axis=1) if len(boxes) > 1 else np.full(len(boxes), np.inf)
-    return nearest / np.maximum(boxes[:, 3], 1e-6)
-
-
-def recall_by_spacing(
-    results: list[ImageResult],
-    tau: float = TAU_S,
-    edges: tuple[float, ...] = SPACING_EDGES,
-    labels: tuple[str, ...] = SPACING_LABELS,
-) -> dict:
-    """Recall at ``tau`` (IoU 0.25, one-to-one) of the labelled persons binned by
-    :func:`spacings` at ``edges`` (in the person's heights; ``labels``: one more than edges)."""
-    counts = {label: [0, 0] for label in labels}
-    for image in results:
-        matched = {g for g, _, _ in match(image, tau, MATCH_IOU)}
-        for g, spacing in enumerate(spacings(image.gt_boxes)):
-            label = labels[int(np.searchsorted(edges, spacing, side="right"))]
-            counts[label][0] += 1
-            counts[label][1] += g in matched
-    return {
-        label: {"persons": n, "recall": round(k / n, 4) if n else None}
-        for label, (n, k) in counts.items()
-    }
-
-
-def multi_person_metrics(results: list[ImageResult], tau: float = TAU_S) -> dict:
-    """AP, recall and FP/image at tau (IoU 0.25, one-to-one), recall by height (WORKING px)
-    and by the nearest other person's distance (:func:`spacings`, :data:`SPACING_EDGES`),
-    and the width ratio of matched boxes (detection / truth, p10-p50-p90)."""
-    ap = coco_ap(results)
-    persons = found = false_positives = 0
-    by_bin = {label: [0, 0] for label in HEIGHT_LABELS}
-    ratios = []
-    for image in results:
-        matches = match(image, tau, MATCH_IOU)
-        matched = {g: d for g, d, _ in matches}
-        persons += len(image.gt_boxes)
-        found += len(matches)
-        false_positives += int((image.scores >= tau).sum()) - len(matches)
-        for g, box in enumerate(image.gt_boxes):
-            label = next(
-                lab
-                for (lo, hi), lab in zip(HEIGHT_BINS, HEIGHT_LABELS, strict=True)
-                if lo <= box[3] < hi
-            )
-            by_bin[label][0] += 1
-            if g in matched:
-                by_bin[label][1] += 1
-                ratios.append(image.boxes[matched[g]][2] / max(box[2], 1e-6))
-    images = len(results)
-    widths = np.percentile(ratios, [10, 50, 90]).round(2).tolist() if ratios else None
-    return {
-        "images": images,
-        "persons": persons,
-        "AP@0.25": round(ap["AP@0.25"], 4),
-        "AP@0.5": round(ap["AP@0.5"], 4),
-        f"recall@{tau:g}": round(found / persons, 4) if persons else None,
-        f"fp_per_image@{tau:g}": round(false_positives / images, 4) if images else None,
-        "recall_by_height": {
-            label: {"persons": n, "recall": round(k / n, 4) if n else None}
-            for label, (n, k) in by_bin.items()
-        },
-        "recall_by_spacing": recall_by_spacing(results, tau),
-        "width_ratio_p10_p50_p90": widths,
-        "_precision": ap["precision"],
-    }
-
-
-# --------------------------------------------------------------------------------------------
 # Running a dataset
 
 
@@ -652,9 +286,6 @@ def auto_detector(first_image: str | Path) -> tuple[str, Detector]:
         raise BadInputError(f"{first_image}: missing or unreadable")
     variant = VARIANT_FOR.get(frame_modality(image), DEFAULT)
     return variant, shipped_detector(variant, threshold=EVAL_THRESHOLD)
-
-
-AUTO_PREFIX = "--model auto"
 
 
 def auto_name(variant: str) -> str:
@@ -773,7 +404,7 @@ def contact_sheets(run: DatasetRun, name: str, out: Path, slug: str, tau: float 
             if d in matched_det:
                 continue
             if len(frame.gt) == 1:  # one labelled person: near the person is not an FP
-                gap = np.hypot(*(_centres(boxes[d : d + 1]) - _centres(frame.gt))[0])
+                gap = np.hypot(*(box_centres(boxes[d : d + 1]) - box_centres(frame.gt))[0])
                 if gap <= frame.gt[0, 3]:
                     continue
             fps.append((float(scores[d]), index, d))
@@ -795,7 +426,7 @@ def contact_sheets(run: DatasetRun, name: str, out: Path, slug: str, tau: float 
         boxes = run.detections[name][index][0]
         drawn = [(b, GREEN) for b in frame.gt] + [(boxes[d], RED)]
         tiles.append(
-            _tile(frame, _centres(boxes[d : d + 1])[0], drawn, f"{frame.name} s{score:.2f}")
+            _tile(frame, box_centres(boxes[d : d + 1])[0], drawn, f"{frame.name} s{score:.2f}")
         )
     if save_sheet(tiles, out / f"fp_{slug}.png"):
         written.append(f"fp_{slug}.png")
@@ -803,11 +434,11 @@ def contact_sheets(run: DatasetRun, name: str, out: Path, slug: str, tau: float 
     for _, index, g, score in misses[:SHEET_TILES]:
         frame = run.frames[index]
         boxes, scores = run.detections[name][index]
-        centre = _centres(frame.gt[g : g + 1])[0]
+        centre = box_centres(frame.gt[g : g + 1])[0]
         near = [
             (b, RED if s >= tau else YELLOW)
             for b, s in zip(boxes, scores, strict=True)
-            if s >= 0.1 and np.abs(_centres(b[None])[0] - centre).max() < 40
+            if s >= 0.1 and np.abs(box_centres(b[None])[0] - centre).max() < 40
         ]
         caption = f"{frame.name} best {score:.2f}"
         tiles.append(_tile(frame, centre, [(frame.gt[g], GREEN), *near], caption))
@@ -818,11 +449,6 @@ def contact_sheets(run: DatasetRun, name: str, out: Path, slug: str, tau: float 
 
 # --------------------------------------------------------------------------------------------
 # The suite
-
-
-def _best_classical(section: dict) -> str:
-    names = [n for n in section if n.startswith("classical")]
-    return max(names, key=lambda n: (section[n]["AP@0.25"], section[n]["AP@0.5"]))
 
 
 def evaluate_real(
@@ -869,7 +495,7 @@ def evaluate_real(
     section = {name: person_metrics(run.results(name)) for name in run.detections}
     sections["uav123-person12 frames 1-201 (RGB, 640x360)"] = section
     for name in detectors:
-        sheets[f"person12, {name}"] = contact_sheets(run, name, out, f"person12_{_slug(name)}")
+        sheets[f"person12, {name}"] = contact_sheets(run, name, out, f"person12_{slugify(name)}")
     del run
 
     root = Path(hituav)
@@ -896,151 +522,15 @@ def evaluate_real(
         section = {name: multi_person_metrics(run.results(name)) for name in run.detections}
         sections[f"HIT-UAV {split} ({pooled}), {title}"] = section
         for name in detectors:
-            slug = f"hituav_{variant}_{_slug(name)}"
+            slug = f"hituav_{variant}_{slugify(name)}"
             sheets[f"HIT-UAV {variant}, {name}"] = contact_sheets(run, name, out, slug)
         del run
 
     write_real_report(out, sections, sheets, list(detectors), command)
     return {
-        title: {name: _public(s) for name, s in section.items()}
+        title: {name: public_metrics(s) for name, s in section.items()}
         for title, section in sections.items()
     }
-
-
-def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in text.lower()).strip("_")
-
-
-def _public(summary: dict) -> dict:
-    return {k: v for k, v in summary.items() if not k.startswith("_")}
-
-
-def _plot_pr(section: dict, names: list[str], path: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    recall = np.linspace(0, 1, 101)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
-    for ax, thr in zip(axes, (0.25, 0.5), strict=True):
-        for name in names:
-            s = section[name]
-            ax.plot(recall, s["_precision"][thr], label=f"{name} ({s[f'AP@{thr:g}']:.3f})")
-        ax.set_xlabel("recall")
-        ax.set_title(f"IoU {thr}")
-        ax.set_xlim(0, 1)
-        ax.set_ylim(0, 1.02)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    axes[0].set_ylabel("precision")
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-
-
-def _recalls(bins: dict) -> str:
-    """``{label: {"recall": r}}`` as "r1 / r2 / ..." ("-" where a bin is empty)."""
-    return " / ".join("-" if v["recall"] is None else f"{v['recall']:.2f}" for v in bins.values())
-
-
-def write_real_report(
-    out: Path, sections: dict, sheets: dict, models: list[str], command: str
-) -> None:
-    lines = [
-        "# Real-footage suite",
-        "",
-        f"Command: `{command}`",
-        "",
-        f"Detections at tau_s = {TAU_S} unless AP; a match needs IoU >= {MATCH_IOU}. fp32 models. "
-        "Ablations: `L only` = R and D zeroed, `motion only` = L flattened to its mean, "
-        "`padding masked` (letterboxed input only) = R and D zeroed outside the letterbox "
-        "content (the pipeline does this since), `residual level not normalized` = Stage B's "
-        "channels fed as they are, without the detector's residual-level normalization "
-        "(`emts.stages.b_channels.normalize_residual_level`, on in every other row). `temporal "
-        "scores` = Stage C's temporal mode, the pipeline's default "
-        "(`emts.stages.c_detect.temporal`: peaks "
-        "scored by a heatmap memory carried by the camera motion; person12 as one stream, "
-        "each HIT-UAV pseudo-clip's frames 2-3 fed before frame 4 is scored); every other "
-        "row is the network frame by frame. `--model auto: V` = what the pipeline runs by "
-        "default on the set's frames (`emts.modality`: the thermal model at its 512x384 for "
-        "frames without colour, the default model for colour), in the temporal mode, with "
-        "the colour evidence on colour frames (`emts.stages.c_detect.boxfit`: the best boxes "
-        "from tau_s - "
-        "0.1 fitted to the person's own pixels -- trimmed to the person where those merged "
-        "with shade or a bed above or below -- and scored 0.1 higher where they fit and "
-        "move, 0.1 lower where they do not move: Stage B's R in the box under 2x the "
-        "frame's residual level); "
-        "`boxes not fitted` = the same detections as the network boxes and scores them. "
-        "`classical k=K` = compensated differencing at 640x512 with threshold K "
-        "x the frame's median residual; the best K (by AP@0.25) is marked.",
-        "",
-    ]
-    data = {}
-    for title, section in sections.items():
-        best = _best_classical(section)
-        slug = _slug(title)[:40]
-        curve_names = [*models, *(n for n in section if n.startswith(AUTO_PREFIX)), best]
-        _plot_pr(section, curve_names, out / f"pr_{slug}.png", title)
-        person12 = "fp_per_frame@0.3" in next(iter(section.values()))
-        lines += [f"## {title}", ""]
-        if person12:
-            lines += [
-                "| detector | recall@0.3 | FP/frame@0.3 | AP@0.25 | AP@0.5 |",
-                "|---|---|---|---|---|",
-            ]
-        else:
-            lines += [
-                "| detector | AP@0.25 | AP@0.5 | recall@0.3 | FP/image@0.3 | recall <12 / 12-20 / "
-                "20-32 / >=32 px | recall, nearest other person < 1.5 / 1.5-3 / >= 3 heights "
-                "away or alone | width ratio p10/p50/p90 |",
-                "|---|---|---|---|---|---|---|---|",
-            ]
-        for name, s in section.items():
-            if name.startswith("classical") and name != best:
-                continue
-            label = f"{name} (best)" if name == best else name
-            if person12:
-                cells = [s["recall@0.3"], s["fp_per_frame@0.3"], s["AP@0.25"], s["AP@0.5"]]
-            else:
-                widths = s["width_ratio_p10_p50_p90"]
-                cells = [
-                    s["AP@0.25"],
-                    s["AP@0.5"],
-                    s["recall@0.3"],
-                    s["fp_per_image@0.3"],
-                    _recalls(s["recall_by_height"]),
-                    _recalls(s["recall_by_spacing"]),
-                    "-" if widths is None else "/".join(f"{w:g}" for w in widths),
-                ]
-            lines.append(f"| {label} | " + " | ".join(str(c) for c in cells) + " |")
-        sweep = [n for n in section if n.startswith("classical")]
-        lines += [
-            "",
-            "Classical threshold sweep (AP@0.25 / AP@0.5): "
-            + ", ".join(
-                f"k={n.split('=')[1]}: {section[n]['AP@0.25']:.3f} / {section[n]['AP@0.5']:.3f}"
-                for n in sweep
-            ),
-            "",
-            f"![PR curves](pr_{slug}.png)",
-            "",
-        ]
-        data[title] = {name: _public(s) for name, s in section.items()}
-    lines += ["## Contact sheets", ""]
-    lines += [
-        "Left: the working frame; right: R (x6). Green: the label; red: a detection at "
-        "tau_s; yellow: below tau_s. FP sheets: the highest-scoring false positives; miss "
-        "sheets: unmatched persons (largest first; person12: spread over the clip), captioned "
-        "with the best score of a detection that would have matched.",
-        "",
-    ]
-    for label, files in sheets.items():
-        links = ", ".join(f"[{f}]({f})" for f in files) or "none"
-        lines.append(f"* {label}: {links}")
-    (out / "report.md").write_text("\n".join(lines) + "\n")
-    (out / "metrics.json").write_text(json.dumps(data, indent=1) + "\n")
 
 
 def parse_models(specs: list[str] | None) -> dict[str, str | None]:

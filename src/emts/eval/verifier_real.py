@@ -30,10 +30,28 @@ from emts.front_end import MotionFrontEnd
 from emts.geometry import Frame
 from emts.io import open_source
 from emts.stages.e_verify import FrameView, Verifier, describe
-from emts.train.verifier import roc_auc
 
 GROUND_OFFSET = 3.0  # ground boxes start this many box widths beside the person
 STRIDE = 4  # a window starts on every 4th frame
+
+
+def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
+    """Area under the ROC curve of ``scores`` for ``labels == 1`` against the rest: the
+    Mann-Whitney U over the ranks of the scores, tied scores sharing their mean rank (numpy
+    only; the same figure as :func:`emts.train.verifier.roc_auc`, NaN scores included)."""
+    scores = np.asarray(scores)
+    order = np.argsort(scores, kind="mergesort")
+    ordered = scores[order]
+    starts = np.ones(len(ordered), bool)  # a new group of equal scores (NaN: a group each)
+    starts[1:] = ordered[1:] != ordered[:-1]
+    group = np.cumsum(starts) - 1
+    counts = np.bincount(group)
+    ends = np.cumsum(counts)  # 1-based rank of the last score of each group
+    ranks = np.empty(len(scores))
+    ranks[order] = (ends - (counts - 1) / 2)[group]  # the group's mean rank
+    positives = np.asarray(labels) == 1
+    n_pos, n_neg = positives.sum(), (~positives).sum()
+    return float((ranks[positives].sum() - n_pos * (n_pos + 1) / 2) / max(n_pos * n_neg, 1))
 
 
 @dataclass

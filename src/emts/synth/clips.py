@@ -51,9 +51,11 @@ class ClipSpec:
     seed: int  # the set's base seed
     index: int  # clip number within the set
     frames: int = TIER1_FRAMES
-    mesh_walkers: float = 0.0  # share of persons drawn as MakeHuman meshes (actors.MeshWalker)
+    mesh_walkers: float = (
+        0.0  # share of persons drawn as MakeHuman meshes (actors.walker.MeshWalker)
+    )
     # Factor on every mover's part contrasts (persons, animals, vehicles; not the static
-    # clutter, which is drawn 30-120 gray levels off its ground): 1 = actors.CONTRAST_RANGE.
+    # clutter, which is drawn 30-120 gray levels off its ground): 1 = actors.base.CONTRAST_RANGE.
     contrast_scale: float = 1.0
 
     def rng(self) -> np.random.Generator:

@@ -25,10 +25,11 @@ import torch
 from tqdm import tqdm
 
 from emts.errors import BadInputError
+from emts.footage import CompensatedDifference
 from emts.front_end import MotionFrontEnd
 from emts.geometry import Frame, FrameGeometry
-from emts.synth.actors import FPS as CURRICULUM_FPS
 from emts.synth.actors import random_actor
+from emts.synth.actors.base import FPS as CURRICULUM_FPS
 from emts.synth.clips import composite_actors
 from emts.synth.common import log_uniform
 from emts.train.data import Sample, StoredClips, Tier2Stills
@@ -102,7 +103,6 @@ def prepare_segment(
 ) -> FootageSegment:
     """Run Stages A-C of the starting model over ``frames`` (any supported frames): keep the
     gray frames, Stage A's motions and the ignore regions (see the module docstring)."""
-    from emts.eval.real import CompensatedDifference, EvalFrame
     from emts.preprocess import to_gray
 
     front = MotionFrontEnd(network_size=detector.network_size)
@@ -128,8 +128,10 @@ def prepare_segment(
             )
         motions.append(motion)
         detections = np.array([d.box for d in detector(result.channels)], float).reshape(-1, 4)
-        evaluated = EvalFrame.of(str(result.index), result, previous, np.zeros((0, 4)))
-        blobs, _ = classical(evaluated)[config.ignore_k]  # best first
+        content = result.geometry.input_to_working.content_mask()
+        motion_working = np.asarray(result.motion.matrix)
+        by_k = classical.detect(result.working, previous, motion_working, content)
+        blobs, _ = by_k[config.ignore_k]  # best first
         # Person-sized blobs only: a blob larger than the tallest walker (a flower bed's
         # parallax, a shadow edge) is no person and stays a negative.
         fits = (blobs[:, 2:] <= config.person_height[1]).all(axis=1) & (blobs[:, 3] >= 4)
