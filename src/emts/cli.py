@@ -16,7 +16,6 @@ import math
 import os
 import signal
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,13 +26,15 @@ from emts import __version__, cli_quant
 from emts.config import ChannelConfig
 from emts.errors import BadInputError, EmtsError
 from emts.io import (
-    VIDEO_SUFFIXES,
     JsonlWriter,
     UnreadableFrame,
     VideoWriter,
+    check_outputs,
+    check_png,
+    check_video_suffix,
+    check_writable,
     open_source,
     signals_held,
-    source_files,
 )
 from emts.litert import DEFAULT_BACKEND
 from emts.modality import AUTO, DEFAULT
@@ -207,67 +208,6 @@ def _add_fps(p) -> None:
         help="frame rate of an image folder or glob (default 30); a video keeps its own "
         "unless this is given",
     )
-
-
-def _check_writable(flag: str, path: Path, folder: bool = False) -> None:
-    """Refuse an output path that cannot be created, before any work is done."""
-    if folder:
-        if path.exists() and not path.is_dir():
-            raise BadInputError(f"{flag} {path} is a file; name a folder")
-    elif path.is_dir():
-        raise BadInputError(f"{flag} {path} is a folder; name a file in it")
-    ancestor = (path if folder else path.parent).absolute()
-    while not ancestor.exists():
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise BadInputError(f"{flag} {path}: {ancestor} is not a folder; choose another path")
-    try:  # a probe, removed at once: permissions alone miss read-only and virtual file systems
-        os.rmdir(tempfile.mkdtemp(prefix=".emts-probe-", dir=ancestor))
-    except OSError as error:
-        raise BadInputError(
-            f"{flag} {path}: cannot write in {ancestor} ({error.strerror}); choose another folder"
-        ) from None
-    if not folder and path.exists() and not os.access(path, os.W_OK):
-        raise BadInputError(f"{flag} {path} is read-only; choose another file")
-
-
-def _check_outputs(source, outputs: dict[str, str | None]) -> None:
-    """Refuse outputs that would overwrite an input or another output, or cannot be written.
-
-    Args:
-        source: the command's SOURCE (its files are the inputs), or None.
-        outputs: flag -> path as given (None or '-' for "not written to a file").
-    """
-    named = {flag: Path(p) for flag, p in outputs.items() if p and p != "-"}
-    claimed: dict[Path, str] = {}
-    for flag, path in named.items():
-        resolved = path.resolve()
-        if resolved in claimed:
-            raise BadInputError(
-                f"{claimed[resolved]} and {flag} both name {path}; give each output its own file"
-            )
-        claimed[resolved] = flag
-    existing = {flag: path.stat() for flag, path in named.items() if path.is_file()}
-    if existing and source is not None:
-        inputs = {(s.st_dev, s.st_ino) for s in (f.stat() for f in source_files(source))}
-        for flag, stat in existing.items():
-            if (stat.st_dev, stat.st_ino) in inputs:
-                raise BadInputError(
-                    f"{flag} {named[flag]} is an input of this run; choose another file"
-                )
-    for flag, path in named.items():
-        _check_writable(flag, path)
-
-
-def _check_video_suffix(flag: str, path: str | None) -> None:
-    if path and Path(path).suffix.lower() not in VIDEO_SUFFIXES:
-        kinds = ", ".join(sorted(VIDEO_SUFFIXES))
-        raise BadInputError(f"{flag} {path}: a video must end in one of {kinds}")
-
-
-def _check_png(flag: str, path: str | None) -> None:
-    if path and Path(path).suffix.lower() != ".png":
-        raise BadInputError(f"{flag} {path}: must be a .png file")
 
 
 def _open_clip_set(folder: str):
@@ -454,8 +394,8 @@ def run_channels(
 
 def _cmd_channels(args: argparse.Namespace) -> int:
     out = None if args.no_video else args.out
-    _check_video_suffix("--out", out)
-    _check_outputs(args.source, {"--out": out, "--jsonl": args.jsonl})
+    check_video_suffix("--out", out)
+    check_outputs(args.source, {"--out": out, "--jsonl": args.jsonl})
     frames = run_channels(
         args.source,
         out,
@@ -473,7 +413,7 @@ def _cmd_channels(args: argparse.Namespace) -> int:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from emts.apps.bench import format_table, run_bench
 
-    _check_outputs(None, {"--json": args.json})
+    check_outputs(None, {"--json": args.json})
     if args.peer_yolo and args.pace is not None:
         raise BadInputError("--pace times the pipeline alone; --peer-yolo runs frames back to back")
     if args.peer_yolo:
@@ -508,7 +448,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             f"--frames {args.frames}: the operator taps at frame {TAP_FRAME}; "
             f"give at least {TAP_FRAME + 1} frames"
         )
-    _check_writable("--out-dir", Path(args.out_dir), folder=True)
+    check_writable("--out-dir", Path(args.out_dir), folder=True)
     run_demo(Path(args.out_dir), frames=args.frames, seed=args.seed)
     return 0
 
@@ -516,7 +456,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_synth_set(args: argparse.Namespace) -> int:
     from emts.synth.generate import generate_set
 
-    _check_writable("--out", Path(args.out), folder=True)
+    check_writable("--out", Path(args.out), folder=True)
     manifest = generate_set(
         args.set,
         args.out,
@@ -541,8 +481,8 @@ def _cmd_synth_preview(args: argparse.Namespace) -> int:
 
     if len(_open_clip_set(args.folder)) == 0:
         raise BadInputError(f"{args.folder}: the set has no clips")
-    _check_png("--out", args.out)
-    _check_outputs(None, {"--out": args.out})
+    check_png("--out", args.out)
+    check_outputs(None, {"--out": args.out})
     sheet = contact_sheet(args.folder, args.out, clips=args.clips, frame=args.frame)
     if not sheet.is_file():
         raise BadInputError(f"cannot write {args.out}")
@@ -554,7 +494,7 @@ def _cmd_synth_export(args: argparse.Namespace) -> int:
     from emts.synth.preview import export_clip
 
     clip_set = _open_clip_set(args.folder)
-    _check_writable("OUT", Path(args.out), folder=True)
+    check_writable("OUT", Path(args.out), folder=True)
     if args.clip not in clip_set.indices:
         raise BadInputError(f"{args.folder}: no clip {args.clip}")
     print(export_clip(args.folder, args.out, args.clip))
@@ -646,7 +586,7 @@ def _cmd_train_detector(args: argparse.Namespace) -> int:
         if not (Path(folder) / "manifest.json").is_file():
             raise BadInputError(f"{folder}: not a clip set; generate it with emts synth")
         _open_clip_set(folder)
-    _check_writable("--out", Path(args.out), folder=True)
+    check_writable("--out", Path(args.out), folder=True)
     if args.tsm is not None:
         return cli_quant.cmd_train_tsm(args)
     config = TrainConfig(
@@ -834,7 +774,7 @@ def _cmd_ensemble(args: argparse.Namespace) -> int:
     from emts.precision import named_model
     from emts.train.ensemble import merge_detectors
 
-    _check_writable("--out", Path(args.out))
+    check_writable("--out", Path(args.out))
     meta = merge_detectors([named_model(m) for m in args.models], args.out)
     scales = meta.get("emts_box_scale", "none (not every member records one)")
     print(f"ensemble of {len(args.models)} detectors: {args.out} (box scales: {scales})")
@@ -927,7 +867,7 @@ def _cmd_detect(args: argparse.Namespace) -> int:
     from emts.pipeline import appearance_view
     from emts.stages.c_detect.boxfit import DEFAULT_BOX_FIT, fit_detections, look_ahead
 
-    _check_outputs(args.source, {"--jsonl": args.jsonl})
+    check_outputs(args.source, {"--jsonl": args.jsonl})
     box_fit = None if args.network_boxes else DEFAULT_BOX_FIT
     stage = _stage_c(args)
     choice = stage if isinstance(stage, DetectorChoice) else None
@@ -1175,7 +1115,7 @@ def _cmd_eval_track(args: argparse.Namespace) -> int:
     if lock_frame >= len(truth):
         raise BadInputError(f"lock frame {lock_frame}: the ground truth has {len(truth)} rows")
     out = Path(args.out)
-    _check_writable("--out", out, folder=True)
+    check_writable("--out", out, folder=True)
     verifier = None
     if not args.no_verifier and (args.verifier or default_verifier().is_file()):
         verifier = Verifier(args.verifier)
@@ -1278,7 +1218,7 @@ def _cmd_eval_verifier(args: argparse.Namespace) -> int:
         if isinstance(path, tuple):
             raise BadInputError(f"--model {name}: a verifier takes no @WxH")
     out = Path(args.out)
-    _check_writable("--out", out, folder=True)
+    check_writable("--out", out, folder=True)
     config = VerifierRealConfig(fps=args.fps, first=first, last=last, offset=args.offset)
     report = evaluate_verifier_real(args.clip, truth, models, config)
     write_report(report, out, " ".join(["emts", *sys.argv[1:]]), _clip_name(args.clip))
@@ -1430,9 +1370,9 @@ def _cmd_track(args: argparse.Namespace) -> int:
     from emts.stages.e_verify import default_model_path as default_verifier
 
     lock = LockRequest.parse(args.lock)  # BadInputError: one line for every malformed tap
-    _check_video_suffix("--out", args.out)
-    _check_png("--timeline", args.timeline)
-    _check_outputs(
+    check_video_suffix("--out", args.out)
+    check_png("--timeline", args.timeline)
+    check_outputs(
         args.source, {"--out": args.out, "--jsonl": args.jsonl, "--timeline": args.timeline}
     )
     follow = _gimbal_follow(args)
@@ -1956,7 +1896,7 @@ def _cmd_adapt(args: argparse.Namespace) -> int:
         raise BadInputError("--person-height: expected 0 < LO < HI")
     if args.tracks and len(args.tracks) != len(args.footage):
         raise BadInputError(f"--tracks: {len(args.tracks)} files for {len(args.footage)} footage")
-    _check_writable("--out", Path(args.out), folder=True)
+    check_writable("--out", Path(args.out), folder=True)
     config = AdaptConfig(
         steps=args.steps,
         lr=args.lr,
