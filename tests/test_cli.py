@@ -111,7 +111,7 @@ def test_channels_with_auto_waits_for_a_frame_with_content(tmp_path, aerial_scen
 
 
 def test_channels_with_a_model_feeds_it_stage_b_as_it_runs_in_the_pipeline(aerial_scene):
-    from emts.cli import _ModelView
+    from emts.apps.channels import _ModelView
     from emts.front_end import MotionFrontEnd, stage_b_config
     from emts.precision import named_model
     from emts.stages.c_detect.detector import Detector

@@ -20,23 +20,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from emts import __version__, cli_quant
 from emts.config import ChannelConfig
 from emts.errors import BadInputError, EmtsError
 from emts.io import (
-    JsonlWriter,
-    UnreadableFrame,
-    VideoWriter,
     check_outputs,
     check_png,
     check_video_suffix,
     check_writable,
-    open_source,
-    signals_held,
 )
-from emts.litert import DEFAULT_BACKEND
 from emts.modality import AUTO, DEFAULT
 from emts.precision import named_model
 from emts.synth.common import CONTRAST_SCALE
@@ -53,7 +46,6 @@ INPUT_MODEL_HELP = (
     "(default: %(default)s)"
 )
 
-log = logging.getLogger("emts")
 
 # Argument limits (the README lists them).
 MAX_THREADS = (os.cpu_count() or 1) * 4  # --threads, --workers: more only thrashes
@@ -139,37 +131,23 @@ def _add_input_model(p) -> None:
 
 
 def _stage_c(args: argparse.Namespace):
-    """Stage C of a command run on a user's stream: ``--model`` (auto: a
-    :class:`emts.modality.DetectorChoice`), ``--precision``, ``--backend``, ``--threads``,
-    ``--threshold``, ``--network-size``, ``--detector-mode``, ``--coarse-pass``."""
-    from emts.precision import DEFAULT_PRECISION, model_for
-    from emts.stages.b_channels import default_reference_for
-    from emts.stages.c_detect.detector import Detector
-    from emts.stages.c_detect.stage import detector_stage, shipped_stage
+    """Stage C of a command run on a user's stream (:func:`emts.apps.detect.build_stage_c`):
+    ``--model`` (auto: a :class:`emts.modality.DetectorChoice`), ``--precision``,
+    ``--backend``, ``--threads``, ``--threshold``, ``--network-size``, ``--detector-mode``,
+    ``--coarse-pass``, ``--stage-b``."""
+    from emts.apps.detect import build_stage_c
 
-    options = {"network_size": args.network_size}
-    override = _channel_config(args)
-    if override is not None:  # every model on this warp, fed the level that goes with it
-        options["residual_reference"] = default_reference_for(override.warp_at)
-    if getattr(args, "threshold", None) is not None:
-        options["threshold"] = args.threshold
-    precision = getattr(args, "precision", None)
-    backend = getattr(args, "backend", None)
-    threads = getattr(args, "threads", 2)
-    coarse_pass = getattr(args, "coarse_pass", AUTO) != "off"
-    if args.model == AUTO:
-        return shipped_stage(
-            AUTO,
-            args.detector_mode,
-            precision or DEFAULT_PRECISION,
-            threads,
-            backend or DEFAULT_BACKEND,
-            coarse_pass,
-            **options,
-        )
-    model = model_for("detector", args.model, precision, threads, backend)
-    detector = Detector(model, threads=threads, **options)
-    return detector_stage(detector, args.detector_mode, coarse_pass)
+    return build_stage_c(
+        args.model,
+        args.detector_mode,
+        precision=getattr(args, "precision", None),
+        backend=getattr(args, "backend", None),
+        threads=getattr(args, "threads", 2),
+        threshold=getattr(args, "threshold", None),
+        network_size=args.network_size,
+        coarse_pass=getattr(args, "coarse_pass", AUTO) != "off",
+        warp_at=_stage_b_warp(args),
+    )
 
 
 # --stage-b -> ChannelConfig.warp_at (auto: each model's own, None)
@@ -228,171 +206,9 @@ def _open_clip_set(folder: str):
     return clip_set
 
 
-def _motion_record(index: int, result) -> dict:
-    matrix = result.motion_in_input() if index > 0 else np.eye(2, 3)
-    homography = result.homography_in_input()
-    return {
-        "frame": index,
-        "M": [[round(float(v), 6) for v in row] for row in matrix],
-        "method": result.motion.method,
-        "tracks": int(result.motion.tracks),
-        "inlier_ratio": round(float(result.motion.inlier_ratio), 4),
-        "H": None
-        if homography is None
-        else [[float(f"{v:.9g}") for v in row] for row in homography],
-    }
-
-
-class _ModelView:
-    """What a detector is fed and what it finds, for ``emts channels --model``: Stage B as
-    that model's input (its network size, Stage B warp and R span) after its residual-level
-    normalization, the network's heatmap on the frame, and Stage C's detections as ``emts
-    detect`` reports them (temporal scores, box fitting) at ``threshold``."""
-
-    def __init__(self, model: str | None, front, threshold: float) -> None:
-        from emts.modality import DetectorChoice
-        from emts.stages.c_detect.boxfit import DEFAULT_BOX_FIT
-        from emts.stages.c_detect.stage import DEFAULT_DETECTOR_MODE
-
-        self.front, self.threshold, self.box_fit = front, threshold, DEFAULT_BOX_FIT
-        options = {"model": model, "threshold": threshold, "network_size": None}
-        stage = _stage_c(argparse.Namespace(detector_mode=DEFAULT_DETECTOR_MODE, **options))
-        self.choice = stage if isinstance(stage, DetectorChoice) else None
-        self.stage = self.detector = None
-        if self.choice is None:
-            self.use(stage)
-
-    def use(self, stage) -> None:
-        from emts.front_end import network_size_of, stage_b_config
-        from emts.stages.c_detect.boxfit import look_ahead
-
-        self.stage, self.detector = stage, getattr(stage, "detector", stage)
-        look_ahead(stage, self.box_fit)
-        config = stage_b_config(self.detector)  # --no-ego stays: only warp and R span change
-        self.front.use_network_size(
-            network_size_of(self.detector), config.warp_at, config.residual_baseline
-        )
-
-    def step(self, frame: np.ndarray):
-        """(Stage A-B result, (channels as fed, heatmap, detections) or None before a model is
-        picked, the variant ``auto`` picked on this frame or None)."""
-        from emts.pipeline import appearance_view
-        from emts.stages.b_channels import normalize_residual_level
-        from emts.stages.c_detect.boxfit import fit_detections
-
-        picked = None
-        if self.stage is None:
-            stage = self.choice.stage_for(frame)  # None while the frames are uniform
-            if stage is not None:
-                self.use(stage)
-                picked = self.choice.chosen
-        result = self.front.step(frame)
-        if self.stage is None:
-            return result, None, picked
-        if hasattr(self.stage, "on_frame"):  # temporal (the default mode)
-            detections = self.stage.on_frame(result)
-        else:
-            detections = self.stage(result.channels)
-        detections = fit_detections(
-            detections,
-            appearance_view(frame, result),
-            result.geometry,
-            self.box_fit,
-            self.threshold,
-            result.channels,
-        )
-        fed = normalize_residual_level(result.channels, self.detector.residual_reference)
-        heat = self.detector.raw(result.channels)[0][0, 0]
-        return result, (fed, heat, detections), picked
-
-    def caption(self) -> str:
-        d = self.detector
-        if d is None:
-            return "no detector yet (uniform frames)"
-        span = f", R over {d.residual_baseline} frames" if d.residual_baseline > 1 else ""
-        size = "x".join(map(str, d.network_size))
-        return f"{d.path.name} {size}, warp {d.stage_b_warp}{span}, tau_s {self.threshold:g}"
-
-
-def run_channels(
-    source,
-    out: str | None,
-    jsonl: str | None,
-    ego_compensation: bool = True,
-    progress: bool = True,
-    fps: float | None = None,
-    model: str | None | bool = False,
-    threshold: float = 0.3,
-) -> int:
-    """Stages A and B over ``source``; write the channel video and the ego-motion JSONL.
-
-    ``model`` False: eq. 2's channels at the paper's 256x192 (no detector). Else a detector
-    (``auto``, None = the default model, ``thermal`` or a file): the channels as that model
-    is fed them, and the video shows its heatmap and detections beside them.
-
-    An unreadable image in a folder is written as ``{"frame": i, "skipped": reason}`` (the
-    frame numbers stay the files'); a frame of the wrong dtype or shape ends the run.
-
-    Returns:
-        The number of frames processed.
-    """
-    from emts.apps.draw import channel_panel, channels_figure
-    from emts.front_end import MotionFrontEnd
-
-    front = MotionFrontEnd(channel_config=ChannelConfig(ego_compensation=ego_compensation))
-    view = None if model is False else _ModelView(model, front, threshold)
-    frames = 0
-    with open_source(source, fps=fps, placeholders=True) as frames_in:
-        writer = VideoWriter(out, fps=frames_in.fps) if out else None
-        records = JsonlWriter(jsonl) if jsonl else None
-        try:
-            bar = tqdm(
-                frames_in,
-                total=frames_in.length,
-                desc="channels",
-                unit="frame",
-                disable=None if progress else True,
-            )
-            for index, frame in enumerate(bar):
-                if isinstance(frame, UnreadableFrame):
-                    log.warning("frame %d skipped: %s", index, frame.reason)
-                    if records:
-                        records.write({"frame": index, "skipped": frame.reason})
-                    continue
-                seen, picked = None, None
-                try:
-                    if view is None:
-                        result = front.step(frame)
-                    else:
-                        result, seen, picked = view.step(frame)
-                except BadInputError as error:
-                    raise BadInputError(f"frame {index}: {error}") from None
-                caption = f"frame {index}  {result.motion.method}  tracks {result.motion.tracks}"
-                if not writer:
-                    panel = None
-                elif seen is None:
-                    caption += f"  {view.caption()}" if view is not None else ""
-                    panel = channel_panel(result.channels, caption)
-                else:
-                    panel = channels_figure(*seen, f"{caption}  {view.caption()}")
-                record = _motion_record(index, result)
-                if picked:  # --model auto has picked, on this frame (as emts detect says)
-                    record["detector"] = picked
-                with signals_held():  # an interrupt lands between frames, not between files
-                    if records:
-                        records.write(record)
-                    if writer:
-                        writer.write(panel)
-                frames += 1
-        finally:
-            if writer:
-                writer.close()
-            if records:
-                records.close()
-    return frames
-
-
 def _cmd_channels(args: argparse.Namespace) -> int:
+    from emts.apps.channels import run_channels
+
     out = None if args.no_video else args.out
     check_video_suffix("--out", out)
     check_outputs(args.source, {"--out": out, "--jsonl": args.jsonl})
@@ -861,68 +677,20 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_detect(args: argparse.Namespace) -> int:
-    from emts.front_end import MotionFrontEnd, network_size_of, stage_b_config
-    from emts.geometry import Frame
-    from emts.modality import DetectorChoice
-    from emts.pipeline import appearance_view
-    from emts.stages.c_detect.boxfit import DEFAULT_BOX_FIT, fit_detections, look_ahead
+    from emts.apps.detect import run_detect
+    from emts.stages.c_detect.boxfit import DEFAULT_BOX_FIT
 
     check_outputs(args.source, {"--jsonl": args.jsonl})
     box_fit = None if args.network_boxes else DEFAULT_BOX_FIT
-    stage = _stage_c(args)
-    choice = stage if isinstance(stage, DetectorChoice) else None
-    stage = None if choice is not None else stage  # --model auto: chosen by the frames
-    look_ahead(stage, box_fit)
-    override = _channel_config(args)
-    front = MotionFrontEnd(
-        channel_config=stage_b_config(stage, override), network_size=network_size_of(stage)
+    run_detect(
+        args.source,
+        args.jsonl,
+        _stage_c(args),
+        args.threshold,
+        box_fit,
+        channel_config=_channel_config(args),
+        fps=args.fps,
     )
-    frames_in = open_source(args.source, fps=args.fps, placeholders=True)
-    with frames_in, JsonlWriter(args.jsonl) as records:
-        bar = tqdm(frames_in, total=frames_in.length, desc="detect", unit="frame", disable=None)
-        for index, frame in enumerate(bar):
-            if isinstance(frame, UnreadableFrame):
-                log.warning("frame %d skipped: %s", index, frame.reason)
-                records.write({"frame": index, "skipped": frame.reason})
-                continue
-            picked = None
-            try:
-                if stage is None:
-                    stage = choice.stage_for(frame)  # None while the frames are uniform
-                    look_ahead(stage, box_fit)
-                    config = stage_b_config(stage, override)
-                    front.use_network_size(
-                        network_size_of(stage), config.warp_at, config.residual_baseline
-                    )
-                    picked = choice.chosen if stage is not None else None
-                result = front.step(frame)
-            except BadInputError as error:
-                raise BadInputError(f"frame {index}: {error}") from None
-            if stage is None:
-                detections = []
-            elif hasattr(stage, "on_frame"):  # modes "temporal" and "fused"
-                detections = stage.on_frame(result)
-            else:
-                detections = stage(result.channels)
-            # the temporal mode also decodes this frame's sightings its memory scores lower,
-            # and the peaks the colour evidence may lift: what passes is what emts track shows
-            view = appearance_view(frame, result)
-            detections = fit_detections(
-                detections, view, result.geometry, box_fit, args.threshold, result.channels
-            )
-            boxes = result.geometry.boxes(
-                np.array([d.box for d in detections]).reshape(-1, 4), Frame.NETWORK, Frame.INPUT
-            )
-            line = {
-                "frame": index,
-                "detections": [
-                    {"box": [round(float(v), 2) for v in box], "score": round(d.score, 4)}
-                    for box, d in zip(boxes, detections, strict=True)
-                ],
-            }
-            if picked:  # --model auto has picked, on this frame (as emts track says)
-                line["detector"] = picked
-            records.write(line)
     return 0
 
 
