@@ -5,7 +5,6 @@ are in :mod:`emts.train` (imported when a command runs: it needs the train extra
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -48,20 +47,14 @@ def add_ensemble(sub) -> None:
     p.set_defaults(run=_cmd_ensemble)
 
 
-def _trained_residual_baseline(model: Path) -> int | None:
-    """The frames R spanned in training, from the run folder's metrics.json beside a
-    model.pt (None when it says nothing)."""
-    metrics = model.parent / "metrics.json"
-    try:
-        config = json.loads(metrics.read_text()).get("config") or {}
-    except (OSError, ValueError):
-        return None
-    return config.get("residual_baseline")
-
-
 def _cmd_export(args: argparse.Namespace) -> int:
     require_train_extra()
-    from emts.train.export import export_onnx, load_trained, reshape_onnx
+    from emts.train.export import (
+        export_onnx,
+        load_trained,
+        reshape_onnx,
+        trained_residual_baseline,
+    )
 
     if not Path(args.model).is_file():
         raise BadInputError(f"{args.model}: no such model")
@@ -80,7 +73,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     if args.residual_baseline is not None and args.residual_baseline < 1:
         raise BadInputError("--residual-baseline must be at least 1")
     if args.residual_baseline is None and Path(args.model).suffix != ".onnx":
-        args.residual_baseline = _trained_residual_baseline(Path(args.model))
+        args.residual_baseline = trained_residual_baseline(Path(args.model))
     if Path(args.model).suffix == ".onnx":  # reshape an exported detector, weights untouched
         from emts.stages.c_detect.detector import RUN_SIZE_METADATA, Detector, recorded_size
 
