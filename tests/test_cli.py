@@ -652,3 +652,20 @@ def test_coarse_pass_reaches_every_stream_command():
     assert parser.parse_args(["bench", "--coarse-pass", "off"]).coarse_pass == "off"
     args = parser.parse_args(["eval", "detect", "--detector-mode", "temporal"])
     assert (args.detector_mode, args.coarse_pass) == ("temporal", "auto")
+
+
+def test_the_command_line_and_the_jobs_load_no_training_code():
+    """Importing the pipeline, every job in emts.apps and the command line (its parser built)
+    loads neither torch nor onnx nor emts.train / emts.eval: a command imports them when run."""
+    code = (
+        "import importlib, pkgutil, sys, emts.apps, emts.cli, emts.pipeline\n"
+        "for m in pkgutil.iter_modules(emts.apps.__path__):\n"
+        "    importlib.import_module('emts.apps.' + m.name)\n"
+        "emts.cli.build_parser()\n"
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = run.stdout.split()
+    assert "emts.apps.detect" in loaded and "emts.cli.train" in loaded
+    heavy = ("torch", "onnx", "emts.train", "emts.eval")
+    assert [m for m in loaded if m.startswith(heavy) and m.split(".")[0] != "onnxruntime"] == []
