@@ -669,3 +669,25 @@ def test_the_command_line_and_the_jobs_load_no_training_code():
     assert "emts.apps.detect" in loaded and "emts.cli.train" in loaded
     heavy = ("torch", "onnx", "emts.train", "emts.eval")
     assert [m for m in loaded if m.startswith(heavy) and m.split(".")[0] != "onnxruntime"] == []
+
+
+def test_the_jobs_name_a_bad_value_in_their_own_terms_and_the_command_line_by_its_flag(
+    tmp_path, monkeypatch, capsys
+):
+    from emts.apps.mavlink import check_connection, follow_config
+    from emts.apps.track import LockRequest
+
+    for call, words in (
+        (lambda: LockRequest.parse("here"), "lock request 'here'"),
+        (lambda: check_connection("nonsense"), "MAVLink connection 'nonsense'"),
+        (lambda: follow_config(["kq=1"]), "gimbal override 'kq=1'"),
+    ):
+        with pytest.raises(BadInputError, match=words) as error:
+            call()
+        assert "--" not in str(error.value)
+    monkeypatch.chdir(tmp_path)
+    argv = ["track", str(tmp_path), "--no-verifier"]
+    _expect_refusal(capsys, [*argv, "--lock", "here"], "--lock 'here'")
+    _expect_refusal(capsys, [*argv, "--mavlink", "nonsense"], "--mavlink 'nonsense'")
+    bad_gimbal = ["--mavlink", "udpout:127.0.0.1:14550", "--follow", "gimbal", "--gimbal", "kq=1"]
+    _expect_refusal(capsys, [*argv, *bad_gimbal], "--gimbal 'kq=1'")

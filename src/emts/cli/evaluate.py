@@ -106,7 +106,7 @@ def _cmd_eval_real(args: argparse.Namespace) -> int:
 
     if args.hituav_images is not None and args.hituav_images < 1:
         raise BadInputError("--hituav-images must be at least 1")
-    models = parse_models(args.model)
+    models = parse_models(args.model, "--model")
     if args.network_size is not None:
         from emts.stages.c_detect.detector import default_model_path
 
@@ -210,7 +210,7 @@ def _cmd_eval_track(args: argparse.Namespace) -> int:
     lock_frame = first
     auto = False
     if args.lock is not None:
-        request = LockRequest.parse(args.lock)
+        request = LockRequest.parse(args.lock, "--lock")
         auto = request.auto
         if not auto:
             point, box, lock_frame = (request.x, request.y), request.box, request.frame
@@ -317,7 +317,7 @@ def _cmd_eval_verifier(args: argparse.Namespace) -> int:
     )
 
     truth, first, last = _labelled_clip(args)
-    models = parse_models(args.model)
+    models = parse_models(args.model, "--model")
     for name, path in models.items():
         if isinstance(path, tuple):
             raise BadInputError(f"--model {name}: a verifier takes no @WxH")

@@ -27,8 +27,8 @@ def _gimbal_follow(args: argparse.Namespace):
         return None
     from emts.apps.mavlink import check_connection, follow_config
 
-    check_connection(args.mavlink)
-    follow = follow_config(args.gimbal) if args.follow == "gimbal" else None
+    check_connection(args.mavlink, "--mavlink")
+    follow = follow_config(args.gimbal, "--gimbal") if args.follow == "gimbal" else None
     if args.gimbal and follow is None:
         raise BadInputError("--gimbal sets the follow controller: add --follow gimbal")
     return follow
@@ -69,7 +69,7 @@ def _cmd_track(args: argparse.Namespace) -> int:
     from emts.stages.e_verify import Verifier
     from emts.stages.e_verify import default_model_path as default_verifier
 
-    lock = LockRequest.parse(args.lock)  # BadInputError: one line for every malformed tap
+    lock = LockRequest.parse(args.lock, "--lock")  # one line for every malformed tap
     check_video_suffix("--out", args.out)
     check_png("--timeline", args.timeline)
     check_outputs(
