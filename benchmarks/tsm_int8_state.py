@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from emts.eval.detect import BENCH_FRAMES, EVAL_THRESHOLD, _ground_truth
+from emts.eval.detect import BENCH_FRAMES, EVAL_THRESHOLD, ground_truth
 from emts.eval.metrics import ImageResult, coco_ap
 from emts.stages.c_detect.streaming import StreamingDetector
 from emts.synth.store import ClipSet
@@ -37,7 +37,7 @@ for index in bench.indices[: int(sys.argv[1])]:
         outs = {"float": f(x), "int8 own caches": own(x), "int8 fed float caches": forced(x)}
         diffs.append(max(np.abs(own.caches[k] - f.caches[k]).max() for k in f.caches))
         if t in BENCH_FRAMES:
-            gt, ig = _ground_truth(clip.labels["frames"][t]["persons"])
+            gt, ig = ground_truth(clip.labels["frames"][t]["persons"])
             for k, dets in outs.items():
                 res[k].append(
                     ImageResult(

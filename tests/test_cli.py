@@ -111,7 +111,7 @@ def test_channels_with_auto_waits_for_a_frame_with_content(tmp_path, aerial_scen
 
 
 def test_channels_with_a_model_feeds_it_stage_b_as_it_runs_in_the_pipeline(aerial_scene):
-    from emts.cli import _ModelView
+    from emts.apps.channels import _ModelView
     from emts.front_end import MotionFrontEnd, stage_b_config
     from emts.precision import named_model
     from emts.stages.c_detect.detector import Detector
@@ -549,7 +549,8 @@ def test_sigterm_and_sighup_finish_the_files_like_ctrl_c(tmp_path, clip_video, s
 
 
 def test_train_detector_recipe_options_reach_the_training_config():
-    from emts.cli import _recipe_overrides, build_parser
+    from emts.cli import build_parser
+    from emts.cli.train import _recipe_overrides
     from emts.train.loop import TrainConfig
 
     args = build_parser().parse_args(
@@ -599,7 +600,9 @@ def test_detect_runs_at_another_network_size_and_refuses_a_bad_one(tmp_path, cap
 def test_stage_b_working_reaches_every_stream_command_and_the_detectors_reference(
     tmp_path, aerial_scene
 ):
-    from emts.cli import _channel_config, _stage_c, build_parser
+    from emts.cli import build_parser
+    from emts.cli.common import channel_config as _channel_config
+    from emts.cli.common import stage_c as _stage_c
     from emts.stages.b_channels import RESIDUAL_REFERENCE, WORKING_WARP_RESIDUAL_REFERENCE
 
     parser = build_parser()
@@ -629,7 +632,7 @@ def test_stage_b_working_reaches_every_stream_command_and_the_detectors_referenc
 
 
 def test_the_detector_modes_on_the_command_line_are_the_pipelines():
-    from emts.cli import DETECTOR_MODE_HELP
+    from emts.cli.common import DETECTOR_MODE_HELP
     from emts.stages.c_detect.stage import DEFAULT_DETECTOR_MODE, DETECTOR_MODES
 
     assert tuple(DETECTOR_MODE_HELP) == DETECTOR_MODES
@@ -637,7 +640,8 @@ def test_the_detector_modes_on_the_command_line_are_the_pipelines():
 
 
 def test_coarse_pass_reaches_every_stream_command():
-    from emts.cli import _stage_c, build_parser
+    from emts.cli import build_parser
+    from emts.cli.common import stage_c as _stage_c
 
     parser = build_parser()
     for command in (["detect", "x", "--jsonl", "-"], ["track", "x"], ["serve", "x"]):

@@ -12,8 +12,10 @@ import glob
 import json
 import logging
 import math
+import os
 import signal
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -382,3 +384,73 @@ class VideoWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def check_writable(name: str, path: Path, folder: bool = False) -> None:
+    """Refuse an output path that cannot be created, before any work is done.
+
+    Args:
+        name: what the path is called in the message (the command line passes its flag).
+        path: the file (or, with ``folder``, the folder) to be written.
+    """
+    if folder:
+        if path.exists() and not path.is_dir():
+            raise BadInputError(f"{name} {path} is a file; name a folder")
+    elif path.is_dir():
+        raise BadInputError(f"{name} {path} is a folder; name a file in it")
+    ancestor = (path if folder else path.parent).absolute()
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise BadInputError(f"{name} {path}: {ancestor} is not a folder; choose another path")
+    try:  # a probe, removed at once: permissions alone miss read-only and virtual file systems
+        os.rmdir(tempfile.mkdtemp(prefix=".emts-probe-", dir=ancestor))
+    except OSError as error:
+        raise BadInputError(
+            f"{name} {path}: cannot write in {ancestor} ({error.strerror}); choose another folder"
+        ) from None
+    if not folder and path.exists() and not os.access(path, os.W_OK):
+        raise BadInputError(f"{name} {path} is read-only; choose another file")
+
+
+def check_outputs(source, outputs: dict[str, str | None]) -> None:
+    """Refuse outputs that would overwrite an input or another output, or cannot be written.
+
+    Args:
+        source: the job's source (its files are the inputs), or None.
+        outputs: name -> path as given (None or '-' for "not written to a file"); the names
+            are what the messages call the outputs (the command line passes its flags).
+    """
+    named = {name: Path(p) for name, p in outputs.items() if p and p != "-"}
+    claimed: dict[Path, str] = {}
+    for name, path in named.items():
+        resolved = path.resolve()
+        if resolved in claimed:
+            raise BadInputError(
+                f"{claimed[resolved]} and {name} both name {path}; give each output its own file"
+            )
+        claimed[resolved] = name
+    existing = {name: path.stat() for name, path in named.items() if path.is_file()}
+    if existing and source is not None:
+        inputs = {(s.st_dev, s.st_ino) for s in (f.stat() for f in source_files(source))}
+        for name, stat in existing.items():
+            if (stat.st_dev, stat.st_ino) in inputs:
+                raise BadInputError(
+                    f"{name} {named[name]} is an input of this run; choose another file"
+                )
+    for name, path in named.items():
+        check_writable(name, path)
+
+
+def check_video_suffix(name: str, path: str | None) -> None:
+    """Refuse a video path that :class:`VideoWriter` cannot write (``name``: as in
+    :func:`check_writable`)."""
+    if path and Path(path).suffix.lower() not in VIDEO_SUFFIXES:
+        kinds = ", ".join(sorted(VIDEO_SUFFIXES))
+        raise BadInputError(f"{name} {path}: a video must end in one of {kinds}")
+
+
+def check_png(name: str, path: str | None) -> None:
+    """Refuse an image path that is not a .png (``name``: as in :func:`check_writable`)."""
+    if path and Path(path).suffix.lower() != ".png":
+        raise BadInputError(f"{name} {path}: must be a .png file")

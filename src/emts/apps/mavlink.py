@@ -71,8 +71,13 @@ def _pymavlink():
     return mavutil, common
 
 
-def check_connection(text: str) -> str:
-    """A pymavlink connection string, checked before anything starts (BadInputError)."""
+def check_connection(text: str, name: str = "MAVLink connection") -> str:
+    """A pymavlink connection string, checked before anything starts (BadInputError).
+
+    Args:
+        text: the connection string.
+        name: what an error message calls it (the command line passes its flag).
+    """
     scheme, sep, rest = text.partition(":")
     if sep and scheme.lower() in _NETWORK_SCHEMES:
         host, _, port_text = rest.rpartition(":")
@@ -81,33 +86,40 @@ def check_connection(text: str) -> str:
         except ValueError:
             port = -1
         if not host or not 0 <= port <= 65535:
-            raise BadInputError(f"--mavlink {text!r}: {_CONNECTION_HELP}")
+            raise BadInputError(f"{name} {text!r}: {_CONNECTION_HELP}")
         try:
             socket.getaddrinfo(host, port)
         except OSError as error:
-            raise BadInputError(f"--mavlink {text!r}: unknown host {host!r} ({error})") from None
+            raise BadInputError(f"{name} {text!r}: unknown host {host!r} ({error})") from None
         return text
     device = text.split(",")[0]
     if not device or not Path(device).exists():
-        raise BadInputError(f"--mavlink {text!r}: no such serial device; {_CONNECTION_HELP}")
+        raise BadInputError(f"{name} {text!r}: no such serial device; {_CONNECTION_HELP}")
     try:
         import serial  # noqa: F401  (pymavlink opens serial ports with pyserial)
     except ImportError:
         raise BadInputError(
-            f"--mavlink {text!r}: a serial port needs pyserial: pip install 'emts[mavlink]'"
+            f"{name} {text!r}: a serial port needs pyserial: pip install 'emts[mavlink]'"
         ) from None
     return text
 
 
-def follow_config(overrides: list[str] | None = None) -> GimbalFollowConfig:
-    """:class:`GimbalFollowConfig` with ``KEY=VALUE`` overrides (``--gimbal kp=0.5``)."""
+def follow_config(
+    overrides: list[str] | None = None, name: str = "gimbal override"
+) -> GimbalFollowConfig:
+    """:class:`GimbalFollowConfig` with ``KEY=VALUE`` overrides (``kp=0.5``).
+
+    Args:
+        overrides: ``KEY=VALUE`` items, KEY a field of :class:`GimbalFollowConfig`.
+        name: what an error message calls an item (the command line passes its flag).
+    """
     names = [f.name for f in fields(GimbalFollowConfig)]
     values = {}
     for item in overrides or []:
         key, sep, text = item.partition("=")
         key = key.strip().replace("-", "_")
         if not sep or key not in names:
-            raise BadInputError(f"--gimbal {item!r}: expected KEY=VALUE, KEY one of {names}")
+            raise BadInputError(f"{name} {item!r}: expected KEY=VALUE, KEY one of {names}")
         try:
             value = float(text)
         except ValueError:
@@ -115,7 +127,7 @@ def follow_config(overrides: list[str] | None = None) -> GimbalFollowConfig:
         positive = key.startswith("max_")
         if not math.isfinite(value) or value < 0 or (positive and value == 0):
             bound = "> 0" if positive else ">= 0"
-            raise BadInputError(f"--gimbal {item!r}: {key} must be a finite number {bound}")
+            raise BadInputError(f"{name} {item!r}: {key} must be a finite number {bound}")
         values[key] = value
     return replace(GimbalFollowConfig(), **values)
 

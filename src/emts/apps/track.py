@@ -35,12 +35,17 @@ class LockRequest:
     box: tuple[float, float, float, float] | None = None
 
     @classmethod
-    def parse(cls, text: str) -> LockRequest:
-        """``auto``, ``X,Y[@FRAME]`` or ``X,Y,W,H[@FRAME]`` (input px; FRAME default 0)."""
+    def parse(cls, text: str, name: str = "lock request") -> LockRequest:
+        """``auto``, ``X,Y[@FRAME]`` or ``X,Y,W,H[@FRAME]`` (input px; FRAME default 0).
+
+        Args:
+            text: the request.
+            name: what an error message calls it (the command line passes its flag).
+        """
         if text.strip() == "auto":
             return cls()
         usage = (
-            f"--lock {text!r}: expected 'auto', X,Y[@FRAME] or X,Y,W,H[@FRAME] "
+            f"{name} {text!r}: expected 'auto', X,Y[@FRAME] or X,Y,W,H[@FRAME] "
             "(input pixels), e.g. 320,240@10"
         )
         where, _, frame_text = text.partition("@")
@@ -54,7 +59,7 @@ class LockRequest:
         if len(numbers) == 4:
             x, y, w, h = numbers
             if w <= 0 or h <= 0:
-                raise BadInputError(f"--lock {text!r}: the box needs W, H > 0")
+                raise BadInputError(f"{name} {text!r}: the box needs W, H > 0")
             return cls(False, x + w / 2, y + h / 2, frame, (x, y, w, h))
         return cls(False, numbers[0], numbers[1], frame)
 

@@ -533,24 +533,25 @@ def evaluate_real(
     }
 
 
-def parse_models(specs: list[str] | None) -> dict[str, str | None]:
+def parse_models(specs: list[str] | None, name: str = "model") -> dict[str, str | None]:
     """``["NAME=PATH[@WxH]" | "PATH[@WxH]", ...]`` -> {name: path or (path, size)}; the
     shipped model comes first. ``@WxH`` runs the model at that network size (a model with an
-    open input size, e.g. ``src/emts/models/detector.onnx@512x384``)."""
+    open input size, e.g. ``src/emts/models/detector.onnx@512x384``). ``name``: what an error
+    message calls a spec (the command line passes its flag)."""
     models: dict = {"shipped": None}
     for spec in specs or []:
-        name, _, path = spec.rpartition("=") if "=" in spec else ("", "", spec)
-        name = name or Path(path).stem
+        label, _, path = spec.rpartition("=") if "=" in spec else ("", "", spec)
+        label = label or Path(path).stem
         path, _, size_text = path.partition("@")
         if size_text:
             try:
                 width, height = (int(v) for v in size_text.lower().split("x"))
             except ValueError:
-                raise BadInputError(f"--model {spec}: expected @WxH, e.g. @512x384") from None
+                raise BadInputError(f"{name} {spec}: expected @WxH, e.g. @512x384") from None
             path = (path, (width, height))
         if not Path(path[0] if isinstance(path, tuple) else path).is_file():
-            raise BadInputError(f"--model {spec}: {path} not found")
-        if name in models:
-            raise BadInputError(f"--model {spec}: the name {name!r} is taken")
-        models[name] = path
+            raise BadInputError(f"{name} {spec}: {path} not found")
+        if label in models:
+            raise BadInputError(f"{name} {spec}: the name {label!r} is taken")
+        models[label] = path
     return models

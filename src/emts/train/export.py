@@ -82,6 +82,17 @@ def load_trained(path: str | Path) -> MicroDetector:
     return model.eval()
 
 
+def trained_residual_baseline(model: Path) -> int | None:
+    """The frames R spanned in training, from the run folder's metrics.json beside a
+    model.pt (None when it says nothing)."""
+    metrics = model.parent / "metrics.json"
+    try:
+        config = json.loads(metrics.read_text()).get("config") or {}
+    except (OSError, ValueError):
+        return None
+    return config.get("residual_baseline")
+
+
 def export_onnx(
     model: MicroDetector, out: str | Path, opset: int = 17, any_size: bool = False
 ) -> Path:

@@ -150,6 +150,7 @@ class DetectionStage:
             :class:`emts.modality.DetectorChoice` (picked by :meth:`choose` on the first frame
             with content, and again after :meth:`reset`); None: no detections.
         box_fit: the colour evidence (None: the network's boxes and scores).
+        threshold: tau_s (None: the model's own, ``Detector.threshold``).
 
     Example:
         >>> from emts.front_end import MotionFrontEnd          # doctest: +SKIP
@@ -158,8 +159,14 @@ class DetectionStage:
         >>> stage.step(front.step(frame), frame).shown         # doctest: +SKIP
     """
 
-    def __init__(self, detector=None, box_fit: BoxFitConfig | None = DEFAULT_BOX_FIT) -> None:
+    def __init__(
+        self,
+        detector=None,
+        box_fit: BoxFitConfig | None = DEFAULT_BOX_FIT,
+        threshold: float | None = None,
+    ) -> None:
         self.box_fit = box_fit
+        self._threshold = threshold
         self.choice = detector if isinstance(detector, DetectorChoice) else None
         self.model = None
         if self.choice is None:
@@ -188,6 +195,8 @@ class DetectionStage:
 
     @property
     def threshold(self) -> float:
+        if self._threshold is not None:
+            return self._threshold
         return getattr(self.model, "threshold", 0.0)
 
     @property

@@ -1,5 +1,6 @@
-"""Command-line pieces of issue 11 that :mod:`emts.cli` mounts: ``--precision`` on the runtime
-commands, ``emts quantize``, ``emts eval quant`` and ``emts bench --peer-yolo``."""
+"""The commands that make model files: ``emts export`` (a trained detector to ONNX),
+``emts ensemble``, ``emts quantize`` (int8) and ``emts export-litert`` (.tflite). The jobs
+are in :mod:`emts.train` (imported when a command runs: it needs the train extra)."""
 
 from __future__ import annotations
 
@@ -7,128 +8,184 @@ import argparse
 import sys
 from pathlib import Path
 
+from emts.cli.common import (
+    STAGE_B_WARP,
+    calibration_sets,
+    command_line,
+    parse_size,
+    require_train_extra,
+)
 from emts.errors import BadInputError
-from emts.litert import BACKENDS, DEFAULT_BACKEND
-from emts.precision import DEFAULT_PRECISION, PRECISIONS, named_model
+from emts.io import check_writable
+from emts.modality import AUTO
+from emts.precision import named_model
 
 
-def add_precision(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--precision",
-        choices=PRECISIONS,
-        default=None,
-        help=f"shipped models to run: fp32, int8, or auto = whichever runs faster on this "
-        f"machine, measured once at start-up (default: {DEFAULT_PRECISION}); for the shipped "
-        "models (--model auto, default, thermal), not a --model FILE",
-    )
-    p.add_argument(
-        "--backend",
-        choices=BACKENDS,
-        default=None,
-        help=f"runtime of the shipped models: onnxruntime (.onnx) or litert (.tflite through "
-        f"LiteRT/XNNPACK on --threads threads; needs emts[litert]) (default: {DEFAULT_BACKEND}; "
-        "with --model the file's suffix picks it)",
-    )
+def _cmd_ensemble(args: argparse.Namespace) -> int:
+    require_train_extra()
+    from emts.precision import named_model
+    from emts.train.ensemble import merge_detectors
 
-
-def add_train_tsm(p: argparse.ArgumentParser) -> None:
-    """``emts train detector --tsm ...``: the temporal-shift ablation variant."""
-    p.add_argument(
-        "--tsm",
-        choices=["causal", "bidirectional", "none"],
-        help="fine-tune the temporal-shift ablation detector (eq:tsm / eq:causaltsm) from "
-        "--tsm-from on --tsm-frames-frame windows; writes OUT/model.onnx, the causal streaming "
-        "step with its 7 caches as graph inputs/outputs (eq:statefn); none: the same "
-        "fine-tuning without shift (the stateless control), a stateless OUT/model.onnx",
-    )
-    p.add_argument(
-        "--tsm-from",
-        metavar="ONNX",
-        help="stateless ONNX detector to start from (default: the shipped one)",
-    )
-    p.add_argument("--tsm-steps", type=int, default=3000, help="(default: %(default)s)")
-    p.add_argument(
-        "--tsm-frames", type=int, default=8, help="frames per window (default: %(default)s)"
-    )
-    p.add_argument(
-        "--tsm-clips", type=int, default=4, help="windows per batch (default: %(default)s)"
-    )
-    p.add_argument("--tsm-lr", type=float, default=5e-4, help="peak rate (default: %(default)s)")
-
-
-def cmd_train_tsm(args: argparse.Namespace) -> int:
-    from emts.precision import shipped_model
-    from emts.train.loop import TrainConfig
-    from emts.train.tsm import finetune_tsm
-
-    if args.tsm_steps < 1 or args.tsm_frames < 2 or args.tsm_clips < 1 or args.tsm_lr <= 0:
-        raise BadInputError("--tsm-steps/--tsm-clips >= 1, --tsm-frames >= 2, --tsm-lr > 0")
-    config = TrainConfig(
-        seed=args.seed,
-        threads=args.threads,
-        batch_clips=args.tsm_clips,
-        frames=args.tsm_frames,
-        lr=args.tsm_lr,
-        loader_workers=args.loader_workers if args.loader_workers is not None else 1,
-    )
-    source = args.tsm_from or shipped_model("detector", "fp32")
-    report = finetune_tsm(
-        source,
-        args.out,
-        args.tier1,
-        args.negatives,
-        args.tsm,
-        args.tsm_steps,
-        config,
-        command=_command(),
-    )
-    if args.tsm == "none":
-        print(f"stateless control fine-tuned in {report['seconds']} s -> {args.out}/model.onnx")
-        return 0
-    print(
-        f"TSM ({args.tsm}) fine-tuned in {report['seconds']} s -> {args.out}/model.onnx "
-        f"(streaming, {report['cache_values']} cache values); study its int8 calibration "
-        f"with: emts eval quant --tsm {args.out}/model.onnx"
-    )
+    check_writable("--out", Path(args.out))
+    meta = merge_detectors([named_model(m) for m in args.models], args.out)
+    scales = meta.get("emts_box_scale", "none (not every member records one)")
+    print(f"ensemble of {len(args.models)} detectors: {args.out} (box scales: {scales})")
     return 0
 
 
-def add_peer(p: argparse.ArgumentParser) -> None:
+def add_ensemble(sub) -> None:
+    p = sub.add_parser(
+        "ensemble",
+        help="average several trained detectors in one ONNX graph (needs emts[train])",
+        description="Put detector ONNX files side by side behind one input: heatmap, log-size "
+        "and offset averaged, the first member's embedding (emts.train.ensemble). The result runs "
+        "wherever a detector does (--model). Measured in the README ('Ensembles', Detector): "
+        "better detection AP on real footage, worse tracking with Stage D as tuned.",
+    )
+    p.add_argument("models", nargs="+", help="detector .onnx files (or 'thermal'), two or more")
+    p.add_argument("--out", required=True, help="the ensemble's ONNX file")
+    p.set_defaults(run=_cmd_ensemble)
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    require_train_extra()
+    from emts.train.export import (
+        export_onnx,
+        load_trained,
+        reshape_onnx,
+        trained_residual_baseline,
+    )
+
+    if not Path(args.model).is_file():
+        raise BadInputError(f"{args.model}: no such model")
+    if args.fit_box_scale and not args.any_size:
+        raise BadInputError("--fit-box-scale runs the model at other sizes: add --any-size")
+    if args.run_size and not args.any_size:
+        raise BadInputError("--run-size runs the model at another size: add --any-size")
+    if args.residual_reference is not None and not 0 <= args.residual_reference < 1:
+        raise BadInputError(
+            f"--residual-reference must be in [0, 1) (0: remove it), got {args.residual_reference}"
+        )
+    if args.run_size:
+        from emts.geometry import network_letterbox
+
+        network_letterbox(args.run_size)  # one line for a size the geometry cannot use
+    if args.residual_baseline is not None and args.residual_baseline < 1:
+        raise BadInputError("--residual-baseline must be at least 1")
+    if args.residual_baseline is None and Path(args.model).suffix != ".onnx":
+        args.residual_baseline = trained_residual_baseline(Path(args.model))
+    if Path(args.model).suffix == ".onnx":  # reshape an exported detector, weights untouched
+        from emts.stages.c_detect.detector import RUN_SIZE_METADATA, Detector, recorded_size
+
+        detector = Detector(args.model, threads=1)
+        size = recorded_size(detector.session) or detector.network_size  # the trained size
+        run_size = recorded_size(detector.session, RUN_SIZE_METADATA)
+        if run_size and not args.any_size:  # the thermal model would quietly become 256x192
+            print(
+                "{}: fixed at its trained {}x{}; its run size {}x{} is dropped (add --any-size "
+                "to keep it)".format(args.model, *size, *run_size),
+                file=sys.stderr,
+            )
+        out = reshape_onnx(args.model, args.out, size, args.any_size)
+    else:
+        out = export_onnx(load_trained(args.model), args.out, any_size=args.any_size)
+    if args.residual_reference is not None:  # before the box scale: its fit runs the model
+        from emts.train.export import record_residual_reference
+
+        record_residual_reference(out, args.residual_reference or None)
+    if args.stage_b is not None:
+        from emts.train.export import record_stage_b_warp
+
+        record_stage_b_warp(out, STAGE_B_WARP[args.stage_b])
+    if args.residual_baseline is not None:
+        from emts.train.export import record_residual_baseline
+
+        record_residual_baseline(out, args.residual_baseline)
+    if args.mirror_average is not None:
+        from emts.train.export import record_mirror_average
+
+        record_mirror_average(out, args.mirror_average == "on")
+    if args.fit_box_scale:
+        from emts.eval.real import fit_box_scale
+        from emts.train.export import record_box_scale
+
+        scales = fit_box_scale(out, args.hituav, args.fit_box_scale)
+        record_box_scale(out, scales)
+        print(f"box scale (HIT-UAV train): {scales}")
+    if args.run_size:
+        from emts.train.export import record_run_size
+
+        record_run_size(out, args.run_size)
+    print(out)
+    return 0
+
+
+def add_export(sub) -> None:
+    p = sub.add_parser("export", help="export a trained detector to ONNX (needs emts[train])")
+    p.add_argument("model", help="model.pt of a training run (or a detector .onnx to reshape)")
+    p.add_argument("--out", default="detector.onnx", help="ONNX file (default: %(default)s)")
     p.add_argument(
-        "--peer-yolo",
-        metavar="MODEL.onnx",
-        help="also time this ONNX detector (e.g. YOLOv8n at 640) interleaved frame by frame "
-        "with the whole pipeline and print the ratio peer / EMTS (median of --rounds)",
+        "--any-size",
+        action="store_true",
+        help="leave the input's height and width open, so that --network-size can run it at "
+        "other sizes (default: fixed at the size it was trained at, which the runtime uses)",
     )
-    p.add_argument("--rounds", type=int, default=3, help="--peer-yolo rounds (default: 3)")
-
-
-def _command() -> str:
-    return " ".join(["emts", *sys.argv[1:]])
-
-
-def bench_peer(args: argparse.Namespace) -> tuple[dict, str]:
-    """``emts bench --peer-yolo``: the interleaved YOLO/EMTS report and its table."""
-    from emts.apps.peer import format_peer, run_peer
-
-    if not 1 <= args.rounds <= 20:
-        raise BadInputError(f"--rounds {args.rounds}: must be between 1 and 20")
-    report = run_peer(
-        args.peer_yolo,
-        frames=args.frames,
-        warmup=args.warmup,
-        threads=args.threads,
-        rounds=args.rounds,
-        precision=args.precision,
-        model=args.model,
-        backend=args.backend,
-        warp_at=_stage_b_warp(args),
+    p.add_argument(
+        "--fit-box-scale",
+        nargs="+",
+        type=parse_size,
+        metavar="WxH",
+        default=[],
+        help="with --any-size: fit, per network size, the factor that brings the boxes to the "
+        "persons' size on HIT-UAV train pseudo-clips and record it in the model (a network "
+        "run larger than it was trained at draws its boxes too small)",
     )
-    return report, format_peer(report)
-
-
-def _sets(args: argparse.Namespace) -> dict[str, str]:
-    return {"tier1": args.tier1, "negatives": args.negatives}
+    p.add_argument(
+        "--hituav",
+        default="../shared/data/hit-uav",
+        help="HIT-UAV folder for --fit-box-scale (default: %(default)s)",
+    )
+    p.add_argument(
+        "--run-size",
+        type=parse_size,
+        metavar="WxH",
+        help="with --any-size: the network size the runtime runs the model at when none is "
+        "asked for (the thermal model: 512x384); left out, a reshaped .onnx keeps its own and "
+        "a new export runs at the size it was trained at",
+    )
+    p.add_argument(
+        "--residual-reference",
+        type=float,
+        metavar="LEVEL",
+        help="record the residual level (R's 90th percentile) the runtime scales louder "
+        "frames down to before this model (a reshaped .onnx keeps its own; 0 removes it; "
+        "without one: the level of its Stage B warp, 0.0095 for the paper's -- the sets the "
+        "shipped models were trained on -- and 0.0067 for working)",
+    )
+    p.add_argument(
+        "--stage-b",
+        choices=[w for w in STAGE_B_WARP if w != AUTO],
+        help="record Stage B's warp the runtime runs this model with: paper (the paper's, "
+        "also when none is recorded) or working (both 640x512 frames resampled alike; the "
+        "thermal model's) (a reshaped .onnx keeps its own)",
+    )
+    p.add_argument(
+        "--residual-baseline",
+        type=int,
+        metavar="N",
+        help="record the frames R spans for this model, as it was trained (emts train "
+        "detector --residual-baseline; default: what the run folder's metrics.json says for "
+        "a model.pt, 1 -- eq. 2 -- when nothing says; a reshaped .onnx keeps its own)",
+    )
+    p.add_argument(
+        "--mirror-average",
+        choices=["on", "off"],
+        help="record whether the runtime averages the model's heatmap with that of the "
+        "mirrored frame (on: fewer false positives on real thermal stills, about twice the "
+        "network's time; README, Mirrored samples); left out, a reshaped .onnx keeps its own "
+        "and a new export records none (off); ONNX only: LiteRT files carry no metadata",
+    )
+    p.set_defaults(run=_cmd_export)
 
 
 def _detector_calibration(args: argparse.Namespace, source: Path):
@@ -140,7 +197,7 @@ def _detector_calibration(args: argparse.Namespace, source: Path):
 
     detector = Detector(source, threads=1, network_size=getattr(args, "network_size", None))
     return detector_calibration(
-        _sets(args),
+        calibration_sets(args),
         args.clips,
         args.frames,
         args.seed,
@@ -151,26 +208,8 @@ def _detector_calibration(args: argparse.Namespace, source: Path):
     )
 
 
-def _stage_b_warp(args: argparse.Namespace) -> str | None:
-    from emts.cli import _stage_b_warp as stage_b_warp
-
-    return stage_b_warp(args)
-
-
-def _size(text: str) -> tuple[int, int]:
-    from emts.cli import _size as size
-
-    return size(text)
-
-
-def _require_train_extra() -> None:
-    from emts.cli import _require_train_extra as require
-
-    require()
-
-
-def cmd_quantize(args: argparse.Namespace) -> int:
-    _require_train_extra()
+def _cmd_quantize(args: argparse.Namespace) -> int:
+    require_train_extra()
     from emts.precision import shipped_model
     from emts.stages.c_detect.streaming import is_streaming
     from emts.train.quantize import (
@@ -197,7 +236,10 @@ def cmd_quantize(args: argparse.Namespace) -> int:
         from emts.stages.e_verify import Verifier
 
         calibration = verifier_calibration(
-            _sets(args), args.clips, args.seed, resolution=Verifier(source, threads=1).resolution
+            calibration_sets(args),
+            args.clips,
+            args.seed,
+            resolution=Verifier(source, threads=1).resolution,
         )
     if streaming:
         calibration = with_caches(source, calibration, args.tsm_caches or "propagated")
@@ -227,7 +269,7 @@ def cmd_quantize(args: argparse.Namespace) -> int:
             "stream": calibration.source,
             "samples": len(calibration.samples),
         },
-        "command": _command(),
+        "command": command_line(),
     }
     path = write_provenance(out.with_suffix(".json"), provenance)
     print(f"{out} ({out.stat().st_size} bytes), provenance {path}")
@@ -282,11 +324,11 @@ def add_quantize(sub) -> None:
         "too (default: %(default)s)",
     )
     _add_float_convs(p)
-    p.set_defaults(run=cmd_quantize)
+    p.set_defaults(run=_cmd_quantize)
 
 
-def cmd_export_litert(args: argparse.Namespace) -> int:
-    _require_train_extra()
+def _cmd_export_litert(args: argparse.Namespace) -> int:
+    require_train_extra()
     from emts.precision import shipped_model
     from emts.train.litert_export import (
         convert,
@@ -320,7 +362,10 @@ def cmd_export_litert(args: argparse.Namespace) -> int:
         from emts.stages.e_verify import Verifier
 
         calibration = verifier_calibration(
-            _sets(args), args.clips, args.seed, resolution=Verifier(source, threads=1).resolution
+            calibration_sets(args),
+            args.clips,
+            args.seed,
+            resolution=Verifier(source, threads=1).resolution,
         )
     int8 = args.precision == "int8"
     float_input = int8 and args.input_conv == "float"
@@ -361,7 +406,7 @@ def cmd_export_litert(args: argparse.Namespace) -> int:
             "outputs": fidelity(source, out, args.kind, probe),
             "inputs": f"{len(probe)} samples of the calibration stream",
         },
-        "command": _command(),
+        "command": command_line(),
     }
     if int8:
         provenance["calibration"] = {
@@ -413,14 +458,14 @@ def add_export_litert(sub) -> None:
     _add_float_convs(p)
     p.add_argument(
         "--network-size",
-        type=_size,
+        type=parse_size,
         metavar="WxH",
         help="detector: convert (and calibrate) at this input size (default: the size the "
         "ONNX runs at). A model run at twice its training size wants a file at its training "
         "size too, for Stage C's coarse pass: name it NAME.WxH.tflite beside NAME.tflite "
         "(e.g. detector.thermal.int8.256x192.tflite) and Stage C finds it",
     )
-    p.set_defaults(run=cmd_export_litert)
+    p.set_defaults(run=_cmd_export_litert)
 
 
 def _add_float_convs(p: argparse.ArgumentParser) -> None:
@@ -433,120 +478,3 @@ def _add_float_convs(p: argparse.ArgumentParser) -> None:
         "(default: %(default)s, the first; the thermal model ships with 3: quantizing its "
         "stem's output cost 0.018 AP@0.25 on HIT-UAV, stage 1's first block 0.003 on the bench)",
     )
-
-
-def cmd_eval_quant(args: argparse.Namespace) -> int:
-    _require_train_extra()
-    if args.tsm:
-        return _eval_quant_tsm(args)
-    from emts.eval.quant import evaluate_quant
-
-    report = evaluate_quant(
-        Path(args.out),
-        bench=args.bench,
-        hituav=args.hituav,
-        sets=_sets(args),
-        model=args.model,
-        int8=args.int8,
-        clips=args.clips,
-        seeds=args.seeds,
-        latency_runs=args.latency_runs,
-        command=_command(),
-        hituav_images=args.hituav_images,
-        reuse_accuracy=args.reuse_accuracy,
-        wait_idle=args.wait_idle,
-    )
-    for name, row in report["accuracy"].items():
-        cells = ", ".join(f"{k} {v:.3f}" for k, v in row.items())
-        print(f"{name}: {cells}")
-    print(f"report: {args.out}/report.md")
-    return 0
-
-
-def _eval_quant_tsm(args: argparse.Namespace) -> int:
-    from emts.eval.tsm import evaluate_tsm
-
-    report = evaluate_tsm(
-        Path(args.out),
-        args.tsm,
-        args.bench,
-        _sets(args),
-        clips=args.clips,
-        large=tuple(args.tsm_large),
-        small=tuple(args.tsm_small),
-        command=_command(),
-        keep=args.tsm_keep,
-        control=args.tsm_control,
-    )
-    for name, row in report["accuracy"].items():
-        print(f"{name}: AP@0.25 {row['AP@0.25']:.3f}, AP@0.5 {row['AP@0.5']:.3f}")
-    print(f"report: {args.out}/tsm.md")
-    return 0
-
-
-def add_eval_quant(eval_sub) -> None:
-    p = eval_sub.add_parser(
-        "quant",
-        help="quantization table: float / int8 min-max / int8 moving-average, sizes, latency",
-    )
-    p.add_argument("--out", default="reports/quant", help="report folder (default: %(default)s)")
-    p.add_argument("--bench", default="data/bench", help="held-out bench (default: %(default)s)")
-    p.add_argument("--hituav", default="../shared/data/hit-uav", help="HIT-UAV folder")
-    p.add_argument("--tier1", default="data/tier1", help="calibration Tier-1 set")
-    p.add_argument("--negatives", default="data/negatives", help="calibration negatives set")
-    p.add_argument(
-        "--model", type=named_model, help="fp32 detector, or thermal (default: the shipped one)"
-    )
-    p.add_argument("--int8", help="int8 min-max detector (default: the shipped one)")
-    p.add_argument("--clips", type=int, help="only the first N bench clips (quick runs)")
-    p.add_argument("--seeds", type=int, default=1, help="HIT-UAV pseudo-clip seeds pooled")
-    p.add_argument("--hituav-images", type=int, help="only the first N HIT-UAV stills (quick)")
-    p.add_argument(
-        "--latency-runs", type=int, default=300, help="timed runs per model (default: 300)"
-    )
-    p.add_argument(
-        "--reuse-accuracy",
-        action="store_true",
-        help="take the accuracy table from OUT/metrics.json and measure only latency",
-    )
-    p.add_argument(
-        "--wait-idle",
-        type=float,
-        default=600.0,
-        help="before timing, wait up to this many seconds for other training/benchmark "
-        "processes to end (default: %(default)s)",
-    )
-    p.add_argument(
-        "--tsm",
-        metavar="MODEL.onnx",
-        help="instead: the TSM calibration table (tab:quantablation) of this streaming TSM "
-        "detector: moving-average (zero caches) at two calibration sizes, min-max with zero "
-        "and with propagated caches, float; bench streamed clip by clip; writes OUT/tsm.md",
-    )
-    p.add_argument(
-        "--tsm-large",
-        type=int,
-        nargs=2,
-        default=[100, 10],
-        metavar=("CLIPS", "FRAMES"),
-        help="--tsm: the larger calibration stream (default: 100 10)",
-    )
-    p.add_argument(
-        "--tsm-small",
-        type=int,
-        nargs=2,
-        default=[40, 8],
-        metavar=("CLIPS", "FRAMES"),
-        help="--tsm: the smaller moving-average stream (default: 40 8)",
-    )
-    p.add_argument(
-        "--tsm-keep", action="store_true", help="--tsm: keep the int8 models in OUT/tsm/"
-    )
-    p.add_argument(
-        "--tsm-control",
-        metavar="MODEL.onnx",
-        action="append",
-        help="--tsm: also score this stateless detector (e.g. the same fine-tuning without "
-        "shift: emts train detector --tsm none, or its int8); repeatable",
-    )
-    p.set_defaults(run=cmd_eval_quant)

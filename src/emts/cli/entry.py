@@ -1,0 +1,124 @@
+"""The ``emts`` command: the top-level parser, which mounts every command group's module, and
+:func:`main`, which runs a command.
+
+Every subcommand reports bad input (arguments, paths, files) as one line on stderr and exits
+with code 2; results are streamed (JSON lines flushed per frame), and SIGINT, SIGTERM and SIGHUP
+all end a run the same way -- files finished, one line, exit code 128 + the signal number -- so
+an interrupted run keeps what it computed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Iterator
+
+from emts import __version__
+from emts.cli import bench, detect, evaluate, export, synth, track, train
+from emts.errors import EmtsError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``emts: error: <what>; see 'emts track --help'``."""
+
+    def error(self, message: str):  # type: ignore[override]
+        print(f"emts: error: {message}; see '{self.prog} --help'", file=sys.stderr)
+        sys.exit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="emts",
+        description="EMTS: follow-me aerial person tracking on small CPUs.",
+    )
+    parser.add_argument("--version", action="version", version=f"emts {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # in the order `emts --help` lists them
+    detect.add_channels(sub)
+    bench.add_bench(sub)
+    bench.add_demo(sub)
+    track.add_track(sub)
+    track.add_serve(sub)
+    synth.add_synth(sub)
+    train.add_train(sub)
+    export.add_ensemble(sub)
+    export.add_export(sub)
+    detect.add_detect(sub)
+    evaluate.add_eval(sub)
+    train.add_adapt(sub)
+    export.add_quantize(sub)
+    export.add_export_litert(sub)
+    return parser
+
+
+def _quiet_opencv() -> None:
+    """Keep OpenCV's and FFmpeg's own console chatter out of our one-line errors."""
+    import cv2
+
+    os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")  # AV_LOG_QUIET
+    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_ERROR)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where the program is, so every ``finally`` runs (writers
+    are closed, the mp4 gets its index, the timeline is drawn) exactly as on Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, _frame) -> None:
+    raise Terminated(signum)
+
+
+@contextlib.contextmanager
+def _signals_end_like_ctrl_c() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into :class:`Terminated` while the command runs."""
+    previous = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)  # no SIGHUP on Windows
+        if number is None:
+            continue
+        # ValueError: not the main thread (an embedding application): leave its handlers
+        with contextlib.suppress(ValueError):
+            previous[number] = signal.signal(number, _raise_terminated)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        format="emts: %(levelname)s: %(message)s",
+        level=logging.INFO if args.verbose else logging.WARNING,
+    )
+    if not args.verbose:
+        _quiet_opencv()
+    try:
+        with _signals_end_like_ctrl_c():
+            return args.run(args)
+    except EmtsError as error:
+        print(f"emts: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as stop:
+        signum = stop.signum if isinstance(stop, Terminated) else signal.SIGINT
+        name = signal.Signals(signum).name
+        print(f"emts: interrupted ({name}); results written so far are kept", file=sys.stderr)
+        return 128 + int(signum)
+    except BrokenPipeError:  # e.g. `emts channels clip.mp4 --jsonl - | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except OSError as error:  # a disk that fills up or goes away mid-run
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"emts: error: {where}{error.strerror or error}", file=sys.stderr)
+        return 2

@@ -1,0 +1,197 @@
+"""``emts track`` and ``emts serve``: the arguments; the jobs are :mod:`emts.apps.track`,
+:mod:`emts.apps.serve` and :mod:`emts.apps.mavlink`."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+
+from emts.cli.common import (
+    add_detector_mode,
+    add_network_options,
+    add_precision,
+    channel_config,
+    int_in,
+    stage_c,
+)
+from emts.errors import BadInputError
+from emts.io import check_outputs, check_png, check_video_suffix
+
+
+def _gimbal_follow(args: argparse.Namespace):
+    """Check --mavlink/--follow/--gimbal together; the gimbal follow config or None."""
+    if (args.follow or args.gimbal) and not args.mavlink:
+        raise BadInputError("--follow and --gimbal steer a gimbal over MAVLink: add --mavlink")
+    if not args.mavlink:
+        return None
+    from emts.apps.mavlink import check_connection, follow_config
+
+    check_connection(args.mavlink, "--mavlink")
+    follow = follow_config(args.gimbal, "--gimbal") if args.follow == "gimbal" else None
+    if args.gimbal and follow is None:
+        raise BadInputError("--gimbal sets the follow controller: add --follow gimbal")
+    return follow
+
+
+def _add_stream_options(p: argparse.ArgumentParser) -> None:
+    """The pipeline and drone options that ``emts track`` and ``emts serve`` share."""
+    add_network_options(p)
+    p.add_argument("--verifier", help="ONNX verifier (default: the shipped model)")
+    p.add_argument("--no-verifier", action="store_true", help="run without Stage E")
+    p.add_argument(
+        "--mavlink",
+        metavar="CONNECTION",
+        help="act as a MAVLink camera component on this pymavlink connection (e.g. "
+        "udpout:127.0.0.1:14550, udpin:0.0.0.0:14550, /dev/ttyUSB0,57600): heartbeat, "
+        "tracking status per frame, TRACK_POINT / TRACK_RECTANGLE / STOP_TRACKING commands "
+        "(needs the [mavlink] extra)",
+    )
+    p.add_argument(
+        "--follow",
+        choices=["gimbal"],
+        help="steer the gimbal toward the target (GIMBAL_MANAGER_SET_PITCHYAW rates; "
+        "needs --mavlink)",
+    )
+    p.add_argument(
+        "--gimbal",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override the gimbal follow controller (repeatable): kp, ki, kd, max_yaw_rate, "
+        "max_pitch_rate (rad/s), dead_band, integral_limit, max_dt; see GimbalFollowConfig",
+    )
+
+
+def _cmd_track(args: argparse.Namespace) -> int:
+    from emts.apps.track import LockRequest, run_track
+    from emts.pipeline import Pipeline
+    from emts.precision import model_for
+    from emts.stages.e_verify import Verifier
+    from emts.stages.e_verify import default_model_path as default_verifier
+
+    lock = LockRequest.parse(args.lock, "--lock")  # one line for every malformed tap
+    check_video_suffix("--out", args.out)
+    check_png("--timeline", args.timeline)
+    check_outputs(
+        args.source, {"--out": args.out, "--jsonl": args.jsonl, "--timeline": args.timeline}
+    )
+    follow = _gimbal_follow(args)
+    verifier = None
+    if not args.no_verifier and (args.verifier or default_verifier().is_file()):
+        verifier = Verifier(model_for("verifier", args.verifier, args.precision, 1, args.backend))
+    pipeline = Pipeline(
+        stage_c(args),
+        verifier,
+        auto_lock=lock.auto,
+        threads=args.threads,
+        channel_config=channel_config(args),
+    )
+    with contextlib.ExitStack() as stack:
+        hook = None
+        if args.mavlink:
+            from emts.apps.mavlink import MavlinkCamera
+
+            hook = stack.enter_context(MavlinkCamera(args.mavlink, pipeline, follow))
+        summary = run_track(
+            args.source,
+            lock,
+            args.out,
+            args.jsonl,
+            pipeline,
+            args.timeline,
+            fps=args.fps,
+            hook=hook,
+        )
+    print(summary.text(), file=sys.stderr)
+    return 0
+
+
+def add_track(sub) -> None:
+    p = sub.add_parser(
+        "track",
+        help="follow one person: Stages A-E, JSON lines, annotated video",
+        description="Track one person through SOURCE (video file, image folder, quoted glob, "
+        "or camera:N). Writes one JSON object per frame: {frame, mode, target: {box, score, "
+        "p_human, verified, measured_by} or null, ms: {A..E}} plus event/lock_source when a "
+        "lock is made, lost or re-made; boxes in the input's pixels.",
+    )
+    p.add_argument("source", metavar="SOURCE")
+    p.add_argument(
+        "--lock",
+        default="auto",
+        help="'auto' (lock on its own on someone walking, once the verifier accepts them, "
+        "section 6.7; a person standing still is not auto-locked: tap them), X,Y[@FRAME]: "
+        "operator tap at input pixel X,Y on frame FRAME (default 0), locking at once on the "
+        "person under the point, or X,Y,W,H[@FRAME]: lock on exactly that box",
+    )
+    p.add_argument("--out", help="annotated video (e.g. annotated.mp4)")
+    p.add_argument(
+        "--jsonl", default="track.jsonl", help="JSON lines ('-' for stdout; default: %(default)s)"
+    )
+    p.add_argument("--timeline", help="also write the mode timeline PNG here (.png)")
+    _add_stream_options(p)
+    add_precision(p)
+    add_detector_mode(p)
+    p.set_defaults(run=_cmd_track)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from emts.apps.serve import serve
+    from emts.pipeline import Pipeline
+    from emts.precision import model_for
+    from emts.stages.e_verify import Verifier
+    from emts.stages.e_verify import default_model_path as default_verifier
+
+    follow = _gimbal_follow(args)
+    verifier = None
+    if not args.no_verifier and (args.verifier or default_verifier().is_file()):
+        verifier = Verifier(model_for("verifier", args.verifier, args.precision, 1, args.backend))
+    pipeline = Pipeline(
+        stage_c(args),
+        verifier,
+        auto_lock=not args.no_auto_lock,
+        threads=args.threads,
+        channel_config=channel_config(args),
+    )
+    return serve(
+        args.source,
+        pipeline,
+        host=args.host,
+        port=args.port,
+        fps=args.fps,
+        loop=args.loop,
+        mavlink=args.mavlink,
+        follow=follow,
+    )
+
+
+def add_serve(sub) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="ground-station web page: live annotated video, click to lock (needs [serve])",
+        description="Track SOURCE as emts track does and serve a page on HOST:PORT: GET / the "
+        "page (click the person to lock, drag a box, Unlock), GET /stream.mjpg the annotated "
+        "video, GET /state the latest emts track JSON line, GET /status the run, POST /lock "
+        '{"x", "y"[, "w", "h"]} in input pixels, POST /unlock. Runs until Ctrl-C.',
+    )
+    p.add_argument("source", metavar="SOURCE")
+    p.add_argument(
+        "--port",
+        type=int_in(0, 65535, " (0: any free port)"),
+        default=8080,
+        help="TCP port, 0 for any free one (default: %(default)s)",
+    )
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default: %(default)s, this machine only; 0.0.0.0 opens "
+        "the page to the network, with no authentication)",
+    )
+    p.add_argument("--loop", action="store_true", help="play a file source again and again")
+    p.add_argument(
+        "--no-auto-lock", action="store_true", help="lock only on the operator's click or box"
+    )
+    _add_stream_options(p)
+    add_precision(p)
+    add_detector_mode(p)
+    p.set_defaults(run=_cmd_serve)
