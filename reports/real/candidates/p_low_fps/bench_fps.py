@@ -9,7 +9,7 @@ import sys
 
 from tqdm import tqdm
 
-from emts.detector import Detector
+from emts.stages.c_detect.detector import Detector
 from emts.eval.detect import NetworkDetect, evaluate_bench, ground_truth, summarize
 from emts.eval.metrics import ImageResult
 from emts.synth.store import ClipSet
