@@ -1,12 +1,14 @@
 # One command sets up and runs the main job (`make demo`); one sets up and runs the tests
 # (`make test`). Both create ./.venv on first use and reinstall when pyproject.toml changes.
+# `make docs` builds the documentation site into site/ (what CI builds, strictly).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 TRAIN_STAMP := $(VENV)/.installed-train
+DOCS_STAMP := $(VENV)/.installed-docs
 
-.PHONY: setup setup-train demo test lint format bench clean data
+.PHONY: setup setup-train demo test docs lint format bench clean data
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +19,11 @@ $(STAMP): pyproject.toml constraints.txt
 # that lies on our machines (a bare range would pull a multi-GB CUDA build here).
 $(TRAIN_STAMP): $(STAMP) constraints.txt
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[train,dev]'
+	touch $@
+
+# The `docs` extra: MkDocs, Material and mkdocstrings (the API reference reads src/ statically).
+$(DOCS_STAMP): $(STAMP) constraints.txt
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[docs]'
 	touch $@
 
 setup: $(STAMP)
@@ -31,6 +38,10 @@ test: $(TRAIN_STAMP)
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/python -m pytest
 
+# NO_MKDOCS_2_WARNING: Material prints a banner about MkDocs 2.0 on every build.
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d site
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 
@@ -42,7 +53,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_stage_ab.py
 
 clean:
-	rm -rf $(VENV) emts-demo benchmarks/out
+	rm -rf $(VENV) emts-demo benchmarks/out site
 
 # The default synthetic curriculum (paper sizes) with real HIT-UAV plates: about 4 GB.
 DATA ?= data

@@ -8,7 +8,7 @@ import emts.train.loop as loop
 from emts.train.adapt import AdaptConfig
 from emts.train.data import StoredClips, Tier2Stills
 from emts.train.export import detector_from_onnx, export_onnx
-from emts.detector import default_model_path, load_session
+from emts.stages.c_detect.detector import default_model_path, load_session
 p = argparse.ArgumentParser(); p.add_argument('--out', required=True); p.add_argument('--teacher'); p.add_argument('--weight', type=float, default=1.0); p.add_argument('--steps', type=int, default=1500)
 a = p.parse_args()
 out = Path(a.out); out.mkdir(parents=True, exist_ok=True)

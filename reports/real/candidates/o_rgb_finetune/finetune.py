@@ -12,7 +12,7 @@ import cv2
 import torch
 
 import emts.train.loop as loop
-from emts.detector import default_model_path
+from emts.stages.c_detect.detector import default_model_path
 from emts.train.adapt import AdaptConfig
 from emts.train.data import StoredClips, Tier2Stills
 from emts.train.export import detector_from_onnx, export_onnx

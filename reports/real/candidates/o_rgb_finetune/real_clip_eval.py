@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from emts.detector import Detector
+from emts.stages.c_detect.detector import Detector
 from emts.eval.metrics import ImageResult
 from emts.eval.real import (
     EVAL_THRESHOLD,
@@ -17,7 +17,7 @@ from emts.eval.real import (
     person_metrics,
     temporal_boxes,
 )
-from emts.temporal import TemporalDetector
+from emts.stages.c_detect.temporal import TemporalDetector
 
 frames = list(person12_frames(sys.argv[1]))
 for path in sys.argv[2:]:

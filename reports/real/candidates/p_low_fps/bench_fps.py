@@ -9,8 +9,8 @@ import sys
 
 from tqdm import tqdm
 
-from emts.detector import Detector
-from emts.eval.detect import NetworkDetect, _ground_truth, evaluate_bench, summarize
+from emts.stages.c_detect.detector import Detector
+from emts.eval.detect import NetworkDetect, evaluate_bench, ground_truth, summarize
 from emts.eval.metrics import ImageResult
 from emts.synth.store import ClipSet
 from emts.train.verifier import strided_clip
@@ -23,7 +23,7 @@ for path in sys.argv[1:]:
     at30, at10 = evaluate_bench(detect, "data/bench"), []
     for clip in slow:
         for k in range(2, len(clip.frames)):  # frames 7, 10, 13, 16 (1-based): 2 steps before
-            gt, ignore = _ground_truth(clip.labels["frames"][k]["persons"])
+            gt, ignore = ground_truth(clip.labels["frames"][k]["persons"])
             at10.append(ImageResult(gt, ignore, *detect(clip.channels[k])))
     a, b = summarize(at30), summarize(at10)
     print(

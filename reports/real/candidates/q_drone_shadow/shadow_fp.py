@@ -9,9 +9,9 @@ import sys
 
 import numpy as np
 
-from emts.detector import Detector
+from emts.stages.c_detect.detector import Detector
 from emts.eval.real import person12_frames, temporal_boxes
-from emts.temporal import TemporalDetector
+from emts.stages.c_detect.temporal import TemporalDetector
 
 SHADOW = slice(39, 66)  # frames 40-66
 frames = list(person12_frames("../shared/data/uav123-person12"))

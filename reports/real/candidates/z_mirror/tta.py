@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-import emts.detector as det
+import emts.stages.c_detect.detector as det
 
 _raw = det.Detector.raw
 MODE = os.environ["TTA"]  # max: the larger of the two heatmaps; four: also flipped upside down
