@@ -413,7 +413,7 @@ def check_writable(name: str, path: Path, folder: bool = False) -> None:
         raise BadInputError(f"{name} {path} is read-only; choose another file")
 
 
-def check_outputs(source, outputs: dict[str, str | None]) -> None:
+def check_outputs(source: str | int | None, outputs: dict[str, str | None]) -> None:
     """Refuse outputs that would overwrite an input or another output, or cannot be written.
 
     Args:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -141,14 +142,14 @@ class Pipeline:
         detector: Stage C, or a :class:`emts.modality.DetectorChoice` (picked on the first
             frame with content, and again after :meth:`reset`); None: no detections.
         verifier: Stage E (default: the shipped model); None disables verification.
-        tracker_config / verifier_config / acquisition_config: stage parameters.
+        tracker_config: Stage D's parameters.
+        verifier_config: Stage E's parameters.
         auto_lock: lock on its own (§6.7) when no operator tap is given.
         threads: worker threads for OpenCV and onnxruntime.
-        box_fit: Stage C's colour evidence (:mod:`emts.stages.c_detect.boxfit`; not in the paper):
-        on colour
-            frames its boxes fitted to the person's own pixels, scored up where they fit and
-            move, down where they do not move;
-            None keeps the network's boxes and scores.
+        box_fit: Stage C's colour evidence (:mod:`emts.stages.c_detect.boxfit`; not in the
+            paper): on colour frames its boxes fitted to the person's own pixels, scored up
+            where they fit and move, down where they do not move; None keeps the network's
+            boxes and scores.
         channel_config: Stage B's parameters for every detector (default: each detector's
             own warp, :attr:`emts.stages.c_detect.detector.Detector.stage_b_warp` -- the paper's
             for the
@@ -260,15 +261,22 @@ class Pipeline:
         self._release = False
         self._previous_working = None
 
-    def lock(self, x: float, y: float, box=None, on_last_frame: bool = False) -> None:
+    def lock(
+        self,
+        x: float,
+        y: float,
+        box: Sequence[float] | None = None,
+        on_last_frame: bool = False,
+    ) -> None:
         """Operator tap at input pixel (x, y), applied with the next :meth:`step`.
 
-        The lock is made at once on the person under the point (see :mod:`emts.stages.acquisition`),
-        whether or not the detector sees them.
+        The lock is made at once on the person under the point (see
+        :mod:`emts.stages.acquisition`), whether or not the detector sees them.
 
         Args:
-            x, y: the tapped point, input px, on the next frame given to :meth:`step` (or on
+            x: the tapped point's x, input px, on the next frame given to :meth:`step` (or on
                 the frame last processed, with ``on_last_frame=True``: a live display).
+            y: the tapped point's y, likewise.
             box: optional ``[x, y, w, h]`` around the person (input px): lock on exactly it.
             on_last_frame: carry the tap by the next frame's camera motion.
 

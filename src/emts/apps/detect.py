@@ -12,14 +12,14 @@ import logging
 import numpy as np
 from tqdm import tqdm
 
-from emts.config import ChannelConfig
+from emts.config import BoxFitConfig, ChannelConfig
 from emts.errors import BadInputError
 from emts.front_end import MotionFrontEnd
 from emts.geometry import Frame
 from emts.io import JsonlWriter, UnreadableFrame, open_source
 from emts.litert import DEFAULT_BACKEND
-from emts.modality import AUTO
-from emts.stages.c_detect.stage import DetectionStage
+from emts.modality import AUTO, DetectorChoice
+from emts.stages.c_detect.stage import DetectionStage, DetectorStage
 
 log = logging.getLogger("emts")
 
@@ -77,11 +77,11 @@ def build_stage_c(
 
 
 def run_detect(
-    source,
+    source: str | int,
     jsonl: str,
-    stage,
+    stage: DetectorStage | DetectorChoice | None,
     threshold: float,
-    box_fit,
+    box_fit: BoxFitConfig | None,
     channel_config: ChannelConfig | None = None,
     fps: float | None = None,
 ) -> None:

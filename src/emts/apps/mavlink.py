@@ -42,9 +42,13 @@ import time
 from collections.abc import Callable
 from dataclasses import fields, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from emts.config import GimbalFollowConfig
 from emts.errors import BadInputError
+
+if TYPE_CHECKING:
+    from emts.pipeline import Pipeline
 
 log = logging.getLogger("emts")
 
@@ -212,15 +216,17 @@ class MavlinkCamera:
         pipeline: what TRACK_POINT / TRACK_RECTANGLE lock and STOP_TRACKING unlocks (anything
             with ``lock(x, y, box=None, on_last_frame=False)`` and ``unlock()``).
         follow: a :class:`GimbalFollowConfig` to steer the gimbal (``--follow gimbal``).
-        system / component: our MAVLink ids; gimbal_target: ``(system, component)`` of the
-            gimbal manager (the autopilot), gimbal_device: 0 = all gimbals.
+        system: our MAVLink system id.
+        component: our MAVLink component id.
+        gimbal_target: ``(system, component)`` of the gimbal manager (the autopilot).
+        gimbal_device: the gimbal device id (0: all gimbals).
         clock: seconds, monotonic (tests pass their own).
     """
 
     def __init__(
         self,
         connection: str,
-        pipeline,
+        pipeline: Pipeline,
         follow: GimbalFollowConfig | None = None,
         system: int = 1,
         component: int = COMPONENT_CAMERA,

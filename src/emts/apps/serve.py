@@ -43,15 +43,19 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from importlib import resources
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from emts.apps.track import LockRequest, record, run_track
+from emts.apps.track import FrameHook, LockRequest, record, run_track
 from emts.errors import BadInputError
 from emts.io import FrameSource, UnreadableFrame, open_source
+
+if TYPE_CHECKING:
+    from emts.pipeline import Pipeline
 
 log = logging.getLogger("emts")
 
@@ -144,11 +148,11 @@ class GroundStation:
 
     def __init__(
         self,
-        source,
-        pipeline,
+        source: str | int,
+        pipeline: Pipeline,
         fps: float | None = None,
         loop: bool = False,
-        hooks=(),
+        hooks: Iterable[FrameHook] = (),
         pace: bool = True,
     ) -> None:
         self.source, self.pipeline, self.fps = source, pipeline, fps

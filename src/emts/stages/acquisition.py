@@ -245,7 +245,9 @@ class LockAcquisition:
         """Decide for this frame.
 
         Args:
-            geometry, working, motion: this frame's geometry, working frame and ``M_t``.
+            geometry: this frame's geometry.
+            working: this frame's working frame.
+            motion: Stage A's ``M_t`` on this frame.
             candidates: this frame's detections (WORKING px).
             tracker_mode: the tracker's mode after the previous frame.
             p_human: the verifier's probability if it classified the track on the previous

@@ -88,7 +88,8 @@ def roi_pair_working(
     frame sampled through the camera motion, so the pair is ego-compensated like Stage B's.
 
     Args:
-        previous, current: working frames t-1 and t (uint8 gray 640x512).
+        previous: the working frame t-1 (uint8 gray 640x512).
+        current: the working frame t.
         motion: Stage A's 2x3 estimate, frame t-1 -> t, WORKING px.
         box: ``[x, y, w, h]`` in WORKING px (frame t).
     """

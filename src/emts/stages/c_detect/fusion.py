@@ -88,7 +88,8 @@ def compensated_residual(
     """(residual float32, valid bool) at WORKING resolution: Gauss5x5(|I_t - M_t(I_t-1)|).
 
     Args:
-        working, previous: uint8 640x512 frames t and t-1.
+        working: the uint8 640x512 frame t.
+        previous: the frame t-1.
         motion: 2x3 Stage A estimate t-1 -> t, WORKING px.
         content: uint8 mask of the letterbox content (WORKING px).
     """

@@ -161,7 +161,7 @@ class DetectionStage:
 
     def __init__(
         self,
-        detector=None,
+        detector: DetectorStage | DetectorChoice | None = None,
         box_fit: BoxFitConfig | None = DEFAULT_BOX_FIT,
         threshold: float | None = None,
     ) -> None:
