@@ -1,18 +1,16 @@
 """Following one person of a group: tap tracking on real thermal stills (HIT-UAV val).
 
-On each val still with two or more persons, one person standing within 1.5 of their own
-heights of another (a pair or a group; half of HIT-UAV val's persons do; ``--select alone``: one
-3 or more heights from every other, the control) is tapped at frame 3
-of a 60-frame pseudo-clip (`emts eval real`'s: every person walking 0.5-1.5 px/frame in a
-random direction at 640x512, the camera drifting); the whole pipeline follows them
-(`Pipeline.default(model="thermal")`, no auto-lock). A frame counts where the reported
-target's centre lies in the tapped person's box grown by a fifth each side; lock recall =
-such frames / frames after the tap. The tap lands on the person's centre, or with
-``--tap-jitter F`` uniformly within F of their box's width and height of it (an operator's
+On each val still with two or more persons, one person standing within 1.5 of their own heights of
+another (a pair or a group; half of HIT-UAV val's persons do; ``--select alone``: one 3 or more
+heights from every other, the control) is tapped at frame 3 of a 60-frame pseudo-clip (`emts eval
+real`'s: every person walking 0.5-1.5 px/frame in a random direction at 640x512, the camera
+drifting); the whole pipeline follows them (`Pipeline.default(model="thermal")`, no auto-lock). A
+frame counts where the reported target's centre lies in the tapped person's box grown by a fifth
+each side; lock recall = such frames / frames after the tap. The tap lands on the person's centre,
+or with ``--tap-jitter F`` uniformly within F of their box's width and height of it (an operator's
 finger on a small person). Runs the pipeline as shipped and, with ``--compare-square``, with
 CenterNet's 3x3 peaks alone (``emts.stages.c_detect.detector.PEAK_KERNEL``, as before 2026-11-29's
-second
-peaks), with ``--compare-uncentred``, with the lock on the tapped detection's or blob's box
+second peaks), with ``--compare-uncentred``, with the lock on the tapped detection's or blob's box
 as it is (``AcquisitionConfig.tap_recentre_offset`` 0, as before 2026-11-29, night).
 
     python benchmarks/group_taps.py --hituav ../shared/data/hit-uav --out DIR --seeds 0,1,2

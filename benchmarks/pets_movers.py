@@ -12,16 +12,14 @@ detector should put a box on every mover and nowhere else, so per frame at tau_s
   (grown by a fifth each side);
 * false positives per frame: detections whose centre lies inside no grown mover box.
 
-Stage C runs as the pipeline runs it on colour frames (the default model, temporal scores),
-its detections three ways on the same decode: the network's boxes and scores, boxes fitted
-to the person's own pixels without trimming, and the shipped colour evidence (fitted and
-trimmed; :mod:`emts.stages.c_detect.boxfit`). ``--gust SEED`` warps every frame (and the movers)
-along a
+Stage C runs as the pipeline runs it on colour frames (the default model, temporal scores), its
+detections three ways on the same decode: the network's boxes and scores, boxes fitted to the
+person's own pixels without trimming, and the shipped colour evidence (fitted and trimmed;
+:mod:`emts.stages.c_detect.boxfit`). ``--gust SEED`` warps every frame (and the movers) along a
 gusty hovering camera path (``emts eval track --gust``'s), so that Stage A has work to do.
-``--track`` also runs the whole pipeline under auto-lock (``emts track --lock auto``'s) on the
-same frames and counts the frames it reports a lock whose centre lies on a mover, and on
-none. Writes OUT/pets_movers.json and OUT/pets_movers.png (the false positives frame by
-frame).
+``--track`` also runs the whole pipeline under auto-lock (``emts track --lock auto``'s) on the same
+frames and counts the frames it reports a lock whose centre lies on a mover, and on none. Writes
+OUT/pets_movers.json and OUT/pets_movers.png (the false positives frame by frame).
 
     python benchmarks/pets_movers.py --video x/usr/share/doc/opencv-doc/examples/data/vtest.avi \
         --out /tmp/pets [--gust 1] [--track]

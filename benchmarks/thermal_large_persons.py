@@ -12,9 +12,8 @@ see them (cubic upscaling adds no detail).
 
 Stage C runs as the pipeline runs it on thermal frames -- the thermal model at 512x384, temporal
 scores -- with and without the coarse pass (:mod:`emts.stages.c_detect.temporal`: the same model at
-256x192,
-its detections 50 px tall or more), on the same Stages A-B. ``--taps N`` also taps the person
-on N stills per magnification and tracks them through 60 frames (:func:`run_taps`). Writes
+256x192, its detections 50 px tall or more), on the same Stages A-B. ``--taps N`` also taps the
+person on N stills per magnification and tracks them through 60 frames (:func:`run_taps`). Writes
 OUT/thermal_large_persons.json and OUT/thermal_large_persons.png (AP against magnification).
 
     python benchmarks/thermal_large_persons.py --hituav ../shared/data/hit-uav --out DIR \

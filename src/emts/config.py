@@ -36,7 +36,7 @@ class EgoMotionConfig:
     # (0.087 -> 0.074), so the default was every frame; with the detector and Stage C's
     # temporal mode that ship since 2026-11-27 it costs nothing there (recall / FP per frame /
     # AP@0.25 0.468 / 0.090 / 0.532 -> 0.463 / 0.060 / 0.543) and every tracking suite is
-    # unchanged or better, hence 4 (README, "Latency and robustness").
+    # unchanged or better, hence 4 (docs/history.md, "Latency and robustness").
     corner_refresh_every: int = 4
     corner_refresh_fraction: float = 0.5  # ... and sooner when fewer inliers than this x max
     lk_window: int = 11  # px at 320x256 (odd); measured: 11 beats 15-21 in error and time
@@ -158,15 +158,14 @@ class TrackerConfig:
     # pulled the match down onto itself (person12 gust seeds 4 and 25). 0.6 lost the person at
     # --remove 150:165. Automatic locks keep the whole box (see TargetTracker._capture).
     appearance_upper: float = 0.8
-    # On colour frames a locked track's NCC is blended with the NCC over the template's own
-    # target samples (inside the box, not the ground, not a shadow on it:
-    # emts.stages.d_track.tracker.object_pixels), with this weight (0: off; re-locks keep the plain
-    # NCC).
-    # person12 tapped at frame 200, past its labels (CSRT pseudo-labels to 300): the walker's
-    # cast shadow pulled the plain match and the lock onto itself by frame ~250 (lock recall
-    # 0.43 -> 1.00). The masked NCC alone (~50 samples) also matched flat inpainted ground
-    # where the person was hidden (--remove 150:165 0.81, gust 2 0.46); 0.5 did not hold the
-    # walker past frame 200 (0.54), 0.6-0.85 did.
+    # On colour frames a locked track's NCC is blended with the NCC over the template's own target
+    # samples (inside the box, not the ground, not a shadow on it:
+    # emts.stages.appearance.object_pixels), with this weight (0: off; re-locks keep the plain
+    # NCC). person12 tapped at frame 200, past its labels (CSRT pseudo-labels to 300): the walker's
+    # cast shadow pulled the plain match and the lock onto itself by frame ~250 (lock recall 0.43 ->
+    # 1.00). The masked NCC alone (~50 samples) also matched flat inpainted ground where the person
+    # was hidden (--remove 150:165 0.81, gust 2 0.46); 0.5 did not hold the walker past frame 200
+    # (0.54), 0.6-0.85 did.
     appearance_object_weight: float = 0.7
     appearance_threshold: float = 0.3  # NCC peak that counts as a measurement while locked
     appearance_noise: float = 2.0  # px^2, R of the NCC position measurement (stabilized px)
@@ -185,11 +184,10 @@ class TrackerConfig:
     relock_appearance: float = 0.85  # after a drop, a peak this fraction of the running one
     relock_appearance_frames: int = 2  # re-lock: a match moving like a walker over 2 steps
     relock_floor: float = 0.55  # re-lock matches: NCC peak >= this fraction of the typical one
-    # ... and, on colour frames, a region holding at least this fraction of the frozen
-    # template's share of own-target samples (emts.stages.d_track.tracker.object_pixels; 0: off).
-    # person12
-    # tapped at 0, past its labels: the edge of a canopy, whose parallax moves it like a
-    # walker, re-locked at frame 302 with none of them and held the lock for 130 frames.
+    # ... and, on colour frames, a region holding at least this fraction of the frozen template's
+    # share of own-target samples (emts.stages.appearance.object_pixels; 0: off). person12
+    # tapped at 0, past its labels: the edge of a canopy, whose parallax moves it like a walker,
+    # re-locked at frame 302 with none of them and held the lock for 130 frames.
     relock_own_share: float = 0.5
     walk_speed: tuple[float, float] = (0.7, 15.0)  # (min, max) stabilized px/frame of a walker
     relock_min_pace: float = 2.0  # re-lock chain: mean stabilized px/frame from first to last
@@ -221,9 +219,8 @@ class TrackerConfig:
     reanchor_frames: int = 3  # 0: off
     reanchor_consistency: float = 0.25  # offset change allowed per frame, in body heights
     reanchor_margin: float = 0.1  # the tapped look fits the detection by this much NCC more
-    # On colour frames, not onto a detection whose box holds less than this fraction of the
-    # track's share of own-target samples (emts.stages.d_track.tracker.object_pixels; 0: off): the
-    # walker's
+    # On colour frames, not onto a detection whose box holds less than this fraction of the track's
+    # share of own-target samples (emts.stages.appearance.object_pixels; 0: off): the walker's
     # cast shadow is detected below them and walks with them. person12 tapped at frame 0,
     # pseudo-labels to 300: a vetoed lock re-anchored onto it at frame 236 (0.79 -> 1.00).
     reanchor_own_share: float = 0.5
@@ -283,13 +280,12 @@ class VerifierConfig:
 @dataclass(frozen=True)
 class BoxFitConfig:
     """Stage C's colour evidence (not in the paper: :mod:`emts.stages.c_detect.boxfit`): boxes
-    fitted to the
-    person's own pixels on colour frames, scored up where they fit and move, down where they
-    do not move. Chosen on uav123-person12 frames 1-201 (the real RGB development clip;
-    README, "Colour evidence"): the closing, the context and the bonus were varied there;
-    the trimmed fit was designed there and its acceptance on frames 202-300 of the same clip
-    (README, "Trimmed fits"); the motion check's factor looking at person12 and PETS 2009
-    vtest.avi (README, "Only what moves is scored up")."""
+    fitted to the person's own pixels on colour frames, scored up where they fit and move, down
+    where they do not move. Chosen on uav123-person12 frames 1-201 (the real RGB development clip;
+    docs/history.md, "Colour evidence"): the closing, the context and the bonus were varied there; the
+    trimmed fit was designed there and its acceptance on frames 202-300 of the same clip (docs/history.md,
+    "Trimmed fits"); the motion check's factor looking at person12 and PETS 2009 vtest.avi (docs/history.md,
+    "Only what moves is scored up")."""
 
     person_aspect: float = 0.45  # w / h of a standing person: a wider box is a part of one
     context: float = 1.0  # own pixels looked for this many person heights around the centre
@@ -374,7 +370,7 @@ class AcquisitionConfig:
     # detection's embedding: on a stream's first frame nothing has moved yet) moves onto the
     # first detection under the tapped point, carried with the track, within this many frames
     # (0 -> never), where that detection overlaps the track's box by less than this IoU (else
-    # the lock holds it already). person12: offset taps 0.960 -> 1.000 (README, "A tap where
+    # the lock holds it already). person12: offset taps 0.960 -> 1.000 (docs/history.md, "A tap where
     # nothing is detected waits for the detection")
     tap_wait_frames: int = 10
     tap_wait_max_iou: float = 0.5

@@ -59,8 +59,8 @@ class CompensatedDifference:
         content: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray]:
         """(residual float32, valid bool) at WORKING resolution: Stage C's
-        :func:`~emts.stages.c_detect.fusion.compensated_residual`; nothing valid on a first
-        frame (``previous`` None)."""
+        :func:`~emts.stages.c_detect.fusion.compensated_residual`; nothing valid on a first frame
+        (``previous`` None)."""
         if previous is None:
             size = WORKING_SIZE
             return np.zeros((size[1], size[0]), np.float32), np.zeros((size[1], size[0]), bool)

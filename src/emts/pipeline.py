@@ -132,11 +132,10 @@ class FrameResult:
 class Pipeline:
     """Stages A-E on the multi-rate schedule of §3.7: A-D every frame, E every 8th frame.
 
-    Each frame is a straight sequence: A (ego-motion) -> B (channels) -> C (detections) ->
-    lock acquisition (tap / auto-lock, :mod:`emts.stages.acquisition`) -> D (tracker, which applies
-    a
-    lock after the frame's camera motion) -> E (verifier). The stages hold their own state;
-    what one stage tells another travels as an argument.
+    Each frame is a straight sequence: A (ego-motion) -> B (channels) -> C (detections) -> lock
+    acquisition (tap / auto-lock, :mod:`emts.stages.acquisition`) -> D (tracker, which applies a
+    lock after the frame's camera motion) -> E (verifier). The stages hold their own state; what one
+    stage tells another travels as an argument.
 
     Args:
         detector: Stage C, or a :class:`emts.modality.DetectorChoice` (picked on the first
@@ -203,16 +202,15 @@ class Pipeline:
         model: str = AUTO,
         coarse_pass: bool = True,
     ) -> Pipeline:
-        """The pipeline with the models shipped in the package; ``model`` ``auto`` (the
-        thermal detector for frames without colour, the default one for colour:
-        :mod:`emts.modality`), ``default`` or ``thermal``; ``precision`` ``fp32``,
-        ``int8`` or ``auto`` (the faster here, measured once: :mod:`emts.precision`);
-        ``detector_mode`` ``temporal`` (the network, scores averaged over time:
-        :mod:`emts.stages.c_detect.temporal`), ``plain`` (the network, frame by frame) or ``fused``
-        (:mod:`emts.stages.c_detect.fusion`);
-        ``backend`` ``onnxruntime`` (.onnx) or ``litert`` (.tflite through LiteRT/XNNPACK,
-        extra ``[litert]``: :mod:`emts.litert`); ``coarse_pass`` as :func:`detector_stage` (the
-        thermal model's second pass at 256x192, for people 50 px tall or more)."""
+        """The pipeline with the models shipped in the package; ``model`` ``auto`` (the thermal
+        detector for frames without colour, the default one for colour: :mod:`emts.modality`),
+        ``default`` or ``thermal``; ``precision`` ``fp32``, ``int8`` or ``auto`` (the faster here,
+        measured once: :mod:`emts.precision`); ``detector_mode`` ``temporal`` (the network, scores
+        averaged over time: :mod:`emts.stages.c_detect.temporal`), ``plain`` (the network, frame by
+        frame) or ``fused`` (:mod:`emts.stages.c_detect.fusion`); ``backend`` ``onnxruntime``
+        (.onnx) or ``litert`` (.tflite through LiteRT/XNNPACK, extra ``[litert]``:
+        :mod:`emts.litert`); ``coarse_pass`` as :func:`detector_stage` (the thermal model's second
+        pass at 256x192, for people 50 px tall or more)."""
         from emts.precision import model_path
         from emts.stages.e_verify import Verifier, default_model_path
 

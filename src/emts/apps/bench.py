@@ -40,11 +40,10 @@ def build_runner(
     warp_at: str | None = None,
     coarse_pass: bool = True,
 ):
-    """(the pipeline :func:`run_bench` times, the model files it runs): Stages A-E with the
-    detector ``model`` or the shipped one of ``precision`` and ``backend``; Stages A and B
-    without one. ``warp_at``: Stage B's warp for the detector (:class:`emts.config.ChannelConfig`;
-    None: the model's own); ``coarse_pass``: as
-    :func:`emts.stages.c_detect.stage.detector_stage`."""
+    """(the pipeline :func:`run_bench` times, the model files it runs): Stages A-E with the detector
+    ``model`` or the shipped one of ``precision`` and ``backend``; Stages A and B without one.
+    ``warp_at``: Stage B's warp for the detector (:class:`emts.config.ChannelConfig`; None: the
+    model's own); ``coarse_pass``: as :func:`emts.stages.c_detect.stage.detector_stage`."""
     from emts.config import ChannelConfig
     from emts.stages.b_channels import default_reference_for
 

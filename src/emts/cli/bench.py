@@ -22,7 +22,7 @@ from emts.errors import BadInputError
 from emts.io import check_outputs, check_writable
 from emts.precision import named_model
 
-# Argument limits (the README lists them).
+# Argument limits (docs/guides/cli.md lists them).
 MAX_BENCH_FRAMES = 3000  # bench holds its whole clip in memory (640x512: 0.33 MB a frame)
 MAX_BENCH_WARMUP = 1000
 MAX_DEMO_FRAMES = 3000  # demo renders its whole clip in memory first (about 1 GB at 3,000)

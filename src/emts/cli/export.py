@@ -39,7 +39,7 @@ def add_ensemble(sub) -> None:
         help="average several trained detectors in one ONNX graph (needs emts[train])",
         description="Put detector ONNX files side by side behind one input: heatmap, log-size "
         "and offset averaged, the first member's embedding (emts.train.ensemble). The result runs "
-        "wherever a detector does (--model). Measured in the README ('Ensembles', Detector): "
+        "wherever a detector does (--model). Measured in docs/history.md ('Ensembles', Detector): "
         "better detection AP on real footage, worse tracking with Stage D as tuned.",
     )
     p.add_argument("models", nargs="+", help="detector .onnx files (or 'thermal'), two or more")
@@ -182,7 +182,7 @@ def add_export(sub) -> None:
         choices=["on", "off"],
         help="record whether the runtime averages the model's heatmap with that of the "
         "mirrored frame (on: fewer false positives on real thermal stills, about twice the "
-        "network's time; README, Mirrored samples); left out, a reshaped .onnx keeps its own "
+        "network's time; docs/history.md, Mirrored samples); left out, a reshaped .onnx keeps its own "
         "and a new export records none (off); ONNX only: LiteRT files carry no metadata",
     )
     p.set_defaults(run=_cmd_export)

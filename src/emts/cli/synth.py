@@ -78,7 +78,7 @@ def add_synth(sub) -> None:
         help="generate and inspect the synthetic motion curriculum",
         description="Generate clip sets of the synthetic motion curriculum (paper section 4), "
         "look at them, and export clips as image folders. The on-disk format is described in "
-        "the README.",
+        "docs/guides/training.md.",
     )
     synth_sub = synth.add_subparsers(dest="synth_command", required=True, metavar="SET|ACTION")
     for name, kind in SETS.items():

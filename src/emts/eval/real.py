@@ -138,8 +138,7 @@ def fused_boxes(
     frame: EvalFrame, heads: list[np.ndarray], config: FusionConfig
 ) -> tuple[Boxes, np.ndarray]:
     """Stage C's ``fused`` mode on one frame (:mod:`emts.stages.c_detect.fusion`): (boxes WORKING
-    px, scores)
-    of the best ``max_detections`` blobs, and their features."""
+    px, scores) of the best ``max_detections`` blobs, and their features."""
     if frame.previous is None:
         return (np.zeros((0, 4)), np.zeros(0)), np.zeros((0, len(config.weights)))
     residual, valid = compensated_residual(frame.working, frame.previous, frame.motion, frame.valid)

@@ -56,8 +56,8 @@ def _stages_ab(clip, detector) -> tuple[np.ndarray, list[np.ndarray]]:
 def clip_detections(
     detector: Detector, channels: np.ndarray, motions: list, mode: str = DEFAULT_DETECTOR_MODE
 ) -> list[list[Detection]]:
-    """Stage C over one clip's frames in ``mode``: ``plain`` frame by frame, ``temporal``
-    as a stream (:class:`emts.stages.c_detect.temporal.TemporalDetector`; the first frame has no
+    """Stage C over one clip's frames in ``mode``: ``plain`` frame by frame, ``temporal`` as a
+    stream (:class:`emts.stages.c_detect.temporal.TemporalDetector`; the first frame has no
     motion)."""
     if mode == "plain":
         return [detector(c) for c in channels]

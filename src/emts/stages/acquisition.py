@@ -3,8 +3,7 @@
 This stage sits between the detector (C) and the tracker (D). Each frame it returns an
 :class:`AcquisitionDecision`, which the pipeline hands to
 :meth:`emts.stages.d_track.tracker.TargetTracker.update` -- the tracker applies a lock *after* the
-frame's
-camera motion, so nothing outside the stages calls into D or E.
+frame's camera motion, so nothing outside the stages calls into D or E.
 
 * **Operator tap** (SPEC §0): locks at once, on the frame the tap refers to, on the person
   under the point: the detection whose box holds the point if there is one (unless its box is

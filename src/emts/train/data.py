@@ -121,7 +121,7 @@ def mirror(sample: Sample) -> Sample:
     curriculum draws each clip's walk headings, sun and camera motion at random, but its plates
     (the Tier-2 stills, the RGB plates) are a finite set seen one way round, and a network that
     never saw them mirrored scores a scene and its mirror image differently (a left-right
-    average of its heatmaps scored the synthetic bench 0.556 -> 0.585, README "Mirrored
+    average of its heatmaps scored the synthetic bench 0.556 -> 0.585, docs/history.md "Mirrored
     samples")."""
     width = sample.channels.shape[-1]
     boxes = []

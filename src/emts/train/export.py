@@ -182,8 +182,7 @@ def _record(path: str | Path, key: str, value: str | None) -> Path:
 def record_box_scale(path: str | Path, scales: dict[str, float]) -> Path:
     """Record ``{"WxH": factor}`` in a detector ONNX's metadata (in place; the weights are
     untouched): :class:`emts.stages.c_detect.detector.Detector` scales its boxes by the factor of
-    the size
-    it runs at."""
+    the size it runs at."""
     from emts.stages.c_detect.detector import BOX_SCALE_METADATA
 
     return _record(path, BOX_SCALE_METADATA, json.dumps(scales) if scales else None)
@@ -208,8 +207,7 @@ def record_stage_b_warp(path: str | Path, warp_at: str | None) -> Path:
 
 def record_residual_baseline(path: str | Path, frames: int | None) -> Path:
     """Record (or, with None or 1, remove) the frames R spans for a detector ONNX
-    (:class:`emts.config.ChannelConfig` ``residual_baseline``; in place, the weights
-    untouched)."""
+    (:class:`emts.config.ChannelConfig` ``residual_baseline``; in place, the weights untouched)."""
     from emts.stages.c_detect.detector import RESIDUAL_BASELINE_METADATA
 
     return _record(path, RESIDUAL_BASELINE_METADATA, None if frames in (None, 1) else str(frames))

@@ -51,17 +51,16 @@ class TrainConfig:
     # Share of samples whose L is flattened to each frame's mean (motion channels only): the
     # network must find people from motion alone there, not lean on what they look like.
     l_dropout: float = 0.0
-    # Share of samples mirrored left-right (emts.train.data.mirror); 0: none, as in every
-    # model trained before 2026-12-01.
+    # Share of samples mirrored left-right (emts.train.data.mirror); 0: none, as in every model
+    # trained before 2026-12-01.
     mirror: float = 0.0
     # Standing people: below this ground speed (frame px/frame) a person is an ignore region.
     still_speed: float = 0.0
     # Residual-level normalization of every training frame as the runtime Detector does
     # (emts.stages.b_channels.normalize_residual_level; e.g. RESIDUAL_REFERENCE = 0.0095); 0: Stage
-    # B's
-    # channels as they are -- the shipped recipe: measured, two models trained with it (the
-    # shipped recipe; candidate C's) lost person12 AP@0.25 against the shipped model normalized
-    # at run time only (0.535 -> 0.189 / 0.359), see README "Real footage".
+    # B's channels as they are -- the shipped recipe: measured, two models trained with it (the
+    # shipped recipe; candidate C's) lost person12 AP@0.25 against the shipped model normalized at
+    # run time only (0.535 -> 0.189 / 0.359), see docs/history.md "Real footage".
     residual_reference: float = 0.0
     # The NETWORK frame the detector is trained at and runs at (issue 8 part 3): the paper's
     # 256x192, or e.g. 384x288 (people 1.5x taller in network px); the exported model's fixed

@@ -19,12 +19,10 @@ Two range estimators (``calibration``):
   (``CalibMovingAverageConstant`` 0.05), the library recipe `sec:minmax` warns about; kept
   to reproduce that failure, not to be shipped.
 
-The graph must hold no L2 normalization (`sec:stateful`: the norm of an all-zero embedding
-quantizes to zero and integer inference divides by it); the detector's embedding is
-normalized in the float decoder (:func:`emts.stages.c_detect.detector.decode`), and quantization
-refuses a
-graph that normalizes inside.
-"""
+The graph must hold no L2 normalization (`sec:stateful`: the norm of an all-zero embedding quantizes
+to zero and integer inference divides by it); the detector's embedding is normalized in the float
+decoder (:func:`emts.stages.c_detect.detector.decode`), and quantization refuses a graph that
+normalizes inside."""
 
 from __future__ import annotations
 

@@ -7,22 +7,20 @@ legs (the box is a half-height box on the legs or the torso). On the real drone 
 uav123-person12 the detector's box of the walker was 0.66 of the labelled height (median),
 and a fifth of its misses were a box of walker and shadow together (IoU < 0.25).
 
-Colour separates a person from the ground and from their shadow where gray cannot: a
-shadow is the ground's colour, darker (:func:`emts.stages.d_track.tracker.object_pixels`, which
-Stage D uses
-for the locked target's own pixels). :func:`fitted_box` takes those pixels around a
-detection, closes them vertically (a person's silhouette breaks at the belt and the knees),
-keeps the connected parts that overlap the box, and returns their bounding box -- or none,
-where they do not make a person-sized box (too tall or too wide: a crowd, tree shade, a
-parked car; too short: the network's box was the better estimate). A box that fits is
-evidence of a person: :func:`with_evidence` raises its score by ``BoxFitConfig.bonus`` (on
-person12 the walker's boxes fitted 63-70 % of the time, false positives' 3-13 %). Where the
-person's pixels merged with shade at their feet or a bed behind their head, the fit is cut
-to the box's column band (:func:`_trimmed`). Evidence of a *moving* person only: a fit scores
-up where Stage B's residual inside it stands out of the frame's (:class:`MotionCheck`), and a
-checked box that does not move scores lower -- a white bag or a door panel on a still camera
-fits as well as a person. Gray frames (thermal) keep the network's boxes and scores.
-"""
+Colour separates a person from the ground and from their shadow where gray cannot: a shadow is the
+ground's colour, darker (:func:`emts.stages.appearance.object_pixels`, which Stage D uses for
+the locked target's own pixels). :func:`fitted_box` takes those pixels around a detection, closes
+them vertically (a person's silhouette breaks at the belt and the knees), keeps the connected parts
+that overlap the box, and returns their bounding box -- or none, where they do not make a
+person-sized box (too tall or too wide: a crowd, tree shade, a parked car; too short: the network's
+box was the better estimate). A box that fits is evidence of a person: :func:`with_evidence` raises
+its score by ``BoxFitConfig.bonus`` (on person12 the walker's boxes fitted 63-70 % of the time,
+false positives' 3-13 %). Where the person's pixels merged with shade at their feet or a bed behind
+their head, the fit is cut to the box's column band (:func:`_trimmed`). Evidence of a *moving*
+person only: a fit scores up where Stage B's residual inside it stands out of the frame's
+(:class:`MotionCheck`), and a checked box that does not move scores lower -- a white bag or a door
+panel on a still camera fits as well as a person. Gray frames (thermal) keep the network's boxes and
+scores."""
 
 from __future__ import annotations
 
@@ -126,11 +124,10 @@ def _trimmed(union: np.ndarray, left: int, top: int, w: float, h: float, config)
 
 
 class MotionCheck:
-    """How much a box moves: the largest of Stage B's residual R inside it, in units of the
-    frame's residual level (:func:`emts.stages.b_channels.residual_level`, R's 90th percentile over
-    the
-    image: what the ground's texture leaves after registration). ``channels``: Stage B's (3,
-    H, W) stack at ``geometry``'s NETWORK size."""
+    """How much a box moves: the largest of Stage B's residual R inside it, in units of the frame's
+    residual level (:func:`emts.stages.b_channels.residual_level`, R's 90th percentile over the
+    image: what the ground's texture leaves after registration). ``channels``: Stage B's (3, H, W)
+    stack at ``geometry``'s NETWORK size."""
 
     def __init__(self, channels: np.ndarray, geometry: FrameGeometry) -> None:
         self.channels = channels
@@ -226,10 +223,9 @@ def fit_detections(
 
 
 def look_ahead(stage, config: BoxFitConfig | None) -> None:
-    """Have Stage C decode the detections the colour evidence may lift over its threshold
-    (those from ``config.bonus`` under it): stages with a ``lookahead``
+    """Have Stage C decode the detections the colour evidence may lift over its threshold (those
+    from ``config.bonus`` under it): stages with a ``lookahead``
     (:class:`emts.stages.c_detect.temporal.TemporalDetector`, the default mode). The frame-by-frame
-    network
-    decodes at its threshold only: there the evidence reorders what passes."""
+    network decodes at its threshold only: there the evidence reorders what passes."""
     if stage is not None and hasattr(stage, "lookahead"):
         stage.lookahead = config.bonus if config is not None else 0.0

@@ -1,12 +1,10 @@
 """Stage C at run time: the micro-detector in onnxruntime, and its decoder (§3.4).
 
-The graph maps the (1, 3, 192, 256) ``[L, R, D]`` stack to a heatmap (sigmoid applied),
-log-size, offset and raw embedding at the 32x24 stride-8 grid. Decoding keeps local maxima
-of the heatmap (3x3 max-pool NMS) above the score threshold; box size is ``8 * exp(S)``,
-centre ``(cell + offset) * 8``; embeddings are L2-normalized here, never inside the graph.
-Boxes come out in NETWORK pixels; :class:`emts.geometry.FrameGeometry` maps them to the
-input.
-"""
+The graph maps the (1, 3, 192, 256) ``[L, R, D]`` stack to a heatmap (sigmoid applied), log-size,
+offset and raw embedding at the 32x24 stride-8 grid. Decoding keeps local maxima of the heatmap (3x3
+max-pool NMS) above the score threshold; box size is ``8 * exp(S)``, centre ``(cell + offset) * 8``;
+embeddings are L2-normalized here, never inside the graph. Boxes come out in NETWORK pixels;
+:class:`emts.geometry.FrameGeometry` maps them to the input."""
 
 from __future__ import annotations
 
@@ -35,7 +33,7 @@ MAX_DETECTIONS = 100
 # or, where its own heatmap value passes the threshold, as its four edge neighbours: two
 # people whose centres fall in diagonally adjacent cells -- a pair walking together, 1-1.5
 # cells apart -- each keep their peak (real thermal persons with another within 1.5 heights,
-# half of HIT-UAV val's: recall 0.64 -> 0.71; README "Two people standing close").
+# half of HIT-UAV val's: recall 0.64 -> 0.71; docs/history.md "Two people standing close").
 PEAK_KERNEL = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], np.uint8)
 _SQUARE = np.ones((3, 3), np.uint8)
 # ... unless its box overlaps a better 3x3 peak's box by more than this IoU: then it is a
@@ -120,14 +118,13 @@ def decode(
     box_scale: float = 1.0,
     scores: np.ndarray | None = None,
 ) -> list[Detection]:
-    """Decode one frame's head outputs (each (C, 24, 32)) into detections, best first;
-    ``box_scale`` multiplies every box's width and height about its centre. ``scores``
-    (24, 32): read each peak's score there instead of the heatmap (Stage C's temporal mode,
-    :mod:`emts.stages.c_detect.temporal`), its heatmap value going to ``raw_score``; peaks are
-    still the
-    heatmap's local maxima (3x3), kept where either value reaches ``threshold``, and its
-    second peaks (:data:`PEAK_KERNEL`), kept where the heatmap's own value does and their box
-    overlaps no better 3x3 peak's by more than :data:`SECOND_PEAK_MAX_IOU`."""
+    """Decode one frame's head outputs (each (C, 24, 32)) into detections, best first; ``box_scale``
+    multiplies every box's width and height about its centre. ``scores`` (24, 32): read each peak's
+    score there instead of the heatmap (Stage C's temporal mode,
+    :mod:`emts.stages.c_detect.temporal`), its heatmap value going to ``raw_score``; peaks are still
+    the heatmap's local maxima (3x3), kept where either value reaches ``threshold``, and its second
+    peaks (:data:`PEAK_KERNEL`), kept where the heatmap's own value does and their box overlaps no
+    better 3x3 peak's by more than :data:`SECOND_PEAK_MAX_IOU`."""
     heat = heatmap[0].astype(np.float32)
     score = heat if scores is None else np.asarray(scores, np.float32)
     either = heat if scores is None else np.maximum(heat, score)
@@ -322,7 +319,7 @@ class Detector:
         mirror_average: run every frame twice, as it is and mirrored left-right (one batch
             of two), and average the two heatmaps (the mirrored one mirrored back); boxes,
             offsets and embeddings are the unmirrored run's. The detector then scores a
-            scene and its mirror image alike, at about twice the network's time (README,
+            scene and its mirror image alike, at about twice the network's time (docs/history.md,
             "Mirrored samples"); None: the model's own (metadata ``emts_mirror_average``,
             ``emts export --mirror-average``; off where none, and for a LiteRT file, which
             carries no metadata: pass True).

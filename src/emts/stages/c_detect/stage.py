@@ -40,12 +40,11 @@ def check_detector_mode(mode: str) -> str:
 
 
 def detector_stage(detector, mode: str = DEFAULT_DETECTOR_MODE, coarse_pass: bool = True):
-    """Stage C for ``mode``: ``temporal`` (default) the network with its scores averaged
-    over time in stabilized coordinates (:class:`emts.stages.c_detect.temporal.TemporalDetector`;
-    with
-    ``coarse_pass``, a model run at twice the size it was trained at runs at that size too,
-    for people too tall for the finer pass), ``plain`` the network alone, frame by frame (the
-    paper's), ``fused`` the network scoring compensated-difference blobs at 640x512
+    """Stage C for ``mode``: ``temporal`` (default) the network with its scores averaged over time
+    in stabilized coordinates (:class:`emts.stages.c_detect.temporal.TemporalDetector`; with
+    ``coarse_pass``, a model run at twice the size it was trained at runs at that size too, for
+    people too tall for the finer pass), ``plain`` the network alone, frame by frame (the paper's),
+    ``fused`` the network scoring compensated-difference blobs at 640x512
     (:class:`emts.stages.c_detect.fusion.FusedDetector`)."""
     check_detector_mode(mode)
     if mode == "fused":

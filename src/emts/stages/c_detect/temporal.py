@@ -19,12 +19,11 @@ without a camera motion (a stream's first frame, a new frame size, both of Stage
 estimators failed) restarts the memory from the next frame.
 
 Peaks whose heatmap alone passes the threshold are decoded too, with their heatmap value as
-``Detection.raw_score``: what Stage C reports and acquisition chooses from are the detections
-whose *score* passes tau_s; a locked track is fed the *sightings*
+``Detection.raw_score``: what Stage C reports and acquisition chooses from are the detections whose
+*score* passes tau_s; a locked track is fed the *sightings*
 (:attr:`emts.stages.c_detect.detector.Detection.sighting`): it has a memory of its own, and the
-temporal one
-would delay a person coming out from behind a tree (person12, `--occlude 60:90`: recovered in
-7 frames instead of 3 when the track was fed the temporal scores).
+temporal one would delay a person coming out from behind a tree (person12, `--occlude 60:90`:
+recovered in 7 frames instead of 3 when the track was fed the temporal scores).
 
 Measured with the shipped detector (``emts eval real --seeds 3``: the rows "(temporal
 scores)"): person12 AP@0.25 0.466 -> 0.533 (at tau_s 0.3 recall 0.55 -> 0.47, false
