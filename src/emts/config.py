@@ -282,10 +282,10 @@ class BoxFitConfig:
     """Stage C's colour evidence (not in the paper: :mod:`emts.stages.c_detect.boxfit`): boxes
     fitted to the person's own pixels on colour frames, scored up where they fit and move, down
     where they do not move. Chosen on uav123-person12 frames 1-201 (the real RGB development clip;
-    docs/history.md, "Colour evidence"): the closing, the context and the bonus were varied there; the
-    trimmed fit was designed there and its acceptance on frames 202-300 of the same clip (docs/history.md,
-    "Trimmed fits"); the motion check's factor looking at person12 and PETS 2009 vtest.avi (docs/history.md,
-    "Only what moves is scored up")."""
+    docs/history.md, "Colour evidence"): the closing, the context and the bonus were varied there;
+    the trimmed fit was designed there and its acceptance on frames 202-300 of the same clip
+    (docs/history.md, "Trimmed fits"); the motion check's factor looking at person12 and PETS 2009
+    vtest.avi (docs/history.md, "Only what moves is scored up")."""
 
     person_aspect: float = 0.45  # w / h of a standing person: a wider box is a part of one
     context: float = 1.0  # own pixels looked for this many person heights around the centre
@@ -370,8 +370,8 @@ class AcquisitionConfig:
     # detection's embedding: on a stream's first frame nothing has moved yet) moves onto the
     # first detection under the tapped point, carried with the track, within this many frames
     # (0 -> never), where that detection overlaps the track's box by less than this IoU (else
-    # the lock holds it already). person12: offset taps 0.960 -> 1.000 (docs/history.md, "A tap where
-    # nothing is detected waits for the detection")
+    # the lock holds it already). person12: offset taps 0.960 -> 1.000 (docs/history.md, "A tap
+    # where nothing is detected waits for the detection")
     tap_wait_frames: int = 10
     tap_wait_max_iou: float = 0.5
 

@@ -222,7 +222,8 @@ def add_network_size(p: argparse.ArgumentParser) -> None:
         "paper's) or working (both 640x512 frames resampled alike: less ground texture left "
         "in R on a moving camera; with the default model a real colour clip along a gust path "
         "0.51 -> 0.63 of the walkers at 0.52 -> 0.20 false positives a frame, but the "
-        "labelled RGB drone clip 0.92 -> 0.88; docs/history.md 'Real footage') (default: %(default)s)",
+        "labelled RGB drone clip 0.92 -> 0.88; docs/history.md 'Real footage') "
+        "(default: %(default)s)",
     )
 
 

@@ -182,8 +182,8 @@ def add_export(sub) -> None:
         choices=["on", "off"],
         help="record whether the runtime averages the model's heatmap with that of the "
         "mirrored frame (on: fewer false positives on real thermal stills, about twice the "
-        "network's time; docs/history.md, Mirrored samples); left out, a reshaped .onnx keeps its own "
-        "and a new export records none (off); ONNX only: LiteRT files carry no metadata",
+        "network's time; docs/history.md, Mirrored samples); left out, a reshaped .onnx keeps "
+        "its own and a new export records none (off); ONNX only: LiteRT files carry no metadata",
     )
     p.set_defaults(run=_cmd_export)
 
