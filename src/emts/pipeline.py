@@ -35,7 +35,7 @@ from emts.stages.c_detect.boxfit import DEFAULT_BOX_FIT
 from emts.stages.c_detect.stage import (
     DEFAULT_DETECTOR_MODE,
     DetectionStage,
-    DetectorStage,
+    DetectorMode,
     shipped_stage,
 )
 from emts.stages.d_track.tracker import TargetTracker
@@ -166,7 +166,7 @@ class Pipeline:
 
     def __init__(
         self,
-        detector: DetectorStage | None = None,
+        detector: DetectorMode | None = None,
         verifier: VerifierModel | None = None,
         tracker_config: TrackerConfig | None = None,
         verifier_config: VerifierConfig | None = None,

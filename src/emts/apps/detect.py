@@ -19,7 +19,7 @@ from emts.geometry import Frame
 from emts.io import JsonlWriter, UnreadableFrame, open_source
 from emts.litert import DEFAULT_BACKEND
 from emts.modality import AUTO, DetectorChoice
-from emts.stages.c_detect.stage import DetectionStage, DetectorStage
+from emts.stages.c_detect.stage import DetectionStage, DetectorMode
 
 log = logging.getLogger("emts")
 
@@ -79,7 +79,7 @@ def build_stage_c(
 def run_detect(
     source: str | int,
     jsonl: str,
-    stage: DetectorStage | DetectorChoice | None,
+    stage: DetectorMode | DetectorChoice | None,
     threshold: float,
     box_fit: BoxFitConfig | None,
     channel_config: ChannelConfig | None = None,

@@ -23,8 +23,10 @@ from emts.stages.c_detect.temporal import TemporalDetector
 log = logging.getLogger("emts")
 
 
-class DetectorStage(Protocol):
-    """Stage C: ``[L, R, D]`` (3, H, W) -> detections in NETWORK px."""
+class DetectorMode(Protocol):
+    """A Stage C mode (:func:`detector_stage`): ``[L, R, D]`` (3, H, W) -> detections in
+    NETWORK px; the ``temporal`` and ``fused`` modes also take a whole Stages A-B result
+    (``on_frame``). :class:`DetectionStage` runs one on a stream."""
 
     def __call__(self, channels: np.ndarray) -> list[Detection]: ...
 
@@ -160,7 +162,7 @@ class DetectionStage:
 
     def __init__(
         self,
-        detector: DetectorStage | DetectorChoice | None = None,
+        detector: DetectorMode | DetectorChoice | None = None,
         box_fit: BoxFitConfig | None = DEFAULT_BOX_FIT,
         threshold: float | None = None,
     ) -> None:
