@@ -392,6 +392,53 @@ def test_auto_lock_is_reported_only_once_the_verifier_accepts_it():
     assert results[first].lock_source == "auto" and results[first].target.verified
 
 
+def test_an_accepted_auto_lock_says_lock_once_and_no_search_line_names_a_source():
+    results = _run(Pipeline(WalkingDetector(), StubVerifier(0.9), auto_lock=True), 40)
+    first = [r.mode for r in results].index("locked")
+    assert results[first].event == "lock" and results[first].lock_source == "auto"
+    assert [r.event for r in results].count("lock") == 1
+    # a provisional auto-lock is reported as search: it names no lock source either
+    assert all(r.lock_source is None for r in results if r.mode == "search")
+
+
+def test_an_unlock_says_unlock_and_the_next_lines_name_no_source():
+    pipeline = Pipeline(WalkingDetector(), None, auto_lock=False)
+    results = _run(pipeline, 5, tap_at=(1, 160.0, 200.0))
+    assert results[1].event == "lock" and results[1].lock_source.startswith("tap")
+    pipeline.unlock()
+    after = pipeline.step(_ground(5))
+    assert (after.mode, after.event, after.lock_source) == ("search", "unlock", None)
+    assert pipeline.step(_ground(5)).event is None
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "tracker_event", "unlocked", "event"),
+    [
+        ("search", "search", None, False, None),
+        ("search", "locked", "lock", False, "lock"),  # a tap
+        ("search", "locked", None, False, "lock"),  # an auto-lock accepted
+        ("search", "reacquire", "lost", False, "lock"),  # accepted as the track lost it
+        ("locked", "locked", "lock", False, "lock"),  # a new tap over a lock
+        ("reacquire", "locked", "lock", False, "lock"),  # a tap while reacquiring
+        ("reacquire", "locked", None, False, "relock"),  # an auto re-lock accepted
+        ("reacquire", "locked", "relock", False, "relock"),
+        ("locked", "locked", "relock", False, "relock"),  # re-anchored
+        ("locked", "reacquire", "lost", False, "lost"),
+        ("reacquire", "reacquire", "lost", False, None),  # already said
+        ("reacquire", "search", "dropped", False, "dropped"),
+        ("reacquire", "search", None, False, "dropped"),  # a re-lock the verifier rejected
+        ("locked", "search", None, True, "unlock"),
+        ("locked", "locked", None, False, None),
+    ],
+)
+def test_every_change_of_the_reported_mode_carries_an_event(
+    before, after, tracker_event, unlocked, event
+):
+    from emts.pipeline import reported_event
+
+    assert reported_event(before, after, tracker_event, unlocked) == event
+
+
 def test_auto_lock_the_verifier_rejects_is_released_and_never_reported():
     pipeline = Pipeline(StillDetector(), StubVerifier(0.1), auto_lock=True)
     results = _run(pipeline, 40)

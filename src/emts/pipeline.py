@@ -110,10 +110,14 @@ class FrameResult:
         motion_input: 2x3 ``M_t`` in input pixels (frame t-1 -> t).
         ms: milliseconds per stage ``A``-``E``.
         channels: the (3, H, W) ``[L, R, D]`` stack at the network size (for drawing).
-        event: ``"lock"`` (with ``lock_source``), ``"relock"`` or ``"lost"`` on the frame where
-            that happened, else None.
+        event: what changed on this frame, as reported (:func:`reported_event`): ``"lock"``
+            (a lock is reported: a tap, a drag, an auto-lock the verifier accepted; with
+            ``lock_source``), ``"relock"`` (``reacquire`` -> ``locked``, or the lock moved onto
+            a new origin), ``"lost"`` (``locked`` -> ``reacquire``), ``"dropped"`` (reacquire
+            gave up, a re-lock was rejected or the frame size changed: -> ``search``) or
+            ``"unlock"`` (:meth:`Pipeline.unlock`: -> ``search``); else None.
         lock_source: how the current lock was made (``"tap:detection"``, ``"tap:blob"``,
-            ``"tap:box"``, ``"tap:default"``, ``"auto"``), None in search.
+            ``"tap:box"``, ``"tap:default"``, ``"auto"``); None while ``mode`` is ``search``.
     """
 
     index: int
@@ -189,6 +193,7 @@ class Pipeline:
         self.verification = VerificationSchedule(verifier, verifier_config or VerifierConfig())
         self.reacquisitions = 0
         self._release = False  # an unlock() waiting for the next step
+        self._reported = "search"  # the mode the last FrameResult reported
         self._previous_working: np.ndarray | None = None  # frame t-1 for a "working" Stage E
 
     @classmethod
@@ -257,6 +262,7 @@ class Pipeline:
         self.verification.reset()
         self.reacquisitions = 0
         self._release = False
+        self._reported = "search"
         self._previous_working = None
 
     def lock(
@@ -347,7 +353,7 @@ class Pipeline:
         release = decision.release or self._release or front.size_changed
         if front.size_changed and self.tracker.locked:
             log.warning("frame %d: frame size changed; lock dropped", front.index)
-        self._release = False
+        unlocked, self._release = self._release, False
         lock = decision.lock
         if lock is not None:  # the tracker's merge hold is for frames without colour
             if not tapped:  # read above for a tap's lock; an auto-lock or a waited one: now
@@ -397,12 +403,16 @@ class Pipeline:
                 state.measured_by,
             )
         boxes_input = geometry.boxes(boxes_net, Frame.NETWORK, Frame.INPUT)
+        if provisional:  # an auto-lock (or its re-lock) the verifier has not accepted yet
+            mode = "reacquire" if self.acquisition.relocking else "search"
+        else:
+            mode = state.mode
+        event = reported_event(self._reported, mode, None if provisional else state.event, unlocked)
+        self._reported = mode
         ms["total"] = (time.perf_counter() - start) * 1e3
         return FrameResult(
             index=front.index,
-            mode=("reacquire" if self.acquisition.relocking else "search")
-            if provisional
-            else state.mode,
+            mode=mode,
             target=target,
             verified=verified,
             detections=[(b, d.score) for b, d in zip(boxes_input, detections, strict=True)],
@@ -410,9 +420,46 @@ class Pipeline:
             motion_input=front.motion_in_input(),
             ms=ms,
             channels=front.channels,
-            event=None if provisional else state.event,
-            lock_source=self.acquisition.last_source if state.mode != "search" else None,
+            event=event,
+            lock_source=self.acquisition.last_source if mode != "search" else None,
         )
+
+
+def reported_event(
+    before: str, after: str, tracker_event: str | None, unlocked: bool = False
+) -> str | None:
+    """The event of a frame whose reported mode went from ``before`` to ``after``
+    (``search`` / ``locked`` / ``reacquire``): what a user reading the modes needs told, so
+    that every lock, loss, re-lock, give-up and unlock carries one.
+
+    Args:
+        before: the mode the previous frame reported.
+        after: the mode this frame reports.
+        tracker_event: Stage D's own event this frame (:class:`emts.stages.d_track.types.
+            TrackState`; None for a provisional lock): ``"lock"`` (a new lock, e.g. a tap over
+            a lock) and ``"relock"`` (moved onto a new origin while locked) count even where
+            the mode stays.
+        unlocked: :meth:`Pipeline.unlock` dropped the lock on this frame.
+
+    Example:
+        >>> reported_event("search", "locked", None)  # an auto-lock the verifier accepted
+        'lock'
+        >>> reported_event("locked", "reacquire", "lost")
+        'lost'
+        >>> reported_event("reacquire", "search", None)  # reacquire gave up
+        'dropped'
+    """
+    if after == "search":
+        if before == "search":
+            return None
+        return "unlock" if unlocked else "dropped"
+    if tracker_event == "lock" or before == "search":
+        return "lock"
+    if before == "reacquire" and after == "locked":
+        return "relock"
+    if before == "locked" and after == "reacquire":
+        return "lost"
+    return "relock" if tracker_event == "relock" else None
 
 
 def _clamp_box(box: np.ndarray, size: tuple[int, int]) -> np.ndarray:
