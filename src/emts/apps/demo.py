@@ -160,5 +160,8 @@ def _figure(frames, path: Path, at: int = 40) -> None:
         result = front.step(frame)
     heat = detector.raw(result.channels)[0][0, 0]
     cv2.imwrite(
-        str(path), channels_figure(result.channels, heat, detector(result.channels), f"frame {at}")
+        str(path),
+        channels_figure(
+            result.channels, heat, detector(result.channels), f"frame {at}", own_scale=True
+        ),
     )

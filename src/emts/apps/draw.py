@@ -20,22 +20,38 @@ def _diverging(signed: np.ndarray) -> np.ndarray:
     return (bgr * 255).astype(np.uint8)
 
 
-def channel_panel(channels: np.ndarray, caption: str | None = None) -> np.ndarray:
+def _inferno(values: np.ndarray) -> np.ndarray:
+    """Values in [0, 1] -> BGR with the inferno colour map."""
+    return cv2.applyColorMap((np.clip(values, 0, 1) * 255).astype(np.uint8), cv2.COLORMAP_INFERNO)
+
+
+def display_gains(channels: np.ndarray, percentile: float = 99.5) -> tuple[float, float]:
+    """Gains that put R's and |D|'s ``percentile`` at full scale (a still picture's own
+    scale: on a thermal frame R is a few thousandths and a fixed gain shows black)."""
+    residual = float(np.percentile(channels[1], percentile))
+    difference = float(np.percentile(np.abs(channels[2]), percentile))
+    return 1.0 / max(residual, 1e-4), 1.0 / max(difference, 1e-4)
+
+
+def channel_panel(
+    channels: np.ndarray,
+    caption: str | None = None,
+    residual_gain: float = RESIDUAL_DISPLAY_GAIN,
+    difference_gain: float = DIFFERENCE_DISPLAY_GAIN,
+) -> np.ndarray:
     """Side-by-side L | R | D picture (BGR uint8) of a (3, 192, 256) channel stack.
 
-    L is gray, R is shown with the inferno colour map (x4 gain), D with a diverging map
-    (x4 gain: red where the scene got brighter than the warped previous frame, blue darker).
+    L is gray, R is shown with the inferno colour map (x ``residual_gain``), D with a
+    diverging map (x ``difference_gain``: red where the scene got brighter than the warped
+    previous frame, blue darker). The fixed default gains keep a video's frames comparable.
     """
     luminance, residual, difference = channels
     panels = [
         cv2.cvtColor((np.clip(luminance, 0, 1) * 255).astype(np.uint8), cv2.COLOR_GRAY2BGR),
-        cv2.applyColorMap(
-            (np.clip(residual * RESIDUAL_DISPLAY_GAIN, 0, 1) * 255).astype(np.uint8),
-            cv2.COLORMAP_INFERNO,
-        ),
-        _diverging(np.clip(difference * DIFFERENCE_DISPLAY_GAIN, -1, 1)),
+        _inferno(residual * residual_gain),
+        _diverging(np.clip(difference * difference_gain, -1, 1)),
     ]
-    labels = ("L", f"R x{RESIDUAL_DISPLAY_GAIN:g}", f"D x{DIFFERENCE_DISPLAY_GAIN:g}")
+    labels = ("L", f"R x{residual_gain:.3g}", f"D x{difference_gain:.3g}")
     scaled = []
     for panel, label in zip(panels, labels, strict=True):
         big = cv2.resize(
@@ -49,16 +65,26 @@ def channel_panel(channels: np.ndarray, caption: str | None = None) -> np.ndarra
     return picture
 
 
-def _label(image: np.ndarray, text: str, origin: tuple[int, int]) -> None:
-    cv2.putText(image, text, origin, cv2.FONT_HERSHEY_SIMPLEX, 0.6, (0, 0, 0), 3, cv2.LINE_AA)
-    cv2.putText(image, text, origin, cv2.FONT_HERSHEY_SIMPLEX, 0.6, (255, 255, 255), 1, cv2.LINE_AA)
+# the 8 one-pixel shifts that outline a label (a thicker stroke would also space the glyphs
+# wider, and its last letter showed beside the text as a ghost: "reacquiree")
+_OUTLINE = [(dx, dy) for dx in (-1, 0, 1) for dy in (-1, 0, 1) if dx or dy]
+
+
+def _label(image: np.ndarray, text: str, origin: tuple[int, int], scale: float = 0.6) -> None:
+    """White text with a black outline of the same glyphs, readable on any background."""
+    x, y = origin
+    font = cv2.FONT_HERSHEY_SIMPLEX
+    for dx, dy in _OUTLINE:
+        cv2.putText(image, text, (x + dx, y + dy), font, scale, (0, 0, 0), 1, cv2.LINE_AA)
+    cv2.putText(image, text, origin, font, scale, (255, 255, 255), 1, cv2.LINE_AA)
 
 
 VERIFIED_COLOUR = (60, 220, 60)  # green: verified lock
 LOCKED_COLOUR = (60, 220, 220)  # yellow: locked, not (yet) verified
 REACQUIRE_COLOUR = (0, 140, 255)  # orange: reacquisition (coasting)
 DETECTION_COLOUR = (160, 160, 160)
-_INSET_SCALE = 0.75
+_INSET_WIDTH = 0.2  # the R inset's width, a share of the picture's: small, off the target
+_INSET_MARGIN = 24  # px kept between the inset and the target's box (its label sits above)
 
 
 def annotate(frame: np.ndarray, result, index: int | None = None) -> np.ndarray:
@@ -67,7 +93,8 @@ def annotate(frame: np.ndarray, result, index: int | None = None) -> np.ndarray:
 
     Raw detections are drawn faintly, the target with a crosshair: green when the verifier
     has accepted the lock, yellow while locked but unverified, orange while reacquiring.
-    A small inset shows the R channel.
+    A small inset shows the R channel in a corner away from the target, and not at all on
+    a frame where every corner would cover it: nothing drawn hides the person.
     """
     if frame.dtype != np.uint8:
         frame = cv2.normalize(frame, None, 0, 255, cv2.NORM_MINMAX).astype(np.uint8)
@@ -94,19 +121,53 @@ def annotate(frame: np.ndarray, result, index: int | None = None) -> np.ndarray:
         cv2.line(image, (cx, cy + arm // 3), (cx, cy + arm), colour, thickness)
         p = result.target.p_human
         label = f"{result.mode}" + ("" if p is None else f" P(human) {p:.2f}")
-        _label(image, label, (int(x), max(int(y) - 6, 14)))
-    inset = cv2.applyColorMap(
-        (np.clip(result.channels[1] * RESIDUAL_DISPLAY_GAIN, 0, 1) * 255).astype(np.uint8),
-        cv2.COLORMAP_INFERNO,
-    )
-    inset = cv2.resize(inset, None, fx=_INSET_SCALE * scale, fy=_INSET_SCALE * scale)
-    ih, iw = inset.shape[:2]
-    if ih < image.shape[0] and iw < image.shape[1]:
-        image[:ih, -iw:] = inset
-        _label(image, "R", (image.shape[1] - iw + 4, 16))
+        # above the box, or below it where the image's top edge leaves no room
+        _label(image, label, (int(x), int(y) - 6 if y >= 20 else int(y + h) + 18))
+    _inset(image, result)
     number = result.index if index is None else index
     _label(image, f"frame {number}  {result.mode}", (8, image.shape[0] - 10))
     return image
+
+
+def inset_corner(
+    image_size: tuple[int, int], inset_size: tuple[int, int], target_box=None
+) -> tuple[int, int] | None:
+    """Top-left corner (x, y) for an inset of ``inset_size`` (w, h) in a picture of
+    ``image_size`` (w, h): the first of top right, top left, bottom right whose rectangle stays
+    :data:`_INSET_MARGIN` px off ``target_box`` ([x, y, w, h], None: no target); None where
+    each would come that close (bottom left holds the frame caption)."""
+    width, height = image_size
+    iw, ih = inset_size
+    if iw >= width or ih >= height:
+        return None
+    corners = [(width - iw, 0), (0, 0), (width - iw, height - ih - 24)]
+    if target_box is None:
+        return corners[0]
+    x, y, w, h = (float(v) for v in target_box)
+    m = _INSET_MARGIN
+    for cx, cy in corners:
+        apart = cx >= x + w + m or cx + iw <= x - m or cy >= y + h + m or cy + ih <= y - m
+        if apart:
+            return cx, cy
+    return None
+
+
+def _inset(image: np.ndarray, result) -> None:
+    residual = result.channels[1]
+    iw = max(int(round(_INSET_WIDTH * image.shape[1])), 64)
+    ih = max(int(round(iw * residual.shape[0] / residual.shape[1])), 1)
+    box = None if result.target is None else result.target.box
+    corner = inset_corner((image.shape[1], image.shape[0]), (iw, ih), box)
+    if corner is None:
+        return
+    inset = cv2.applyColorMap(
+        (np.clip(residual * RESIDUAL_DISPLAY_GAIN, 0, 1) * 255).astype(np.uint8),
+        cv2.COLORMAP_INFERNO,
+    )
+    x, y = corner
+    image[y : y + ih, x : x + iw] = cv2.resize(inset, (iw, ih), interpolation=cv2.INTER_AREA)
+    cv2.rectangle(image, (x, y), (x + iw - 1, y + ih - 1), (255, 255, 255), 1)
+    _label(image, "R", (x + 4, y + 16), 0.5)
 
 
 _MODE_COLOURS = {
@@ -124,49 +185,91 @@ def _bar_colour(record: dict) -> tuple[int, int, int]:
     return _MODE_COLOURS[record["mode"]]
 
 
+_EVENT_MARKS = {"lock": "L", "lost": "x", "relock": "R", "dropped": "D", "unlock": "U"}
+_P_COLOUR = (180, 100, 30)  # the verifier's P(human) line
+
+
+def _text(image, text, origin, scale=0.4, colour=(0, 0, 0)) -> None:
+    cv2.putText(image, text, origin, cv2.FONT_HERSHEY_SIMPLEX, scale, colour, 1, cv2.LINE_AA)
+
+
+def _frame_ticks(first: int, last: int, target: int = 10) -> list[int]:
+    """Round frame numbers from ``first`` to ``last``, about ``target`` of them."""
+    span = max(last - first, 1)
+    raw = span / target
+    magnitude = 10 ** int(np.floor(np.log10(raw))) if raw >= 1 else 1
+    step = next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw)
+    return list(range((first + step - 1) // step * step, last + 1, step))
+
+
 def timeline(results: list[dict], path, title: str = "tracker mode per frame") -> bool:
-    """PNG timeline (as the paper's Fig. 6): one coloured bar per frame for the mode (grey
-    search, orange reacquire, green verified lock, yellow unverified lock) and the verifier's
-    P(human) drawn above it.
+    """PNG timeline (as the paper's Fig. 6): the verifier's P(human) over a strip with one
+    coloured bar per frame for the mode (grey search, orange reacquire, green verified lock,
+    yellow unverified lock), the events marked on it (L lock, x lost, R relock, D dropped,
+    U unlock), a frame axis and a legend.
 
     Returns:
         Whether the file was written (False: no writer for the suffix, or not writable).
     """
     n = max(len(results), 1)
     step = max(1, min(6, 1200 // n))
-    width, height, strip = n * step + 80, 220, 40
+    left = 70
+    width = max(n * step + left + 20, 620)
+    top, plot_bottom = 62, 170  # P(human) from 1.0 at top to 0.0 at plot_bottom
+    strip_top, strip_bottom = 182, 212
+    height = 262
     image = np.full((height, width, 3), 255, np.uint8)
-    top = 40
-    cv2.putText(image, title, (8, 20), cv2.FONT_HERSHEY_SIMPLEX, 0.5, (0, 0, 0), 1, cv2.LINE_AA)
+    _text(image, title, (8, 18), 0.5)
+    legend = [
+        ("search", _MODE_COLOURS["search"]),
+        ("locked, verified", VERIFIED_COLOUR),
+        ("locked, unverified", LOCKED_COLOUR),
+        ("reacquire", REACQUIRE_COLOUR),
+    ]
+    x = 8
+    for name, colour in legend:
+        cv2.rectangle(image, (x, 30), (x + 12, 42), colour, -1)
+        _text(image, name, (x + 16, 41))
+        x += 22 + 7 * len(name)
+    cv2.line(image, (x, 36), (x + 16, 36), _P_COLOUR, 2)
+    _text(image, "P(human)", (x + 20, 41))
+    x += 90
+    _text(image, "events: L lock, x lost, R relock, D dropped, U unlock", (x, 41))
+    for label, value in (("1.0", 1.0), ("0.5", 0.5), ("0.0", 0.0)):
+        y = int(plot_bottom - value * (plot_bottom - top))
+        _text(image, label, (38, y + 4), 0.35)
+        cv2.line(image, (left - 5, y), (width - 5, y), (220, 220, 220), 1)
+    _text(image, "P(human)", (2, top - 8), 0.35)
+    _text(image, "mode", (20, strip_bottom - 10), 0.35)
     for i, r in enumerate(results):
-        x = 70 + i * step
-        cv2.rectangle(
-            image,
-            (x, height - strip - 20),
-            (x + step - 1, height - 20),
-            _bar_colour(r),
-            -1,
-        )
-    for label, y in (
-        ("1.0", top),
-        ("0.5", (top + height - strip - 30) // 2),
-        ("0.0", height - strip - 30),
-    ):
-        cv2.putText(image, label, (30, y + 4), cv2.FONT_HERSHEY_SIMPLEX, 0.35, (0, 0, 0), 1)
-        cv2.line(image, (65, y), (width - 5, y), (220, 220, 220), 1)
-    cv2.putText(image, "P(human)", (2, top - 8), cv2.FONT_HERSHEY_SIMPLEX, 0.35, (0, 0, 0), 1)
-    cv2.putText(image, "mode", (20, height - 35), cv2.FONT_HERSHEY_SIMPLEX, 0.35, (0, 0, 0), 1)
-    span = height - strip - 30 - top
+        x = left + i * step
+        cv2.rectangle(image, (x, strip_top), (x + step - 1, strip_bottom), _bar_colour(r), -1)
+    for i, r in enumerate(results):
+        mark = _EVENT_MARKS.get(r.get("event"))
+        if mark is not None:
+            x = left + i * step + step // 2
+            cv2.line(image, (x, strip_top - 4), (x, strip_bottom), (0, 0, 0), 1)
+            _text(image, mark, (x - 3, strip_top - 6), 0.35)
+    frames = [int(r.get("frame", i)) for i, r in enumerate(results)] or [0]
+    for frame in _frame_ticks(frames[0], frames[-1]):
+        i = frame - frames[0]
+        if not 0 <= i < len(results):
+            continue
+        x = left + i * step + step // 2
+        cv2.line(image, (x, strip_bottom), (x, strip_bottom + 5), (0, 0, 0), 1)
+        _text(image, str(frame), (x - 4 * len(str(frame)), strip_bottom + 18), 0.35)
+    _text(image, "frame", (width // 2 - 16, height - 8), 0.4)
+    span = plot_bottom - top
     previous = None
     for i, r in enumerate(results):
-        p = None if r["target"] is None else r["target"].get("p_human")
+        p = None if r.get("target") is None else r["target"].get("p_human")
         if p is None:
             previous = None
             continue
-        point = (70 + i * step + step // 2, int(height - strip - 30 - p * span))
+        point = (left + i * step + step // 2, int(plot_bottom - p * span))
         if previous is not None:
-            cv2.line(image, previous, point, (180, 100, 30), 1, cv2.LINE_AA)
-        cv2.circle(image, point, 2, (180, 100, 30), -1)
+            cv2.line(image, previous, point, _P_COLOUR, 1, cv2.LINE_AA)
+        cv2.circle(image, point, 2, _P_COLOUR, -1)
         previous = point
     try:
         return bool(cv2.imwrite(str(path), image))
@@ -175,16 +278,28 @@ def timeline(results: list[dict], path, title: str = "tracker mode per frame") -
 
 
 def channels_figure(
-    channels: np.ndarray, heatmap: np.ndarray, detections, caption: str = ""
+    channels: np.ndarray,
+    heatmap: np.ndarray,
+    detections,
+    caption: str = "",
+    own_scale: bool = False,
 ) -> np.ndarray:
-    """The paper's Fig. 2 for one frame: L | R | D | heatmap | decoded detections on L.
+    """The paper's Fig. 2 for one frame: L | R | D | heatmap | decoded detections on L. R and
+    D at the fixed display gains of the channel video, or with ``own_scale`` (a still
+    picture) at this frame's own (:func:`display_gains`), with colour bars in the channels'
+    units beneath them.
 
     Args:
         channels: (3, 192, 256) ``[L, R, D]``.
         heatmap: (24, 32) detector heatmap in [0, 1].
         detections: decoded :class:`emts.stages.c_detect.detector.Detection` (NETWORK px).
+        caption: drawn at the bottom left.
+        own_scale: scale R and D for this picture and add the colour bars.
     """
-    panel = channel_panel(channels)
+    gains = (
+        display_gains(channels) if own_scale else (RESIDUAL_DISPLAY_GAIN, DIFFERENCE_DISPLAY_GAIN)
+    )
+    panel = channel_panel(channels, None, *gains)
     size = (panel.shape[1] // 3, panel.shape[0])
     heat = cv2.applyColorMap((np.clip(heatmap, 0, 1) * 255).astype(np.uint8), cv2.COLORMAP_VIRIDIS)
     heat = cv2.resize(heat, size, interpolation=cv2.INTER_NEAREST)
@@ -200,4 +315,23 @@ def channels_figure(
     figure = np.hstack([panel, heat, decoded])
     if caption:
         _label(figure, caption, (8, figure.shape[0] - 10))
-    return figure
+    if not own_scale:
+        return figure
+    bars = np.full((34, figure.shape[1], 3), 255, np.uint8)
+    ramp = np.linspace(0.0, 1.0, size[0] - 80)[None, :].repeat(10, axis=0)
+    r_max, d_max = 1.0 / gains[0], 1.0 / gains[1]
+    for index, (colours, low, high) in enumerate(
+        [
+            (None, None, None),
+            (_inferno(ramp), "0", f"{r_max:.3g}"),
+            (_diverging(2 * ramp - 1), f"-{d_max:.3g}", f"+{d_max:.3g}"),
+            (cv2.applyColorMap((ramp * 255).astype(np.uint8), cv2.COLORMAP_VIRIDIS), "0", "1"),
+        ]
+    ):
+        if colours is None:
+            continue
+        x = index * size[0] + 40
+        bars[4:14, x : x + colours.shape[1]] = colours
+        _text(bars, low, (x - 4 * len(low), 28), 0.35)
+        _text(bars, high, (x + colours.shape[1] - 4 * len(high), 28), 0.35)
+    return np.vstack([figure, bars])
