@@ -1,0 +1,563 @@
+"""EMTS beside the trackers a user would pick instead (OpenCV's VitTrack and NanoTrack v2), on
+the real person12 clip, under `emts eval track`'s scorer and stress protocols, in one run.
+
+Every run goes through :func:`emts.eval.track_eval.evaluate_track` (the scorer of `emts eval
+track`: lock recall, false-lock frames, hidden spans and recovery) with the same
+:class:`~emts.eval.track_eval.TrackEvalConfig` for the three trackers; only the ``pipeline``
+differs: EMTS is ``Pipeline.default(auto_lock=False)`` (what `emts eval track` runs with the
+shipped models), a peer is a :class:`PeerTracker` around its ``cv2`` tracker. Each run gets a
+fresh tracker; on each protocol EMTS runs first, then the peers.
+
+Protocols (person12 frames 0-200, the labelled ones, at 10 fps; lock on frame 0):
+
+* ``box``: the lock is the true box of frame 0 (the peers' best case);
+* ``tap``: a tap at the true centre of frame 0. A peer needs a box: it gets the box EMTS's tap
+  lock derived, i.e. EMTS's target box on frame 0 of the same protocol's EMTS run (EMTS locks
+  at once on the person under the tap, :mod:`emts.stages.acquisition`);
+* ``occludeA:B``: the person behind a scene-anchored inpainted patch on frames A..B (10, 20
+  and 30 frames from frames 60, 110 and 150; nine runs), tap;
+* ``removeA:B``: the person cut out of frames A..B, as if out of view (the same spans), tap;
+* ``gustS``: the clip warped along the gusty camera path of seed S (1, 2, 3), tap.
+
+Per run: lock recall, false-lock frames, frames ``locked`` while the person is hidden,
+recovery (frames from the reappearance to the next locked hit; None: never) and the mean ms
+of the tracker's ``step`` calls (only those are timed; the stress tests and the scorer are
+not). NanoTrack v3 is not run: ``cv2.TrackerNano`` cannot run it (its head gives a 15x15
+score map, OpenCV expects 16x16).
+
+The weights are read from ``--peers`` (``../shared/peers``), never copied. Writes
+OUT/peers.json, OUT/README.md and OUT/peers.png. About 5 minutes on 2 cores.
+
+    python benchmarks/peers_track.py [--clip ../shared/data/uav123-person12]
+        [--peers ../shared/peers] [--out reports/peers] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+FPS = 10.0  # person12 is UAV123's 10-fps subsampling
+LAST_FRAME = 200  # frames 0-200 are labelled
+SPAN_STARTS = (60, 110, 150)
+SPAN_LENGTHS = (10, 20, 30)
+GUST_SEEDS = (1, 2, 3)
+EMTS = "EMTS"
+PEER_FILES = {
+    "VitTrack": {"net": "vittrack/object_tracking_vittrack_2023sep.onnx"},
+    "NanoTrack v2": {
+        "backbone": "nanotrackv2/nanotrack_backbone_sim.onnx",
+        "neckhead": "nanotrackv2/nanotrack_head_sim.onnx",
+    },
+}
+PEER_FACTORIES = {"VitTrack": "TrackerVit", "NanoTrack v2": "TrackerNano"}
+NOT_RUN = {
+    "NanoTrack v3": "cv2.TrackerNano cannot run it: its head gives a 15x15 score map, OpenCV "
+    "expects 16x16 (it needs a port of the reference procedure)",
+}
+TRACKERS = (EMTS, *PEER_FILES)
+GROUPS = ("box", "tap", "occlude", "remove", "gust")
+COLOURS = {EMTS: "tab:green", "VitTrack": "tab:blue", "NanoTrack v2": "tab:orange"}
+
+
+class PeerSetupError(Exception):
+    """The peers' weights or OpenCV's trackers are missing."""
+
+
+# ----------------------------------------------------------------------------- adapter
+@dataclass(frozen=True)
+class PeerTarget:
+    """A peer's target as the scorer reads it: ``box`` ``[x, y, w, h]`` in input px."""
+
+    box: tuple[float, float, float, float]
+    measured_by: str | None = None
+    p_human: float | None = None
+
+
+@dataclass(frozen=True)
+class PeerResult:
+    """One frame of a peer, shaped as :class:`emts.pipeline.FrameResult` for the scorer."""
+
+    mode: str
+    target: PeerTarget | None
+    event: str | None = None
+    lock_source: str | None = None
+
+
+class PeerTracker:
+    """A cv2-style single-object tracker (``init(frame, rect)``, ``update(frame) -> (ok,
+    rect)``) behind the pipeline interface that ``evaluate_track`` drives.
+
+    On the frame after :meth:`lock`, :meth:`step` creates a fresh tracker and calls
+    ``init(frame, box)`` with the lock's box (the given one, or ``tap_box`` for a tap given as a
+    point only: the caller sets it to the box EMTS derived from the same tap); the mode is
+    ``locked`` and the target is that box. On later frames it calls ``update(frame)``: ``ok``
+    gives ``locked`` and the tracker's box; not ``ok`` gives ``reacquire`` with no target (the
+    tracker said it lost the person: its box is not scored), and the tracker keeps updating, so
+    a later ``ok`` is a relock. Events as the pipeline's: ``lock``, ``lost``, ``relock``.
+    VitTrack reports a loss below its score threshold; NanoTrack never does, and stays locked.
+
+    Args:
+        make: builds a fresh cv2 tracker (``cv2.TrackerVit_create(params)``, ...).
+        name: written as the target's ``measured_by``.
+        tap_box: ``[x, y, w, h]`` input px used when :meth:`lock` gets no box.
+
+    Example:
+        >>> tracker = PeerTracker(lambda: cv2.TrackerVit_create(params), "VitTrack")
+        >>> tracker.lock(120.0, 80.0, box=(110, 60, 20, 40))
+        >>> tracker.step(frame).mode
+        'locked'
+    """
+
+    def __init__(
+        self,
+        make: Callable[[], object],
+        name: str = "peer",
+        tap_box: tuple[float, float, float, float] | None = None,
+    ) -> None:
+        self.make = make
+        self.name = name
+        self.tap_box = tap_box
+        self.fps: float | None = None  # set by the scorer; the peers do not use it
+        self._tracker = None
+        self._pending: tuple[float, float, float, float] | None = None
+        self._mode = "search"
+
+    def lock(self, x: float, y: float, box=None) -> None:
+        """Lock on ``box`` (input px) with the next :meth:`step`; a point only uses ``tap_box``.
+
+        Raises:
+            ValueError: a point only and no ``tap_box``: a peer cannot lock on a point.
+        """
+        if box is None:
+            if self.tap_box is None:
+                raise ValueError(
+                    f"{self.name} needs a box to lock on (a tap gives only ({x}, {y}))"
+                )
+            box = self.tap_box
+        self._pending = tuple(float(v) for v in box)
+
+    def step(self, frame: np.ndarray) -> PeerResult:
+        if self._pending is not None:
+            box, self._pending = self._pending, None
+            self._tracker = self.make()
+            self._tracker.init(frame, to_rect(box))
+            self._mode = "locked"
+            return PeerResult("locked", PeerTarget(box, self.name), "lock", "tap:box")
+        if self._tracker is None:
+            return PeerResult("search", None)
+        ok, rect = self._tracker.update(frame)
+        before, self._mode = self._mode, "locked" if ok else "reacquire"
+        event = None
+        if self._mode != before:
+            event = "relock" if ok else "lost"
+        target = PeerTarget(tuple(float(v) for v in rect), self.name) if ok else None
+        return PeerResult(self._mode, target, event, "tap:box")
+
+
+def to_rect(box) -> tuple[int, int, int, int]:
+    """``[x, y, w, h]`` float px -> the integer rect OpenCV's trackers take (w, h >= 1)."""
+    x, y, w, h = box
+    return round(x), round(y), max(1, round(w)), max(1, round(h))
+
+
+class Timed:
+    """A pipeline whose ``step`` calls are timed (``seconds``, one per frame)."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.seconds: list[float] = []
+
+    @property
+    def fps(self):
+        return self.inner.fps
+
+    @fps.setter
+    def fps(self, value) -> None:
+        self.inner.fps = value
+
+    def lock(self, x: float, y: float, box=None) -> None:
+        self.inner.lock(x, y, box=box)
+
+    def step(self, frame: np.ndarray):
+        start = time.perf_counter()
+        result = self.inner.step(frame)
+        self.seconds.append(time.perf_counter() - start)
+        return result
+
+
+# ----------------------------------------------------------------------------- set-up
+def peer_factories(peers: Path) -> dict[str, Callable[[], object]]:
+    """Name -> a function building a fresh cv2 tracker with the weights under ``peers``.
+
+    Raises:
+        PeerSetupError: the folder or a weight file is missing, or OpenCV lacks the tracker.
+    """
+    import cv2
+
+    if not peers.is_dir():
+        raise PeerSetupError(f"{peers}: no peers folder (the peer trackers' weights)")
+    out = {}
+    for name, files in PEER_FILES.items():
+        for path in files.values():
+            if not (peers / path).is_file():
+                raise PeerSetupError(f"{peers / path}: missing weight file of {name}")
+        kind = PEER_FACTORIES[name]
+        if not hasattr(cv2, f"{kind}_create") or not hasattr(cv2, f"{kind}_Params"):
+            raise PeerSetupError(
+                f"OpenCV {cv2.__version__} has no cv2.{kind} ({name}): need >= 4.9"
+            )
+
+        def make(kind=kind, files=files):
+            params = getattr(cv2, f"{kind}_Params")()
+            for field_name, path in files.items():
+                setattr(params, field_name, str(peers / path))
+            return getattr(cv2, f"{kind}_create")(params)
+
+        out[name] = make
+    return out
+
+
+@dataclass(frozen=True)
+class Protocol:
+    name: str
+    group: str  # one of GROUPS
+    options: dict  # TrackEvalConfig fields beyond the lock frame and the frames
+
+
+def protocols(truth: np.ndarray, quick: bool = False) -> list[Protocol]:
+    """The runs: plain with the true box and with a tap; then (unless ``quick``) the
+    occlusions, the removals and the gusts, each from the tap."""
+    out = [
+        Protocol("box", "box", {"lock_box": tuple(float(v) for v in truth[0])}),
+        Protocol("tap", "tap", {}),
+    ]
+    if quick:
+        return out
+    spans = [(a, a + n - 1) for a in SPAN_STARTS for n in SPAN_LENGTHS]
+    out += [Protocol(f"occlude{a}:{b}", "occlude", {"occlude": ((a, b),)}) for a, b in spans]
+    out += [Protocol(f"remove{a}:{b}", "remove", {"remove": ((a, b),)}) for a, b in spans]
+    out += [Protocol(f"gust{s}", "gust", {"gust": s}) for s in GUST_SEEDS]
+    return out
+
+
+# ----------------------------------------------------------------------------- runs
+def summarize_run(report: dict, seconds: list[float]) -> dict:
+    """The figures of one run from the scorer's report and the step times."""
+    rows = report["per_frame"]
+    spans = report["hidden_spans"]
+    return {
+        "lock_recall": report["lock_recall"],
+        "visible_frames": report["visible_frames"],
+        "false_lock_frames": report["false_lock_frames"],
+        "locked_while_hidden": sum(r["hidden"] and r["mode"] == "locked" for r in rows),
+        "recovery_frames": [s["recovery_frames"] for s in spans],
+        "locked_frames_after_vanishing": [s["locked_frames_after_vanishing"] for s in spans],
+        "span_ok": [s["ok"] for s in spans],
+        # the scorer counts a hit by the box whatever the mode: EMTS's coasting box in
+        # "reacquire" can count, a peer that reports a loss has no box
+        "hits_not_locked": sum(r["hit"] and r["mode"] != "locked" for r in rows),
+        "centre_error_median_px": report["centre_error_px"]["median"],
+        "lost_events": report["lost_events"],
+        "relock_events": report["relock_events"],
+        "lock_box": rows[0]["box"] if rows else None,
+        "ms_mean": round(1000 * float(np.mean(seconds)), 3),
+        "ms_median": round(1000 * float(np.median(seconds)), 3),
+        "frames_timed": len(seconds),
+    }
+
+
+def run_protocol(protocol: Protocol, frames: Path, truth: np.ndarray, factories) -> dict:
+    """EMTS, then each peer (a fresh tracker each) on one protocol: name -> figures."""
+    from emts.eval.track_eval import TrackEvalConfig, evaluate_track
+    from emts.pipeline import Pipeline
+
+    config = TrackEvalConfig(lock_frame=0, first=0, last=LAST_FRAME, fps=FPS, **protocol.options)
+    emts = Timed(Pipeline.default(auto_lock=False))
+    report = evaluate_track(frames, truth, config, emts)
+    out = {EMTS: summarize_run(report, emts.seconds)}
+    tap_box = tuple(report["per_frame"][0]["box"])  # EMTS's target on the lock frame
+    for name, make in factories.items():
+        peer = Timed(PeerTracker(make, name, tap_box=tap_box))
+        out[name] = summarize_run(evaluate_track(frames, truth, config, peer), peer.seconds)
+    if config.lock_box is not None:  # the clip's label: reports may be shared, labels not
+        for figures in out.values():
+            figures["lock_box"] = "the true box of frame 0"
+    return out
+
+
+def timing(runs: dict[str, dict]) -> dict[str, dict]:
+    """Per tracker: mean ms a frame over every run (frame-weighted) and the ratio to EMTS."""
+    out = {}
+    for name in TRACKERS:
+        rows = [r[name] for r in runs.values()]
+        frames = sum(r["frames_timed"] for r in rows)
+        ms = sum(r["ms_mean"] * r["frames_timed"] for r in rows) / max(frames, 1)
+        out[name] = {"ms_mean": round(ms, 2), "frames": frames}
+    for name in TRACKERS:
+        out[name]["ratio_to_emts"] = round(out[name]["ms_mean"] / out[EMTS]["ms_mean"], 3)
+    return out
+
+
+def group_figures(runs: dict[str, dict], groups: dict[str, str]) -> dict[str, dict]:
+    """Per protocol group and tracker: runs, mean lock recall, false-lock frames (sum and mean),
+    locked-while-hidden frames (sum), spans recovered / spans."""
+    out = {}
+    for group in dict.fromkeys(groups.values()):
+        names = [n for n, g in groups.items() if g == group]
+        out[group] = {}
+        for tracker in TRACKERS:
+            rows = [runs[n][tracker] for n in names]
+            recoveries = [v for r in rows for v in r["recovery_frames"]]
+            out[group][tracker] = {
+                "runs": len(rows),
+                "mean_lock_recall": round(float(np.mean([r["lock_recall"] for r in rows])), 4),
+                "false_lock_frames": int(sum(r["false_lock_frames"] for r in rows)),
+                "mean_false_lock_frames": round(
+                    float(np.mean([r["false_lock_frames"] for r in rows])), 2
+                ),
+                "locked_while_hidden": int(sum(r["locked_while_hidden"] for r in rows)),
+                "spans_recovered": sum(v is not None for v in recoveries),
+                "spans": len(recoveries),
+            }
+    return out
+
+
+# ----------------------------------------------------------------------------- report
+def _recovery(values: list) -> str:
+    if not values:
+        return "-"
+    return ", ".join("never" if v is None else str(v) for v in values)
+
+
+def write_markdown(summary: dict, path: Path) -> None:
+    runs, times, groups = summary["runs"], summary["timing"], summary["groups"]
+    cell = "lock recall / false-lock frames / locked while hidden / recovery"
+    lines = [
+        "# EMTS beside the peer trackers on person12",
+        "",
+        "EMTS (`Pipeline.default(auto_lock=False)`, the shipped models), OpenCV's VitTrack and "
+        "NanoTrack v2, scored by `emts eval track`'s scorer under its stress protocols, in one "
+        "run, on uav123-person12 frames 0-200 at 10 fps, lock on frame 0. `box`: locked on the "
+        "true box; all others: a tap at the true centre (the peers, which need a box, get the box "
+        "EMTS derived from the tap). Occlusions are scene-anchored inpainted patches; removals cut "
+        "the person out (out of view); gusts warp the clip along a gusty camera path.",
+        "",
+        f"`{summary['command']}` at commit `{summary['commit'][:12]}` on "
+        f"{summary['machine']['cpu']} ({summary['machine']['cores']} cores), OpenCV "
+        f"{summary['opencv']}.",
+        "",
+        f"Each cell: {cell} (frames from the person's reappearance to the next locked hit; "
+        "never: not within frame 200). A hit is a box centre within max(20 px, h/2) of the truth.",
+        "",
+        "| protocol | " + " | ".join(TRACKERS) + " |",
+        "|---|" + "---|" * len(TRACKERS),
+    ]
+    for name, figures in runs.items():
+        cells = []
+        for tracker in TRACKERS:
+            r = figures[tracker]
+            cells.append(
+                f"{r['lock_recall']:.3f} / {r['false_lock_frames']} / "
+                f"{r['locked_while_hidden'] if r['recovery_frames'] else '-'} / "
+                f"{_recovery(r['recovery_frames'])}"
+            )
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "By protocol group: mean lock recall / false-lock frames (sum) / locked while hidden "
+        "(sum) / spans recovered.",
+        "",
+        "| group (runs) | " + " | ".join(TRACKERS) + " |",
+        "|---|" + "---|" * len(TRACKERS),
+    ]
+    for group, figures in groups.items():
+        cells = []
+        for tracker in TRACKERS:
+            g = figures[tracker]
+            spans = f"{g['spans_recovered']} of {g['spans']}" if g["spans"] else "-"
+            hidden = g["locked_while_hidden"] if g["spans"] else "-"
+            cells.append(
+                f"{g['mean_lock_recall']:.3f} / {g['false_lock_frames']} / {hidden} / {spans}"
+            )
+        lines.append(f"| {group} ({figures[EMTS]['runs']}) | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Time per frame, measured in this run (mean of the `step` calls over every run, "
+        "640x360 input, the same process and threads):",
+        "",
+        "| tracker | ms / frame | ratio to EMTS |",
+        "|---|---|---|",
+    ]
+    for tracker in TRACKERS:
+        t = times[tracker]
+        lines.append(f"| {tracker} | {t['ms_mean']:.2f} | {t['ratio_to_emts']:.2f} |")
+    lines += ["", "Not run:", ""]
+    lines += [f"* {name}: {why}." for name, why in summary["not_run"].items()]
+    lines += [
+        "",
+        "Notes:",
+        "",
+        "* VitTrack reports a loss when its score falls below 0.20: that frame is `reacquire` "
+        "with no box (not a hit); it keeps searching and a confident frame is a relock. "
+        "NanoTrack never reports a loss: it stays `locked` on whatever it holds.",
+        "* The scorer counts a hit by the box whatever the mode; EMTS's coasting box in "
+        "`reacquire` counted in "
+        f"{sum(r[EMTS]['hits_not_locked'] for r in runs.values())} frames over all runs.",
+        "",
+        "![lock recall and false-lock frames per protocol group](peers.png)",
+    ]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def plot(summary: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = summary["groups"]
+    names = list(groups)
+    x = np.arange(len(names))
+    width = 0.8 / len(TRACKERS)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True)
+    for i, tracker in enumerate(TRACKERS):
+        offset = (i - (len(TRACKERS) - 1) / 2) * width
+        recall = [groups[g][tracker]["mean_lock_recall"] for g in names]
+        false = [groups[g][tracker]["mean_false_lock_frames"] for g in names]
+        label = f"{tracker} ({summary['timing'][tracker]['ms_mean']:.1f} ms/frame)"
+        bars = top.bar(x + offset, recall, width, color=COLOURS[tracker], label=label)
+        top.bar_label(bars, fmt="%.2f", fontsize=7, padding=1)
+        bars = bottom.bar(x + offset, false, width, color=COLOURS[tracker], label=label)
+        bottom.bar_label(bars, fmt="%.0f", fontsize=7, padding=1)
+    top.set_ylim(0, 1.3)  # room for the legend above the bars
+    top.set_yticks(np.linspace(0, 1, 6))
+    top.set_ylabel("lock recall (mean over runs)")
+    top.legend(loc="upper center", ncol=len(TRACKERS), fontsize=8)
+    top.set_title(
+        "person12 frames 0-200: EMTS beside the peer trackers, scored as emts eval track",
+        fontsize=10,
+    )
+    bottom.set_ylabel("false-lock frames (mean a run)")
+    bottom.set_ylim(0, max(1.0, bottom.get_ylim()[1] * 1.12))
+    labels = [
+        f"{g}\n({groups[g][EMTS]['runs']} run{'s' * (groups[g][EMTS]['runs'] > 1)})" for g in names
+    ]
+    bottom.set_xticks(x, labels)
+    bottom.set_xlabel("protocol group (box: locked on the true box; the others: a tap)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def machine() -> dict:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": cpu, "processor": platform.processor(), "cores": os.cpu_count()}
+
+
+def commit() -> str:
+    here = Path(__file__).resolve().parent
+    done = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, check=False
+    )
+    return done.stdout.strip() or "unknown"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clip", default="../shared/data/uav123-person12", type=Path)
+    parser.add_argument("--peers", default="../shared/peers", type=Path)
+    parser.add_argument("--out", default="reports/peers", type=Path)
+    parser.add_argument("--quick", action="store_true", help="the plain protocols only")
+    args = parser.parse_args(argv)
+    try:
+        factories = peer_factories(args.peers)
+    except PeerSetupError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    truth_path = args.clip / "groundtruth_rect.txt"
+    if not truth_path.is_file() or not (args.clip / "frames").is_dir():
+        print(f"error: {args.clip}: not the uav123-person12 folder", file=sys.stderr)
+        return 2
+    import cv2
+
+    from emts.eval.track_eval import read_ground_truth
+
+    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_ERROR)
+    truth = read_ground_truth(truth_path)
+    todo = protocols(truth, args.quick)
+    runs = {}
+    for protocol in tqdm(todo, desc="peers_track", unit="protocol"):
+        runs[protocol.name] = run_protocol(protocol, args.clip / "frames", truth, factories)
+    groups = {p.name: p.group for p in todo}
+    summary = {
+        "command": " ".join(["python", "benchmarks/peers_track.py", *argv]),
+        "commit": commit(),
+        "machine": machine(),
+        "opencv": cv2.__version__,
+        "clip": args.clip.name,
+        "frames": [0, LAST_FRAME],
+        "fps": FPS,
+        "trackers": list(TRACKERS),
+        "not_run": NOT_RUN,
+        "protocols": {p.name: {"group": p.group, **_jsonable(p.options)} for p in todo},
+        "timing": timing(runs),
+        "groups": group_figures(runs, groups),
+        "runs": runs,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "peers.json").write_text(json.dumps(summary, indent=1))
+    write_markdown(summary, args.out / "README.md")
+    plot(summary, args.out / "peers.png")
+    for group, figures in summary["groups"].items():
+        print(
+            f"{group}: "
+            + "; ".join(
+                f"{t} recall {f['mean_lock_recall']:.3f} false {f['false_lock_frames']}"
+                for t, f in figures.items()
+            )
+        )
+    print(
+        "ms/frame: "
+        + ", ".join(
+            f"{t} {v['ms_mean']:.2f} (x{v['ratio_to_emts']:.2f})"
+            for t, v in summary["timing"].items()
+        )
+    )
+    print(f"wrote {args.out}/peers.json, README.md, peers.png")
+    return 0
+
+
+def _jsonable(options: dict) -> dict:
+    """A protocol's options for the JSON, without the clip's label (the true lock box)."""
+    lock = "the true box" if "lock_box" in options else "a tap at the true centre"
+    out = {"lock": f"{lock} of frame 0"}
+    for key, value in options.items():
+        if key in ("occlude", "remove"):
+            out[key] = [list(v) for v in value]
+        elif key != "lock_box":
+            out[key] = value
+    return out
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,109 @@
+"""benchmarks/peers_track.py: a cv2-style peer tracker behind the pipeline interface that
+`emts eval track`'s scorer drives, and the one-line error without the peers' weights."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+peers_track = pytest.importorskip("peers_track")
+track_eval = pytest.importorskip("emts.eval.track_eval")
+
+
+class FakeCv2Tracker:
+    """Records init; update answers from a script of (ok, rect)."""
+
+    def __init__(self, answers):
+        self.answers = list(answers)
+        self.inits = []
+
+    def init(self, frame, rect):
+        self.inits.append(rect)
+
+    def update(self, frame):
+        return self.answers.pop(0)
+
+
+def _frame():
+    return np.zeros((36, 64, 3), np.uint8)
+
+
+def _peer(answers, tap_box=None):
+    made = []
+
+    def make():
+        made.append(FakeCv2Tracker(answers))
+        return made[-1]
+
+    return peers_track.PeerTracker(make, "fake", tap_box=tap_box), made
+
+
+def test_the_lock_frame_calls_init_with_the_given_box_and_reports_it_locked():
+    peer, made = _peer([])
+    assert peer.step(_frame()).mode == "search"
+    peer.lock(20.0, 15.0, box=(10.4, 5.6, 17.2, 42.5))
+    result = peer.step(_frame())
+    assert made[0].inits == [(10, 6, 17, 42)]
+    assert result.mode == "locked" and result.event == "lock"
+    assert result.target.box == (10.4, 5.6, 17.2, 42.5)
+
+
+def test_a_tap_without_a_box_locks_on_the_tap_box_and_without_one_refuses():
+    peer, made = _peer([], tap_box=(1.0, 2.0, 3.0, 4.0))
+    peer.lock(2.5, 4.0)
+    peer.step(_frame())
+    assert made[0].inits == [(1, 2, 3, 4)]
+    with pytest.raises(ValueError, match="needs a box"):
+        _peer([])[0].lock(2.5, 4.0)
+
+
+def test_a_lost_update_is_reacquire_without_a_box_and_a_later_ok_is_a_relock():
+    peer, _ = _peer([(True, (11, 6, 17, 42)), (False, (11, 6, 17, 42)), (True, (12, 6, 17, 42))])
+    peer.lock(0, 0, box=(10, 5, 17, 42))
+    peer.step(_frame())
+    results = [peer.step(_frame()) for _ in range(3)]
+    assert [r.mode for r in results] == ["locked", "reacquire", "locked"]
+    assert [r.event for r in results] == [None, "lost", "relock"]
+    assert results[1].target is None
+    assert results[2].target.box == (12.0, 6.0, 17.0, 42.0)
+
+
+def test_the_scorer_counts_no_hit_on_a_lost_frame_even_on_the_person():
+    """Through evaluate_track: a loss right on the person is neither a hit nor a false lock."""
+    truth = np.array([[10.0, 5.0, 17.0, 25.0]] * 4)
+    rect = (10, 5, 17, 25)
+    peer, _ = _peer([(True, rect), (False, rect), (True, rect)])
+    frames = [_frame() for _ in range(4)]
+    config = track_eval.TrackEvalConfig(lock_box=tuple(truth[0]), fps=10)
+    timed = peers_track.Timed(peer)
+    report = track_eval.evaluate_track(frames, truth, config, timed)
+    assert [r["mode"] for r in report["per_frame"]] == ["locked", "locked", "reacquire", "locked"]
+    assert [r["hit"] for r in report["per_frame"]] == [True, True, False, True]
+    assert report["lock_recall"] == 0.75 and report["false_lock_frames"] == 0
+    assert peer.fps == 10 and len(timed.seconds) == 4
+    figures = peers_track.summarize_run(report, timed.seconds)
+    assert figures["hits_not_locked"] == 0 and figures["locked_while_hidden"] == 0
+
+
+def test_missing_peer_weights_exit_2_with_one_line(tmp_path, capsys):
+    assert peers_track.main(["--peers", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "missing weight file" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_missing_peers_folder_exits_2(tmp_path, capsys):
+    assert peers_track.main(["--peers", str(tmp_path / "nowhere")]) == 2
+    assert "no peers folder" in capsys.readouterr().err
+
+
+def test_protocols_cover_each_span_length_at_each_place_inside_the_labelled_frames():
+    truth = np.tile([10.0, 5.0, 17.0, 42.0], (201, 1))
+    names = [p.name for p in peers_track.protocols(truth)]
+    assert names[:2] == ["box", "tap"] and len(names) == 2 + 9 + 9 + 3
+    assert [p.name for p in peers_track.protocols(truth, quick=True)] == ["box", "tap"]
+    for p in peers_track.protocols(truth):
+        for a, b in p.options.get("occlude", ()) + p.options.get("remove", ()):
+            assert b - a + 1 in peers_track.SPAN_LENGTHS and b < peers_track.LAST_FRAME
