@@ -177,6 +177,46 @@ def _check_detector_graph(session, path: Path) -> None:
         )
 
 
+# channels of each output (None: any number, at least one); every output is (batch, C, H/8, W/8)
+DETECTOR_OUTPUT_CHANNELS = (("heatmap", 1), ("log-size", 2), ("offset", 2), ("embedding", None))
+
+
+def _check_detector_outputs(session, path: Path, network_size: tuple[int, int]) -> None:
+    """Refuse a model whose outputs the decoder cannot read, before it runs a frame: one dry
+    run on a zero input of ``network_size`` (about a frame's network time) must give the
+    four heads of :data:`DETECTOR_OUTPUT_CHANNELS`, each (1, C, H/8, W/8)."""
+    width, height = network_size
+    grid = (height // STRIDE, width // STRIDE)
+    zeros = np.zeros((1, 3, height, width), np.float32)
+    try:
+        outputs = session.run(None, {session.get_inputs()[0].name: zeros})
+    except Exception as error:  # onnxruntime / LiteRT raise their own exception types
+        reason = str(error).strip().splitlines()[-1] if str(error).strip() else "unknown"
+        raise BadInputError(
+            f"{path} is not a working EMTS detector: it fails on a {width}x{height} input "
+            f"({reason}); pass a detector .onnx"
+        ) from None
+    shapes = [tuple(np.shape(output)) for output in outputs]
+    heads_ok = len(shapes) == DETECTOR_OUTPUTS and all(
+        len(shape) == 4
+        and shape[0] == 1
+        and shape[2:] == grid
+        and (shape[1] == channels if channels is not None else shape[1] >= 1)
+        for shape, (_, channels) in zip(shapes, DETECTOR_OUTPUT_CHANNELS, strict=True)
+    )
+    if heads_ok:
+        return
+    expected = ", ".join(
+        f"{name} (1, {'C' if channels is None else channels}, {grid[0]}, {grid[1]})"
+        for name, channels in DETECTOR_OUTPUT_CHANNELS
+    )
+    got = ", ".join(str(shape) for shape in shapes)
+    raise BadInputError(
+        f"{path} is not an EMTS detector: on a {width}x{height} input its outputs are {got}; "
+        f"expected {expected}; pass a detector .onnx"
+    )
+
+
 SIZE_METADATA = "emts_network_size"  # ONNX metadata: the "WxH" a model was trained at
 # ONNX metadata: the "WxH" to run an open-size model at when no size is asked for, where that
 # is not the size it was trained at (``emts export --run-size``: the thermal model runs at
@@ -346,6 +386,7 @@ class Detector:
         )
         self.input_name = self.session.get_inputs()[0].name
         self.network_size = network_size_for(self.session, path, network_size)
+        _check_detector_outputs(self.session, path, self.network_size)
         self.box_scale = box_scale_for(self.session, self.network_size)
         # Stage B's warp the model runs with (the pipeline builds Stage B for it)
         self.stage_b_warp = stage_b_warp_for(self.session, path)
