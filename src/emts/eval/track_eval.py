@@ -53,8 +53,15 @@ def read_ground_truth(path: str | Path, target_id: int | None = None) -> np.ndar
     path = Path(path)
     if not path.is_file():
         raise BadInputError(f"{path}: no such ground-truth file")
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError as error:
+        raise BadInputError(
+            f"{path}: not a text file ({error.reason} at byte {error.start}); expected x,y,w,h "
+            "lines (UAV123/OTB) or MOTChallenge rows"
+        ) from None
     rows = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:

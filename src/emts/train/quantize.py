@@ -46,6 +46,7 @@ from onnxruntime.quantization import (
 from emts.config import NETWORK_SIZE, ChannelConfig
 from emts.errors import BadInputError
 from emts.stages.b_channels import RESIDUAL_REFERENCE, normalize_residual_level
+from emts.stages.c_detect.detector import load_graph
 
 CALIBRATIONS = ("minmax", "moving-average")
 DEFAULT_CLIPS = 100  # sec:stateful: 100 clips of 10 consecutive frames
@@ -312,7 +313,7 @@ def quantize(
     model, out = Path(model), Path(out)
     if not model.is_file():
         raise BadInputError(f"{model}: no such model")
-    graph = onnx.load(str(model))
+    graph = load_graph(model, "fp32")
     if hits := l2_normalization_nodes(graph):
         raise BadInputError(
             f"{model} normalizes inside the graph ({', '.join(hits)}): an all-zero input "

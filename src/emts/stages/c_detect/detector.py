@@ -108,6 +108,27 @@ def load_session(path: Path, kind: str, threads: int):
         ) from None
 
 
+def load_graph(path: Path, kind: str, external_data: bool = True):
+    """The ONNX graph (``onnx.ModelProto``) of the ``kind`` model at ``path``, for the tools
+    that inspect or rewrite one (export, quantize, streaming); a missing, unreadable or empty
+    file is bad input, said in one line (needs the ``onnx`` package: the train extra)."""
+    import onnx
+
+    path = Path(path)
+    if not path.is_file():
+        raise BadInputError(f"{kind} model {path} not found")
+    try:
+        model = onnx.load(str(path), load_external_data=external_data)
+    except Exception as error:  # protobuf's DecodeError, onnx's own types, OSError
+        reason = str(error).strip().splitlines()[-1] if str(error).strip() else "unknown"
+        raise BadInputError(
+            f"{kind} model {path} cannot be read as ONNX ({reason}); pass a {kind} .onnx"
+        ) from None
+    if not model.graph.input or not model.graph.output:
+        raise BadInputError(f"{kind} model {path} holds no ONNX graph; pass a {kind} .onnx")
+    return model
+
+
 def decode(
     heatmap: np.ndarray,
     log_size: np.ndarray,

@@ -3,6 +3,7 @@ traceback mid-run or a silently meaningless result (the 2026-12 hostile-input re
 
 from __future__ import annotations
 
+import json
 import re
 
 import cv2
@@ -164,3 +165,140 @@ def test_every_command_refuses_a_wrong_model_in_one_line(
         "o": str(tmp_path / "x.jsonl"),
     }
     _expect_refusal(capsys, [a.format(**subs) for a in argv], fragment)
+
+
+# -- D: corrupt or unreadable files in the train, eval and synth tools ---------------------------
+def _clip_set(folder, frames=3, clips=1):
+    """A complete clip set of ``clips`` clips of ``frames`` random 640x512 frames."""
+    from emts.synth.store import write_clip
+
+    rng = np.random.default_rng(1)
+    for index in range(clips):
+        images = [rng.integers(0, 255, (512, 640), np.uint8) for _ in range(frames)]
+        jpegs = [cv2.imencode(".jpg", image)[1].tobytes() for image in images]
+        decoded = [cv2.imdecode(np.frombuffer(j, np.uint8), cv2.IMREAD_GRAYSCALE) for j in jpegs]
+        labels = {
+            "kind": "tier1",
+            "frames": [{"frame": t, "persons": [], "distractors": []} for t in range(frames)],
+            "plate": "random",
+        }
+        write_clip(folder, index, jpegs, decoded, labels)
+    manifest = {"format_version": 1, "set": "bench", "kind": "tier1", "split": "heldout"}
+    manifest |= {"clips": clips, "frames_per_clip": frames, "seed": 0, "complete": True}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return folder
+
+
+def _truncate(path, keep=0.5):
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * keep)])
+
+
+def _flip_middle(path):
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 64] = bytes(b ^ 0xFF for b in data[middle : middle + 64])
+    path.write_bytes(bytes(data))
+
+
+def _without_difference(path):
+    with np.load(path) as npz:
+        kept = {k: npz[k] for k in npz.files if k != "difference"}
+    np.savez(path.with_suffix(""), **kept)  # (np.savez adds the .npz)
+
+
+CLIP_DAMAGE = {
+    "truncated-half": _truncate,
+    "truncated-to-nothing": lambda p: _truncate(p, 0.0),
+    "bytes-flipped-mid-file": _flip_middle,
+    "text-file": lambda p: p.write_text("not a clip\n"),
+    "no-difference-array": _without_difference,
+    "labels-not-json": lambda p: p.with_suffix(".json").write_bytes(b"\xff\x00{"),
+}
+
+
+@pytest.mark.parametrize("damage", CLIP_DAMAGE.values(), ids=CLIP_DAMAGE.keys())
+def test_a_damaged_clip_file_is_one_line_naming_it(tmp_path, damage):
+    from emts.synth.store import ClipSet
+
+    folder = _clip_set(tmp_path / "set")
+    damage(folder / "clips" / "000000.npz")
+    with pytest.raises(BadInputError, match=r"000000\.(npz|json): a corrupt or truncated clip"):
+        ClipSet(folder).load(0)
+
+
+def test_an_intact_clip_set_loads(tmp_path):
+    from emts.synth.store import ClipSet
+
+    clip = ClipSet(_clip_set(tmp_path / "set")).load(0)
+    assert clip.channels.shape == (3, 3, 192, 256) and len(clip.frames) == 3
+
+
+def _junk(path, content=b"junk\n"):
+    path.write_bytes(content)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["quantize", "detector", "--out", "q.onnx", "--model", "{text}", "SETS"], "as ONNX"),
+        (["quantize", "detector", "--out", "q.onnx", "--model", "{empty}", "SETS"], "no ONNX"),
+        (["export", "{textpt}", "--out", "e.onnx"], "is not a readable trained detector"),
+        (["export", "{empty}", "--out", "e.onnx"], "is not a readable trained detector"),
+        (["export", "{dict}", "--out", "e.onnx"], "does not hold a trained detector"),
+        (["eval", "detect", "--bench", "{cut}", "--out", "ev"], "corrupt or truncated clip"),
+        (["synth", "preview", "{cut}", "--out", "s.png"], "corrupt or truncated clip"),
+        (["eval", "track", "{video}", "--gt", "{binary}", "--out", "ev"], "not a text file"),
+    ],
+    ids=[
+        "quantize-text-model",
+        "quantize-empty-model",
+        "export-text-model-pt",
+        "export-empty-model-pt",
+        "export-checkpoint-as-model-pt",
+        "eval-detect-truncated-clip",
+        "synth-preview-truncated-clip",
+        "eval-track-binary-gt",
+    ],
+)
+def test_a_corrupt_file_given_to_a_tool_is_one_line_and_exit_2(
+    tmp_path, monkeypatch, capsys, small_video, argv, fragment
+):
+    torch = pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    cut = _clip_set(tmp_path / "cut")
+    _truncate(cut / "clips" / "000000.npz")
+    torch.save({"model": {}, "optimizer": {}, "state": {}}, tmp_path / "checkpoint.pt")
+    subs = {
+        "text": str(_junk(tmp_path / "text.onnx")),
+        "textpt": str(_junk(tmp_path / "model.pt")),
+        "empty": str(_junk(tmp_path / "empty.pt", b"")),
+        "dict": str(tmp_path / "checkpoint.pt"),
+        "cut": str(cut),
+        "video": str(small_video),
+        "binary": str(_junk(tmp_path / "gt.txt", b"\x00\xff\xfe\x80binary\x00")),
+    }
+    sets = ["--tier1", str(_clip_set(tmp_path / "ok")), "--negatives", str(tmp_path / "ok")]
+    argv = [part for a in argv for part in (sets if a == "SETS" else [a.format(**subs)])]
+    _expect_refusal(capsys, argv, fragment)
+    assert not (tmp_path / "q.onnx").exists() and not (tmp_path / "e.onnx").exists()
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"junk\n", b"PK\x03\x04 cut mid-write"],
+    ids=["empty", "text", "cut-zip"],
+)
+def test_a_checkpoint_that_cannot_resume_is_kept_and_said_in_one_line(tmp_path, content):
+    torch = pytest.importorskip("torch")
+    from emts.train.loop import CHECKPOINT, TrainConfig, run_phases
+    from emts.train.model import DetectorConfig, MicroDetector
+
+    model = MicroDetector(DetectorConfig())
+    optimizer = torch.optim.AdamW(model.parameters())
+    checkpoint = tmp_path / CHECKPOINT
+    checkpoint.write_bytes(content)
+    with pytest.raises(BadInputError, match="delete it to start this run over"):
+        run_phases(model, optimizer, {}, [], TrainConfig(), tmp_path)
+    assert checkpoint.read_bytes() == content  # not deleted, not overwritten
