@@ -302,3 +302,25 @@ def test_a_checkpoint_that_cannot_resume_is_kept_and_said_in_one_line(tmp_path, 
     with pytest.raises(BadInputError, match="delete it to start this run over"):
         run_phases(model, optimizer, {}, [], TrainConfig(), tmp_path)
     assert checkpoint.read_bytes() == content  # not deleted, not overwritten
+
+
+# -- K: a calibration stream that cannot be drawn --------------------------------------------------
+@pytest.mark.parametrize(
+    ("options", "fragment"),
+    [
+        (["detector", "--clips", "0"], "--clips 0"),
+        (["verifier", "--clips", "-2"], "--clips -2"),
+        (["detector", "--frames", "0"], "--frames 0"),
+        (["detector", "--seed", "-1"], "--seed -1"),
+    ],
+)
+def test_quantize_refuses_an_empty_calibration_stream_in_one_line(
+    tmp_path, capsys, options, fragment
+):
+    pytest.importorskip("torch")
+    sets = str(_clip_set(tmp_path / "set"))
+    kind, *rest = options
+    out = tmp_path / "q.onnx"
+    argv = ["quantize", kind, "--out", str(out), "--tier1", sets, "--negatives", sets, *rest]
+    _expect_refusal(capsys, argv, fragment)
+    assert not out.exists()
