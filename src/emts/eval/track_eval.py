@@ -39,6 +39,8 @@ from emts.pipeline import Pipeline
 MIN_RADIUS = 20.0  # px: the success radius is max(20, h / 2) in the input's pixels
 _OCCLUDER_MARGIN = 0.35  # the occluder covers the person's path grown by this fraction of h
 _ORB_FEATURES = 1500
+# the most frames a MOTChallenge file may number (9 h at 30 fps; its rows take 32 MB)
+MAX_GT_FRAMES = 1_000_000
 _REMOVE_MARGIN = 1.0  # a removed person's box grows by this fraction of h: their shadow goes
 
 
@@ -73,19 +75,35 @@ def read_ground_truth(path: str | Path, target_id: int | None = None) -> np.ndar
     widths = {len(r) for r in rows}
     if widths == {4}:
         boxes = np.array(rows, float)
-        boxes[~np.all(np.isfinite(boxes), axis=1) | np.any(boxes[:, 2:] <= 0, axis=1)] = np.nan
-        return boxes
-    if min(widths) >= 6:
+    elif min(widths) >= 6:
         if target_id is None:
             raise BadInputError(f"{path}: MOTChallenge ground truth; say which --target-id")
+        for number, r in enumerate(rows, 1):
+            if not (1 <= r[0] <= MAX_GT_FRAMES and r[0] == int(r[0]) and np.isfinite(r[1])):
+                raise BadInputError(
+                    f"{path}: row {number}: frame {r[0]:g}, id {r[1]:g}; MOTChallenge frames are "
+                    f"whole numbers from 1 to {MAX_GT_FRAMES:,}, ids finite numbers"
+                )
         mine = [r for r in rows if int(r[1]) == target_id]
         if not mine:
             raise BadInputError(f"{path}: no rows for target id {target_id}")
         boxes = np.full((int(max(r[0] for r in rows)), 4), np.nan)
         for r in mine:
             boxes[int(r[0]) - 1] = r[2:6]
-        return boxes
-    raise BadInputError(f"{path}: expected x,y,w,h lines (UAV123/OTB) or MOTChallenge rows")
+    else:
+        raise BadInputError(f"{path}: expected x,y,w,h lines (UAV123/OTB) or MOTChallenge rows")
+    # a row with a NaN or infinite value or an empty box is "absent"
+    boxes[~np.all(np.isfinite(boxes), axis=1) | np.any(boxes[:, 2:] <= 0, axis=1)] = np.nan
+    _require_a_usable_row(boxes, f"in {path} ")
+    return boxes
+
+
+def _require_a_usable_row(truth: np.ndarray, where: str = "") -> None:
+    if not np.isfinite(truth).all(axis=1).any():
+        raise BadInputError(
+            f"no usable ground-truth row {where}({len(truth)} rows, each NaN, infinite or "
+            "with a width or height <= 0)"
+        )
 
 
 def parse_span(text: str) -> tuple[int, int]:
@@ -313,6 +331,7 @@ def evaluate_track(
 ) -> dict:
     """Run the pipeline over ``source`` with the stress tests; return the report dict."""
     c = config
+    _require_a_usable_row(truth)
     last = c.last if c.last is not None else int(np.flatnonzero(np.isfinite(truth[:, 0]))[-1])
     if not 0 <= c.first <= c.lock_frame <= last:
         raise BadInputError(f"the lock frame {c.lock_frame} is outside --frames {c.first}:{last}")

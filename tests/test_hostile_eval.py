@@ -1,0 +1,85 @@
+"""The evaluation and synthetic-set tools on hostile input: ground truth with no usable row,
+boxes or spans outside the clip, sets with missing or stale clips -- one line and exit 2, never
+a traceback or a report of frames that do not exist (the 2026-12 hostile-input review)."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from emts.cli import main
+from emts.errors import BadInputError
+from emts.eval.track_eval import read_ground_truth
+
+
+def _exit_code(argv) -> int:
+    try:
+        return main(argv)
+    except SystemExit as stop:
+        return stop.code
+
+
+def _expect_refusal(capsys, argv, fragment):
+    assert _exit_code(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("emts: error:") and fragment in err[0], err[0]
+
+
+@pytest.fixture(scope="module")
+def small_video(tmp_path_factory):
+    """12 frames of 320x256 texture drifting right, at 25 fps."""
+    path = tmp_path_factory.mktemp("video") / "in.mp4"
+    rng = np.random.default_rng(0)
+    big = cv2.GaussianBlur(rng.normal(0, 1, (300, 420)).astype(np.float32), (0, 0), 2.5)
+    big = np.clip(128 + 30 * big / big.std(), 0, 255).astype(np.uint8)
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 25, (320, 256))
+    for t in range(12):
+        writer.write(cv2.cvtColor(big[20 : 20 + 256, 2 * t : 2 * t + 320], cv2.COLOR_GRAY2BGR))
+    writer.release()
+    return path
+
+
+# -- E: ground truth with no usable row ----------------------------------------------------------
+NO_USABLE_ROW = {
+    "all-nan": "NaN,NaN,NaN,NaN\n" * 12,
+    "three-nan-rows": "NaN,NaN,NaN,NaN\n" * 3,
+    "negative-boxes": "100,100,-20,-40\n" * 12,
+    "empty-boxes": "100,100,0,0\n" * 12,
+    "infinite-x": "inf,100,20,40\n" * 12,
+    "mot-target-all-nan": "1,7,nan,nan,nan,nan,1,1,1\n2,7,1,1,0,5,1,1,1\n",
+}
+
+
+@pytest.mark.parametrize("text", NO_USABLE_ROW.values(), ids=NO_USABLE_ROW.keys())
+def test_ground_truth_with_no_usable_row_is_one_line_naming_the_file(tmp_path, text):
+    gt = tmp_path / "gt.txt"
+    gt.write_text(text)
+    with pytest.raises(BadInputError, match=r"no usable ground-truth row in .*gt\.txt \(\d+ rows"):
+        read_ground_truth(gt, target_id=7)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["0,7,10,10,5,5,1,1,1\n", "-3,7,10,10,5,5,1,1,1\n", "1.5,7,10,10,5,5,1,1,1\n",
+     "1e12,7,10,10,5,5,1,1,1\n", "1,nan,10,10,5,5,1,1,1\n"],
+    ids=["frame-0", "negative-frame", "fractional-frame", "huge-frame", "nan-id"],
+)  # fmt: skip
+def test_mot_rows_with_impossible_frame_numbers_are_one_line(tmp_path, text):
+    gt = tmp_path / "gt.txt"
+    gt.write_text("1,7,10,10,5,5,1,1,1\n" + text)
+    with pytest.raises(BadInputError, match=r"row 2: frame"):
+        read_ground_truth(gt, target_id=7)
+
+
+def test_eval_track_with_no_usable_row_is_one_line_and_writes_nothing(
+    tmp_path, capsys, small_video
+):
+    pytest.importorskip("torch")
+    gt = tmp_path / "gt.txt"
+    gt.write_text("NaN,NaN,NaN,NaN\n" * 12)
+    out = tmp_path / "ev"
+    argv = ["eval", "track", str(small_video), "--gt", str(gt), "--out", str(out)]
+    _expect_refusal(capsys, argv, f"no usable ground-truth row in {gt}")
+    assert not out.exists()
