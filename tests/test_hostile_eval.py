@@ -83,3 +83,65 @@ def test_eval_track_with_no_usable_row_is_one_line_and_writes_nothing(
     argv = ["eval", "track", str(small_video), "--gt", str(gt), "--out", str(out)]
     _expect_refusal(capsys, argv, f"no usable ground-truth row in {gt}")
     assert not out.exists()
+
+
+# -- F: ground truth or spans outside the clip ----------------------------------------------------
+@pytest.mark.parametrize(
+    ("rows", "options", "fragment"),
+    [
+        ("5000,5000,30,60\n" * 12, [], "wholly outside the clip's 320x256 frames"),
+        ("-100,-100,30,60\n" * 12, [], "wholly outside the clip's 320x256 frames"),
+        ("100,80,20,40\n" * 12, ["--lock-gt", "5", "--occlude", "100:200"], "--occlude 100:200"),
+        ("100,80,20,40\n" * 12, ["--remove", "8:20"], "--remove 8:20 is outside the frames"),
+        ("100,80,20,40\n" * 12, ["--frames", "2:9", "--remove", "0:3"], "evaluated, 2:9"),
+        ("100,80,20,40\n" * 40, ["--remove", "20:30"], "after the clip's last frame 11"),
+        ("100,80,20,40\n" * 40, ["--occlude", "5:30"], "after the clip's last frame 11"),
+    ],
+    ids=[
+        "boxes-far-outside",
+        "boxes-wholly-above-left",
+        "occlude-past-the-ground-truth",
+        "remove-past-the-ground-truth",
+        "remove-before-frames",
+        "remove-past-the-clip",
+        "occlude-past-the-clip",
+    ],
+)
+def test_eval_track_refuses_truth_or_spans_outside_the_clip_in_one_line(
+    tmp_path, capsys, small_video, rows, options, fragment
+):
+    pytest.importorskip("torch")
+    gt = tmp_path / "gt.txt"
+    gt.write_text(rows)
+    out = tmp_path / "ev"
+    argv = ["eval", "track", str(small_video), "--gt", str(gt), "--out", str(out), *options]
+    _expect_refusal(capsys, argv, fragment)
+    assert not (out / "report.json").exists() and not (out / "frames.jsonl").exists()
+
+
+def _frames(n=12):
+    rng = np.random.default_rng(0)
+    return [rng.integers(0, 255, (256, 320, 3), np.uint8) for _ in range(n)]
+
+
+def test_boxes_partly_outside_are_kept_and_wholly_outside_ones_scored_absent(caplog):
+    from emts.eval.track_eval import TrackEvalConfig, evaluate_track
+    from emts.pipeline import Pipeline
+
+    truth = np.array([[-10, -20, 30, 60]] * 12, float)  # a person at the top-left edge
+    truth[7:9] = [400, 300, 20, 40]  # wholly outside the 320x256 frame
+    report = evaluate_track(_frames(), truth, TrackEvalConfig(fps=30), Pipeline(None, None))
+    assert report["visible_frames"] == 10
+    assert "2 of 12 ground-truth boxes lie wholly outside the 320x256 frames" in caplog.text
+
+
+def test_a_clip_shorter_than_its_ground_truth_reports_the_frames_it_has(caplog):
+    from emts.eval.track_eval import TrackEvalConfig, evaluate_track
+    from emts.pipeline import Pipeline
+
+    truth = np.array([[100, 80, 20, 40]] * 40, float)
+    report = evaluate_track(_frames(), truth, TrackEvalConfig(fps=30), Pipeline(None, None))
+    assert report["frames"] == [0, 11] and len(report["per_frame"]) == 12
+    assert "the clip ends at frame 11" in caplog.text
+    with pytest.raises(BadInputError, match="before the lock frame 20"):
+        evaluate_track(_frames(), truth, TrackEvalConfig(lock_frame=20), Pipeline(None, None))
