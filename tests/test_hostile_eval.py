@@ -145,3 +145,71 @@ def test_a_clip_shorter_than_its_ground_truth_reports_the_frames_it_has(caplog):
     assert "the clip ends at frame 11" in caplog.text
     with pytest.raises(BadInputError, match="before the lock frame 20"):
         evaluate_track(_frames(), truth, TrackEvalConfig(lock_frame=20), Pipeline(None, None))
+
+
+# -- G: sets with missing or stale clips, and generating over another set ----------------------
+def _clip_set(folder, clips=2):
+    """A complete clip set of ``clips`` clips of 3 random 640x512 frames."""
+    import json
+
+    from emts.synth.store import write_clip
+
+    rng = np.random.default_rng(1)
+    for index in range(clips):
+        images = [rng.integers(0, 255, (512, 640), np.uint8) for _ in range(3)]
+        jpegs = [cv2.imencode(".jpg", image)[1].tobytes() for image in images]
+        decoded = [cv2.imdecode(np.frombuffer(j, np.uint8), cv2.IMREAD_GRAYSCALE) for j in jpegs]
+        frames = [{"frame": t, "persons": [], "distractors": []} for t in range(3)]
+        write_clip(folder, index, jpegs, decoded, {"kind": "tier1", "frames": frames})
+    manifest = {"format_version": 1, "set": "bench", "kind": "tier1", "split": "heldout"}
+    manifest |= {"clips": clips, "frames_per_clip": 3, "seed": 0, "complete": True}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return folder
+
+
+def _stale(folder):
+    """The review's case: a 1-clip manifest over 2 clips (another run's clip 000001 left)."""
+    import json
+
+    manifest = json.loads((folder / "manifest.json").read_text())
+    (folder / "manifest.json").write_text(json.dumps({**manifest, "clips": 1}))
+
+
+SET_DAMAGE = {
+    "clip-deleted": (lambda f: (f / "clips" / "000001.npz").unlink(), "1 of them missing"),
+    "labels-deleted": (lambda f: (f / "clips" / "000000.json").unlink(), "without labels"),
+    "stale-clip-of-another-run": (_stale, "holds 1 clips its manifest does not name"),
+}
+
+
+@pytest.mark.parametrize(("damage", "fragment"), SET_DAMAGE.values(), ids=SET_DAMAGE.keys())
+@pytest.mark.parametrize("command", ["eval-detect", "synth-preview"])
+def test_a_set_whose_clips_are_not_its_manifests_is_one_line(
+    tmp_path, capsys, damage, fragment, command
+):
+    folder = _clip_set(tmp_path / "set")
+    damage(folder)
+    if command == "eval-detect":
+        pytest.importorskip("torch")
+        argv = ["eval", "detect", "--bench", str(folder), "--out", str(tmp_path / "ev")]
+    else:
+        argv = ["synth", "preview", str(folder), "--out", str(tmp_path / "sheet.png")]
+    _expect_refusal(capsys, argv, fragment)
+    assert not (tmp_path / "sheet.png").exists() and not (tmp_path / "ev" / "report.md").exists()
+
+
+def test_synth_generates_only_into_an_empty_folder_or_over_the_same_set(tmp_path, capsys):
+    out = tmp_path / "set"
+    synth = ["synth", "fpbench", "--out", str(out), "--workers", "1"]
+    assert main([*synth, "--clips", "2", "--seed", "5"]) == 0
+    capsys.readouterr()
+    before = {p.name: p.read_bytes() for p in (out / "clips").iterdir()}
+    _expect_refusal(capsys, [*synth, "--clips", "1", "--seed", "7"], "clips 2 -> 1; seed 5 -> 7")
+    _expect_refusal(capsys, [*synth, "--clips", "2", "--seed", "5", "--frames", "20"], "18 -> 20")
+    assert {p.name: p.read_bytes() for p in (out / "clips").iterdir()} == before
+    assert main([*synth, "--clips", "2", "--seed", "5"]) == 0  # the same set, done again
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    _expect_refusal(capsys, ["synth", "fpbench", "--out", str(other)], "holds no clip set")
+    assert sorted(p.name for p in other.iterdir()) == ["notes.txt"]

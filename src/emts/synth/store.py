@@ -106,6 +106,38 @@ class ClipSet:
                 "or was interrupted); wait for it or generate it again"
             )
         self.indices = sorted(int(p.stem) for p in (self.folder / "clips").glob("*.npz"))
+        count = self.manifest.get("clips") if isinstance(self.manifest, dict) else None
+        if isinstance(count, int) and not isinstance(count, bool):
+            self._check_clips(count)
+
+    def _check_clips(self, count: int) -> None:
+        """The clips on disk are the ``count`` the manifest names, each with its labels: a
+        missing one would be left out of an evaluation unsaid, one it does not name is a
+        stale clip of another run that would be read as this set's."""
+        folder = self.folder / "clips"
+        named = set(range(count))
+        files = {
+            suffix: {int(p.stem) for p in folder.glob(f"*{suffix}") if p.stem.isdigit()}
+            for suffix in (".npz", ".json")
+        }
+
+        def listed(indices) -> str:
+            shown = ", ".join(f"{i:06d}" for i in sorted(indices)[:3])
+            return shown + (f" and {len(indices) - 3} more" if len(indices) > 3 else "")
+
+        missing = (named - files[".npz"]) | (named - files[".json"])
+        if missing:
+            raise BadInputError(
+                f"{self.folder}: its manifest names {count} clips, {len(missing)} of them missing "
+                f"or without labels (clips/{listed(missing)}); generate the set again with emts "
+                "synth into an empty folder"
+            )
+        if extra := (files[".npz"] | files[".json"]) - named:
+            raise BadInputError(
+                f"{self.folder}: holds {len(extra)} clips its manifest does not name "
+                f"(clips/{listed(extra)}), left by another emts synth run; generate the set "
+                "again into an empty folder"
+            )
 
     def __len__(self) -> int:
         return len(self.indices)
