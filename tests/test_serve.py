@@ -338,3 +338,122 @@ def test_page_streams_and_a_click_locks_the_person(
     process.send_signal(signal.SIGINT)
     assert process.wait(10) == 130  # ends like every emts command on Ctrl-C
     assert time.monotonic() - started < 20
+
+
+# -- hostile clients and sources (the 2026-12 hostile-input review) -------------------------------
+def _asgi_post(app, chunks, headers=()):
+    """POST /lock straight through the ASGI ``app``: ``chunks`` of body (``None``: the client
+    disconnects there); returns (status, body) of the answer, or (None, b"") for none."""
+    import anyio
+
+    messages = [
+        {"type": "http.request", "body": c, "more_body": True}
+        if c is not None
+        else {"type": "http.disconnect"}
+        for c in chunks
+    ]
+    sent = []
+
+    async def receive():
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+        "scheme": "http", "path": "/lock", "raw_path": b"/lock", "query_string": b"",
+        "root_path": "", "headers": [(b"host", b"x"), *headers], "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 8080),
+    }  # fmt: skip
+    anyio.run(app, scope, receive, send)
+    start = next((m for m in sent if m["type"] == "http.response.start"), None)
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return (start["status"] if start else None), body
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        (b'{"x": 1' + b"0" * 400 + b', "y": 10}', 400),  # an integer too large for a float
+        (b"[" * 30_000 + b"]" * 30_000, 400),  # nesting deeper than Python's stack
+        (b'{"x":' * 12_000, 400),
+        (b'{"x": 10, "y": 10, "pad": "' + b"a" * 70_000 + b'"}', 413),  # over 64 KB
+        (b'{"x": 10, "y": 10}', 202),
+    ],
+    ids=["huge-integer", "deep-list", "deep-object", "64-kb-body", "a-plain-tap"],
+)
+def test_hostile_lock_bodies_get_an_answer_and_no_traceback(clip, caplog, body, status):
+    station = _station(clip.frames[:3], loop=True, pace=True, fps=20.0).start()
+    client = TestClient(create_app(station), raise_server_exceptions=True)
+    try:
+        _wait(lambda: client.get("/state").json(), "a first frame")
+        answer = client.post("/lock", content=body)
+        assert answer.status_code == status, answer.text
+        assert answer.json()["error" if status != 202 else "queued"]
+    finally:
+        station.stop()
+    assert "Traceback" not in caplog.text and "Exception in ASGI" not in caplog.text
+
+
+def test_a_body_over_the_limit_is_413_unread_and_a_client_gone_mid_body_is_quiet(clip, caplog):
+    from emts.apps.serve import MAX_BODY_BYTES
+
+    station = _station(clip.frames[:3], loop=True, pace=True, fps=20.0).start()
+    app = create_app(station)
+    try:
+        _wait(lambda: station.state(), "a first frame")
+        said = [(b"content-length", b"10000000000")]  # and 6 bytes sent: refused unread
+        assert _asgi_post(app, [b'{"x": '], said)[0] == 413
+        chunked = [b"a" * 16_384] * (MAX_BODY_BYTES // 16_384 + 2)  # no Content-Length
+        status, text = _asgi_post(app, chunked)
+        assert status == 413 and b"over 65536 bytes" in text
+        said = [(b"content-length", b"40")]
+        assert _asgi_post(app, [b'{"x": ', None], said)[0] == 400  # gone mid-body
+    finally:
+        station.stop()
+    assert "Traceback" not in caplog.text and "ClientDisconnect" not in caplog.text
+
+
+def test_a_loop_with_no_usable_frame_stops_with_one_line(caplog):
+    station = _station([np.zeros((1, 1), np.uint8)], loop=True).start()
+    client = TestClient(create_app(station))
+    _wait(lambda: not station.running, "the station stops")
+    status = client.get("/status").json()
+    assert status["status"] == "error" and "no usable frame in a whole pass" in status["error"]
+    skipped = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert len(skipped) == 1  # one warning, not thirty a second
+    answer = client.post("/lock", json={"x": 0, "y": 0})
+    assert answer.status_code == 409 and "the tracking stopped" in answer.json()["error"]
+    assert client.get("/stream.mjpg").content == b""  # closed, not hanging open
+
+
+def test_ctrl_c_with_the_page_open_stops_cleanly(tmp_path):
+    folder = tmp_path / "clip"
+    folder.mkdir()
+    for i in range(4):
+        cv2.imwrite(str(folder / f"{i:03d}.png"), np.full((128, 160), 60 * i, np.uint8))
+    command = [sys.executable, "-m", "emts.cli", "serve", str(folder), "--loop", "--port", "0"]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    clients = []
+    try:
+        line = process.stderr.readline()
+        port = int(re.search(r"http://127\.0\.0\.1:(\d+)/", line).group(1))
+        for _ in range(2):  # two pages open on the video
+            client = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+            client.sendall(b"GET /stream.mjpg HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert client.recv(64).startswith(b"HTTP/1.1 200")
+            clients.append(client)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=TIMEOUT)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for client in clients:
+            client.close()
+    assert process.returncode == 128 + signal.SIGINT
+    assert "Traceback" not in err and "CancelledError" not in err and "ERROR" not in err, err
+    assert err.strip().splitlines() == [
+        "emts: interrupted (SIGINT); results written so far are kept"
+    ]

@@ -18,6 +18,11 @@ unless told otherwise:
   shown, or ``{"x", "y", "w", "h"}``: a box (x, y its top-left corner, as ``--lock X,Y,W,H``).
 * ``POST /unlock``     drop the lock (with auto-lock on, EMTS may lock again on its own).
 
+A request body over :data:`MAX_BODY_BYTES` is answered 413 unread. A looped source whose
+whole pass gave no usable frame (e.g. a 1x1 image) stops the station with one error line
+(``/status``: ``error``) rather than warning about every frame forever; Ctrl-C ends the open
+video streams first, so the server closes without cancelling them.
+
 Threads: the pipeline runs only in its own thread. HTTP handlers never touch it: taps and
 unlocks are queued and applied by that thread between two frames (``pipeline.lock(...,
 on_last_frame=True)``: the tap is carried by the next frame's camera motion), and handlers
@@ -63,6 +68,9 @@ JPEG_QUALITY = 80  # the stream's JPEG quality (0-100)
 STREAM_POLL_S = 0.02  # how often a stream handler looks for a new frame
 MAX_PENDING_COMMANDS = 32  # taps beyond this (a stuck pipeline) are refused, not queued
 STOP_TIMEOUT_S = 10.0  # how long stop() waits for the frame being processed
+# the largest request body read (POST /lock's is ~40 bytes): larger ones are answered 413
+# unread, so no client can make the station hold its body in memory
+MAX_BODY_BYTES = 64 * 1024
 _CAMERA_PREFIX = "camera"  # FrameSource.description of a camera: paced by the camera itself
 
 
@@ -111,6 +119,7 @@ class _LiveFrames(FrameSource):
         due = time.monotonic()
         while frames is not None:
             yielded = 0
+            shown = station.shown
             with frames:
                 for frame in frames:
                     if self.paced:
@@ -126,6 +135,12 @@ class _LiveFrames(FrameSource):
                     yield frame
             if not (station.loop and yielded) or station.stopping.is_set():
                 return
+            if station.shown == shown:  # a whole pass of skipped frames: so would every next
+                why = station.skipped or "every frame skipped: see the warning above"
+                raise BadInputError(
+                    f"{self.description}: no usable frame in a whole pass ({why}); not looping "
+                    "over it"
+                )
             frames = open_source(station.source, fps=station.fps, placeholders=True)
 
 
@@ -166,6 +181,8 @@ class GroundStation:
         self._jpeg: bytes | None = None
         self._version = 0  # +1 per published frame
         self._processed = 0
+        self.shown = 0  # frames tracked and published (pipeline thread only)
+        self.skipped = ""  # why the last frame was skipped, where known (pipeline thread only)
         self._size: tuple[int, int] | None = None
         self._status = "starting"
         self._error: str | None = None
@@ -200,9 +217,11 @@ class GroundStation:
             reason = frame.reason if isinstance(frame, UnreadableFrame) else "see the log"
             line = {"frame": index, "mode": None, "target": None, "skipped": reason}
             jpeg = None
+            self.skipped = reason if isinstance(frame, UnreadableFrame) else ""
         else:
             line = record(result, index)
             jpeg = _encode_jpeg(annotate(frame, result, index))
+            self.shown += 1
         with self._guard:
             self._line = line
             if jpeg is not None:
@@ -274,6 +293,10 @@ class GroundStation:
             raise BadInputError("x, y (and w, h) must be finite numbers")
         with self._guard:
             size, pending = self._size, len(self._commands)
+        if size is None and self._status == "error":
+            raise NotNow(f"the tracking stopped ({self._error}); there is nothing to lock on")
+        if size is None and self._status in ("ended", "stopped"):
+            raise NotNow(f"the source has {self._status} without a frame to lock on")
         if size is None:
             raise NotNow("no frame has been shown yet; try again in a moment")
         if not self.running:
@@ -323,8 +346,9 @@ def page_html() -> str:
 def create_app(station: GroundStation):
     """The starlette application serving ``station`` (see the module for the routes)."""
     from starlette.applications import Starlette
-    from starlette.requests import Request
-    from starlette.responses import HTMLResponse, JSONResponse, StreamingResponse
+    from starlette.middleware import Middleware
+    from starlette.requests import ClientDisconnect, Request
+    from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
     from starlette.routing import Route
 
     page = page_html()
@@ -343,7 +367,7 @@ def create_app(station: GroundStation):
 
         async def parts():
             version = 0
-            while True:
+            while not station.stopping.is_set():  # (Ctrl-C: end, so the server can close)
                 latest = station.frame(version)
                 if latest is not None:
                     version, jpeg = latest
@@ -369,7 +393,8 @@ def create_app(station: GroundStation):
     async def _json_body(request: Request) -> dict:
         try:
             body = json.loads(await request.body() or b"null")
-        except (ValueError, UnicodeDecodeError):
+        # RecursionError: nesting deeper than Python's stack (e.g. 100,000 '[')
+        except (ValueError, UnicodeDecodeError, RecursionError):
             raise BadInputError('the body must be JSON, e.g. {"x": 320, "y": 240}') from None
         if not isinstance(body, dict):
             raise BadInputError('expected a JSON object, e.g. {"x": 320, "y": 240}')
@@ -379,7 +404,10 @@ def create_app(station: GroundStation):
         value = body.get(key)
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise BadInputError(f"{key!r} must be a number (input pixels)")
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer of hundreds of digits
+            raise BadInputError("x, y (and w, h) must be finite numbers") from None
 
     async def lock(request: Request):
         try:
@@ -393,6 +421,8 @@ def create_app(station: GroundStation):
             return JSONResponse({"error": str(error)}, status_code=409)
         except BadInputError as error:
             return JSONResponse({"error": str(error)}, status_code=400)
+        except ClientDisconnect:  # gone mid-body: nobody to answer, nothing to log
+            return Response(status_code=400)
         queued = {"x": round(tap.x, 2), "y": round(tap.y, 2), "box": tap.box}
         return JSONResponse({"queued": queued}, status_code=202)
 
@@ -411,8 +441,58 @@ def create_app(station: GroundStation):
             Route("/stream.mjpg", stream),
             Route("/lock", lock, methods=["POST"]),
             Route("/unlock", unlock, methods=["POST"]),
-        ]
+        ],
+        middleware=[Middleware(_BodyLimit, limit=MAX_BODY_BYTES)],
     )
+
+
+class _BodyTooLarge(Exception):
+    """A request body passed :data:`MAX_BODY_BYTES` while it was being read."""
+
+
+class _BodyLimit:
+    """ASGI middleware: a request whose body is (or says it is) larger than ``limit`` bytes
+    is answered 413 without reading the rest."""
+
+    def __init__(self, app, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope["headers"]).get(b"content-length", b"")
+        if length.isdigit() and int(length) > self.limit:
+            await _too_large(send, self.limit)
+            return
+        read, started = 0, False
+
+        async def limited():
+            nonlocal read
+            message = await receive()
+            if message["type"] == "http.request":
+                read += len(message.get("body", b""))
+                if read > self.limit:  # a chunked body (no Content-Length) grown too large
+                    raise _BodyTooLarge
+            return message
+
+        async def watched(message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, limited, watched)
+        except _BodyTooLarge:
+            if not started:
+                await _too_large(send, self.limit)
+
+
+async def _too_large(send, limit: int) -> None:
+    body = json.dumps({"error": f"the request body is over {limit} bytes"}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": 413, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -475,7 +555,13 @@ def serve(
             lifespan="off",
             timeout_graceful_shutdown=1,
         )
-        server = uvicorn.Server(config)
+
+        class Server(uvicorn.Server):
+            def handle_exit(self, sig, frame) -> None:
+                station.stopping.set()  # the streams end, and the shutdown need cancel none
+                super().handle_exit(sig, frame)
+
+        server = Server(config)
         station.start()
         print(f"emts serve: {url_of(sock)} (Ctrl-C to stop)", file=sys.stderr, flush=True)
         server.run(sockets=[sock])

@@ -23,6 +23,7 @@ person's reappearance until the lock is back on them.
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -36,9 +37,13 @@ from emts.errors import BadInputError
 from emts.io import open_source
 from emts.pipeline import Pipeline
 
+log = logging.getLogger(__name__)
+
 MIN_RADIUS = 20.0  # px: the success radius is max(20, h / 2) in the input's pixels
 _OCCLUDER_MARGIN = 0.35  # the occluder covers the person's path grown by this fraction of h
 _ORB_FEATURES = 1500
+# the most frames a MOTChallenge file may number (9 h at 30 fps; its rows take 32 MB)
+MAX_GT_FRAMES = 1_000_000
 _REMOVE_MARGIN = 1.0  # a removed person's box grows by this fraction of h: their shadow goes
 
 
@@ -53,8 +58,15 @@ def read_ground_truth(path: str | Path, target_id: int | None = None) -> np.ndar
     path = Path(path)
     if not path.is_file():
         raise BadInputError(f"{path}: no such ground-truth file")
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError as error:
+        raise BadInputError(
+            f"{path}: not a text file ({error.reason} at byte {error.start}); expected x,y,w,h "
+            "lines (UAV123/OTB) or MOTChallenge rows"
+        ) from None
     rows = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -66,19 +78,35 @@ def read_ground_truth(path: str | Path, target_id: int | None = None) -> np.ndar
     widths = {len(r) for r in rows}
     if widths == {4}:
         boxes = np.array(rows, float)
-        boxes[~np.all(np.isfinite(boxes), axis=1) | np.any(boxes[:, 2:] <= 0, axis=1)] = np.nan
-        return boxes
-    if min(widths) >= 6:
+    elif min(widths) >= 6:
         if target_id is None:
             raise BadInputError(f"{path}: MOTChallenge ground truth; say which --target-id")
+        for number, r in enumerate(rows, 1):
+            if not (1 <= r[0] <= MAX_GT_FRAMES and r[0] == int(r[0]) and np.isfinite(r[1])):
+                raise BadInputError(
+                    f"{path}: row {number}: frame {r[0]:g}, id {r[1]:g}; MOTChallenge frames are "
+                    f"whole numbers from 1 to {MAX_GT_FRAMES:,}, ids finite numbers"
+                )
         mine = [r for r in rows if int(r[1]) == target_id]
         if not mine:
             raise BadInputError(f"{path}: no rows for target id {target_id}")
         boxes = np.full((int(max(r[0] for r in rows)), 4), np.nan)
         for r in mine:
             boxes[int(r[0]) - 1] = r[2:6]
-        return boxes
-    raise BadInputError(f"{path}: expected x,y,w,h lines (UAV123/OTB) or MOTChallenge rows")
+    else:
+        raise BadInputError(f"{path}: expected x,y,w,h lines (UAV123/OTB) or MOTChallenge rows")
+    # a row with a NaN or infinite value or an empty box is "absent"
+    boxes[~np.all(np.isfinite(boxes), axis=1) | np.any(boxes[:, 2:] <= 0, axis=1)] = np.nan
+    _require_a_usable_row(boxes, f"in {path} ")
+    return boxes
+
+
+def _require_a_usable_row(truth: np.ndarray, where: str = "") -> None:
+    if not np.isfinite(truth).all(axis=1).any():
+        raise BadInputError(
+            f"no usable ground-truth row {where}({len(truth)} rows, each NaN, infinite or "
+            "with a width or height <= 0)"
+        )
 
 
 def parse_span(text: str) -> tuple[int, int]:
@@ -306,9 +334,14 @@ def evaluate_track(
 ) -> dict:
     """Run the pipeline over ``source`` with the stress tests; return the report dict."""
     c = config
+    _require_a_usable_row(truth)
+    size, count = _clip_extent(source, c.fps, max((b for _, b in c.remove), default=0))
+    truth = _in_view(truth, size)
     last = c.last if c.last is not None else int(np.flatnonzero(np.isfinite(truth[:, 0]))[-1])
     if not 0 <= c.first <= c.lock_frame <= last:
         raise BadInputError(f"the lock frame {c.lock_frame} is outside --frames {c.first}:{last}")
+    _check_spans(c, last)
+    _check_spans_in_clip("remove", c.remove, count)
     lock_box = c.lock_box
     point = c.lock_point
     if (
@@ -320,11 +353,13 @@ def evaluate_track(
         raise BadInputError(f"the person is not labelled on the lock frame {c.lock_frame}")
     pipeline = pipeline or Pipeline.default(auto_lock=False)
     per_frame = []
-    sink = records_path.open("w") if records_path else None
     homographies = None
     if c.occlude:
         with open_source(source, fps=c.fps) as frames:
             homographies = scene_homographies(frames, max(b for _, b in c.occlude))
+        _check_spans_in_clip("occlude", c.occlude, len(homographies))
+    sink = records_path.open("w") if records_path else None
+    seen = -1  # the last frame the clip delivered
     with open_source(source, fps=c.fps) as frames:
         pipeline.fps = frames.fps
         stream, clip = stressed_frames(
@@ -336,6 +371,7 @@ def evaluate_track(
             ):
                 if index > last:
                     break
+                seen = index
                 if index == c.lock_frame and not c.auto:
                     if lock_box is None and point is None:  # tap: the truth's centre, as delivered
                         point = tuple(_centre(clip.truth[index]))
@@ -353,6 +389,14 @@ def evaluate_track(
         finally:
             if sink:
                 sink.close()
+    if seen < last:  # a clip shorter than its ground truth (or --frames)
+        if seen < c.lock_frame:
+            raise BadInputError(
+                f"the clip ends at frame {seen}, before the lock frame {c.lock_frame}: "
+                "nothing to score"
+            )
+        log.warning("the clip ends at frame %d; the ground truth goes on to frame %d", seen, last)
+        last = seen
     report = _summarize(per_frame, clip, c)
     report["lock"] = {
         "frame": c.lock_frame,
@@ -364,6 +408,70 @@ def evaluate_track(
     report["stress"] = {"occlude": list(c.occlude), "remove": list(c.remove), "gust": c.gust}
     report["per_frame"] = per_frame
     return report
+
+
+def _clip_extent(source, fps: float | None, upto: int) -> tuple[tuple[int, int] | None, int]:
+    """(w, h) of the clip's first readable frame (None: none) and how many of its frames
+    0..``upto`` there are (a pass over those frames only)."""
+    size, count = None, 0
+    with open_source(source, fps=fps) as frames:
+        for frame in frames:
+            if size is None and isinstance(frame, np.ndarray):
+                size = (frame.shape[1], frame.shape[0])
+            count += 1
+            if count > upto and size is not None:
+                break
+    return size, count
+
+
+def _in_view(truth: np.ndarray, size: tuple[int, int] | None) -> np.ndarray:
+    """``truth`` with every box wholly outside the ``size`` frame marked absent (a box partly
+    outside is a person at the edge, kept); none left in view is bad input: the boxes are
+    not in this clip's pixels."""
+    if size is None:
+        return truth
+    width, height = size
+    x, y, w, h = truth.T
+    labelled = np.isfinite(truth).all(axis=1)
+    outside = labelled & ((x >= width) | (y >= height) | (x + w <= 0) | (y + h <= 0))
+    if not outside.any():
+        return truth
+    first = int(np.flatnonzero(outside)[0])
+    example = f"frame {first}: " + ",".join(f"{v:g}" for v in truth[first])
+    if outside.sum() == labelled.sum():
+        raise BadInputError(
+            f"every ground-truth box lies wholly outside the clip's {width}x{height} frames "
+            f"({example}); the boxes must be in this clip's input pixels"
+        )
+    log.warning(
+        "%d of %d ground-truth boxes lie wholly outside the %dx%d frames (%s): scored as absent",
+        outside.sum(),
+        labelled.sum(),
+        width,
+        height,
+        example,
+    )
+    truth = truth.copy()
+    truth[outside] = np.nan
+    return truth
+
+
+def _check_spans(c: TrackEvalConfig, last: int) -> None:
+    """Every --occlude/--remove span within the frames evaluated, ``c.first``..``last``."""
+    why = "--frames" if c.last is not None else "to the ground truth's last labelled frame"
+    for kind, spans in (("occlude", c.occlude), ("remove", c.remove)):
+        for a, b in spans:
+            if a < c.first or b > last:
+                raise BadInputError(
+                    f"--{kind} {a}:{b} is outside the frames evaluated, {c.first}:{last} ({why})"
+                )
+
+
+def _check_spans_in_clip(kind: str, spans, count: int) -> None:
+    """Every span within the clip's ``count`` frames (counted up to the last span's end)."""
+    for a, b in spans:
+        if b >= count:
+            raise BadInputError(f"--{kind} {a}:{b} ends after the clip's last frame {count - 1}")
 
 
 def _judge(index: int, result, clip: StressedClip) -> dict:

@@ -227,6 +227,7 @@ class Verifier:
                 ".onnx"
             )
         self.input_name = inputs[0].name
+        self._check_scores(path)
         self.resolution = model_metadata(self.session, RESOLUTION_METADATA) or "network"
         if self.resolution not in RESOLUTIONS:
             raise BadInputError(
@@ -235,6 +236,24 @@ class Verifier:
             )
         self.window: deque[np.ndarray] = deque(maxlen=self.config.window)
         self.fps = self.config.reference_fps
+
+    def _check_scores(self, path: Path) -> None:
+        """Refuse a model that does not give one score per window, before it runs a frame:
+        one dry run on two zero windows (a fraction of a millisecond)."""
+        windows = np.zeros((2, DESCRIPTOR_SIZE, self.config.window), np.float32)
+        try:
+            shape = np.shape(self.session.run(None, {self.input_name: windows})[0])
+        except Exception as error:  # onnxruntime / LiteRT raise their own exception types
+            reason = str(error).strip().splitlines()[-1] if str(error).strip() else "unknown"
+            raise BadInputError(
+                f"{path} is not a working EMTS verifier: it fails on {self.config.window}-frame "
+                f"windows ({reason}); pass a verifier .onnx"
+            ) from None
+        if shape[:1] != (2,) or int(np.prod(shape)) != 2:
+            raise BadInputError(
+                f"{path} is not an EMTS verifier: for 2 windows it gives an output of shape "
+                f"{shape}; expected one score per window, (2, 1); pass a verifier .onnx"
+            )
 
     def reset(self) -> None:
         self.window.clear()

@@ -10,6 +10,7 @@ from pathlib import Path
 import cv2
 from tqdm import tqdm
 
+from emts.errors import BadInputError
 from emts.synth.clips import TIER1_FRAMES, ClipSpec, render_clip
 from emts.synth.common import CONTRAST_SCALE, SETS
 from emts.synth.plates import HitUavPlates
@@ -34,6 +35,33 @@ def _make_one(spec: ClipSpec) -> tuple[int, int, int]:
     return spec.index, len(clip.frames), size
 
 
+def _check_out(out: Path, manifest: dict) -> None:
+    """Generate only into an empty folder or over the same set (an interrupted run done
+    again writes the same files): a set of another name, size, seed or parameters there
+    would leave its clips beside the new ones, to be read as theirs."""
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    old_path = out / "manifest.json"
+    try:
+        old = json.loads(old_path.read_text())
+    except (OSError, ValueError):  # ValueError: JSON and UTF-8 decoding errors
+        old = None
+    if not isinstance(old, dict):
+        raise BadInputError(
+            f"--out {out} is not empty and holds no clip set: generate into an empty folder"
+        )
+    changed = [
+        f"{key} {old.get(key)!r} -> {value!r}"
+        for key, value in manifest.items()
+        if key != "complete" and old.get(key) != value
+    ]
+    if changed:
+        raise BadInputError(
+            f"--out {out} holds another clip set ({'; '.join(changed)}): its clips would stay "
+            "beside the new ones; generate into an empty folder or delete it first"
+        )
+
+
 def generate_set(
     name: str,
     out: str | Path,
@@ -52,7 +80,6 @@ def generate_set(
     kind = SETS[name]
     count = kind.default_clips if clips is None else clips
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     if hituav is not None:
         HitUavPlates(hituav, kind.split)  # fail early with a clear message
     manifest = {
@@ -69,6 +96,8 @@ def generate_set(
         "real_plates": None if hituav is None else f"HIT-UAV train split, {kind.split} id blocks",
         "complete": False,
     }
+    _check_out(out, manifest)
+    out.mkdir(parents=True, exist_ok=True)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     specs = [
         ClipSpec(

@@ -31,6 +31,8 @@ luminance offset from the local plate mean in units of the local plate standard 
 from __future__ import annotations
 
 import json
+import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,6 +106,38 @@ class ClipSet:
                 "or was interrupted); wait for it or generate it again"
             )
         self.indices = sorted(int(p.stem) for p in (self.folder / "clips").glob("*.npz"))
+        count = self.manifest.get("clips") if isinstance(self.manifest, dict) else None
+        if isinstance(count, int) and not isinstance(count, bool):
+            self._check_clips(count)
+
+    def _check_clips(self, count: int) -> None:
+        """The clips on disk are the ``count`` the manifest names, each with its labels: a
+        missing one would be left out of an evaluation unsaid, one it does not name is a
+        stale clip of another run that would be read as this set's."""
+        folder = self.folder / "clips"
+        named = set(range(count))
+        files = {
+            suffix: {int(p.stem) for p in folder.glob(f"*{suffix}") if p.stem.isdigit()}
+            for suffix in (".npz", ".json")
+        }
+
+        def listed(indices) -> str:
+            shown = ", ".join(f"{i:06d}" for i in sorted(indices)[:3])
+            return shown + (f" and {len(indices) - 3} more" if len(indices) > 3 else "")
+
+        missing = (named - files[".npz"]) | (named - files[".json"])
+        if missing:
+            raise BadInputError(
+                f"{self.folder}: its manifest names {count} clips, {len(missing)} of them missing "
+                f"or without labels (clips/{listed(missing)}); generate the set again with emts "
+                "synth into an empty folder"
+            )
+        if extra := (files[".npz"] | files[".json"]) - named:
+            raise BadInputError(
+                f"{self.folder}: holds {len(extra)} clips its manifest does not name "
+                f"(clips/{listed(extra)}), left by another emts synth run; generate the set "
+                "again into an empty folder"
+            )
 
     def __len__(self) -> int:
         return len(self.indices)
@@ -111,13 +145,36 @@ class ClipSet:
     def __getitem__(self, position: int) -> StoredClip:
         return self.load(self.indices[position])
 
+    def _unreadable(self, path: Path, error: Exception | str) -> BadInputError:
+        reason = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+        return BadInputError(
+            f"{path}: a corrupt or truncated clip file ({reason}); generate the set again with "
+            "emts synth into an empty folder"
+        )
+
     def labels(self, index: int) -> dict:
-        return json.loads((self.folder / "clips" / f"{index:06d}.json").read_text())
+        path = self.folder / "clips" / f"{index:06d}.json"
+        try:
+            labels = json.loads(path.read_text())
+        except (OSError, ValueError) as error:  # ValueError: JSON and UTF-8 decoding errors
+            raise self._unreadable(path, error) from None
+        if not isinstance(labels, dict) or not isinstance(labels.get("frames"), list):
+            raise self._unreadable(path, "no per-frame labels")
+        return labels
 
     def load(self, index: int) -> StoredClip:
-        with np.load(self.folder / "clips" / f"{index:06d}.npz") as npz:
-            frames = decode_frames(npz)
-            difference = npz["difference"].astype(np.float32)
+        path = self.folder / "clips" / f"{index:06d}.npz"
+        try:
+            with np.load(path) as npz:
+                frames = decode_frames(npz)
+                difference = npz["difference"].astype(np.float32)
+        # (a cut or damaged zip raises any of these, from zipfile, zlib or numpy's reader)
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+            raise self._unreadable(path, error) from None
+        if any(frame is None for frame in frames):
+            raise self._unreadable(path, "a frame's JPEG does not decode")
+        if difference.ndim != 3 or len(difference) != len(frames):
+            raise self._unreadable(path, f"{len(frames)} frames, D of shape {difference.shape}")
         channels = np.empty((len(frames), 3, *difference.shape[1:]), np.float32)
         for i, frame in enumerate(frames):
             channels[i, 0] = network_image(frame)

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from emts.config import NETWORK_SIZE
+from emts.errors import BadInputError
 from emts.train.model import DetectorConfig, MicroDetector
 
 OUTPUT_NAMES = ["heatmap", "log_size", "offset", "embedding"]
@@ -69,14 +70,38 @@ def export_streaming_onnx(model: MicroDetector, out: str | Path, opset: int = 17
     return out
 
 
+def read_saved(path: str | Path, what: str, remedy: str, map_location="cpu") -> dict:
+    """The dict ``torch.save`` wrote to ``path`` (a ``model.pt``, a ``checkpoint.pt``); a
+    missing, empty, truncated or foreign file is bad input, said in one line: which ``what``
+    it should have been, why it cannot be read, and the ``remedy``."""
+    path = Path(path)
+    if not path.is_file():
+        raise BadInputError(f"{what} {path} not found")
+    try:
+        saved = torch.load(path, map_location=map_location, weights_only=False)
+    except Exception as error:  # pickle, zip, EOF and torch's own errors for a bad file
+        reason = str(error).strip().splitlines()[-1] if str(error).strip() else "empty"
+        raise BadInputError(
+            f"{path} is not a readable {what} ({type(error).__name__}: {reason}); {remedy}"
+        ) from None
+    if not isinstance(saved, dict):
+        raise BadInputError(f"{path} is not a {what} (it holds a {type(saved).__name__}); {remedy}")
+    return saved
+
+
 def load_trained(path: str | Path) -> MicroDetector:
-    saved = torch.load(path, map_location="cpu", weights_only=False)
-    model = MicroDetector(
-        DetectorConfig(
-            **{k: tuple(v) if isinstance(v, list) else v for k, v in saved["config"].items()}
-        )
-    )
-    model.load_state_dict(saved["model"])
+    """The :class:`MicroDetector` of a ``model.pt`` written by ``emts train detector``."""
+    remedy = "pass the model.pt of an `emts train detector` run"
+    saved = read_saved(path, "trained detector", remedy)
+    try:
+        config = {k: tuple(v) if isinstance(v, list) else v for k, v in saved["config"].items()}
+        model = MicroDetector(DetectorConfig(**config))
+        model.load_state_dict(saved["model"])
+    except (KeyError, TypeError, AttributeError, RuntimeError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else "no details"
+        raise BadInputError(
+            f"{path} does not hold a trained detector ({type(error).__name__}: {reason}); {remedy}"
+        ) from None
     # the NETWORK frame it was trained at (models saved before that option: the paper's)
     model.network_size = tuple(saved.get("network_size", NETWORK_SIZE))
     return model.eval()
@@ -137,9 +162,9 @@ def reshape_onnx(
     the same bit for bit."""
     import onnx
 
-    from emts.stages.c_detect.detector import RUN_SIZE_METADATA, SIZE_METADATA
+    from emts.stages.c_detect.detector import RUN_SIZE_METADATA, SIZE_METADATA, load_graph
 
-    graph_model = onnx.load(str(source))
+    graph_model = load_graph(Path(source), "detector")
     width, height = trained_size
     for values, open_names, stride in (
         (graph_model.graph.input, ("height", "width"), 1),
@@ -240,12 +265,11 @@ def detector_from_onnx(path: str | Path, config: DetectorConfig | None = None) -
     Raises ``BadInputError`` when the graph does not fit the architecture. The model's
     ``network_size`` is the graph's input size.
     """
-    import onnx
     from onnx import numpy_helper
 
-    from emts.errors import BadInputError
+    from emts.stages.c_detect.detector import load_graph
 
-    loaded = onnx.load(str(path))
+    loaded = load_graph(Path(path), "detector")
     graph = loaded.graph
     weights = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
     convs = [n for n in graph.node if n.op_type == "Conv"]

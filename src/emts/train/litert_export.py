@@ -66,22 +66,22 @@ def converter_versions() -> dict[str, str]:
 
 def onnx_metadata(path: str | Path) -> dict[str, str]:
     """The EMTS entries of an ONNX model's metadata (network size, box scale, Stage E input)."""
-    import onnx
+    from emts.stages.c_detect.detector import load_graph
 
-    model = onnx.load(str(path), load_external_data=False)
+    model = load_graph(Path(path), "detector or verifier", external_data=False)
     return {p.key: p.value for p in model.metadata_props if p.key.startswith("emts_")}
 
 
 def verifier_from_onnx(path: str | Path) -> nn.Module:
     """The :class:`~emts.train.verifier.VerifierNet` of an exported verifier ONNX."""
-    import onnx
     from onnx import numpy_helper
 
+    from emts.stages.c_detect.detector import load_graph
     from emts.train.verifier import VerifierNet
 
     weights = {
         i.name: torch.from_numpy(numpy_helper.to_array(i).copy())
-        for i in onnx.load(str(path)).graph.initializer
+        for i in load_graph(Path(path), "verifier").graph.initializer
     }
     width = int(weights["features.0.weight"].shape[0]) if "features.0.weight" in weights else 0
     hidden = int(weights["head.1.weight"].shape[0]) if "head.1.weight" in weights else 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -16,7 +17,7 @@ from tqdm import tqdm
 
 from emts.errors import BadInputError
 from emts.train.data import MixtureStream, StoredClips, Tier2Stills
-from emts.train.export import freeze_batch_norm
+from emts.train.export import freeze_batch_norm, read_saved
 from emts.train.losses import detector_loss
 from emts.train.model import DetectorConfig, MicroDetector
 
@@ -172,10 +173,21 @@ def run_phases(
     state = {"phase": 0, "step": 0, "history": [], "seconds": 0.0}
     checkpoint = out / CHECKPOINT
     if checkpoint.exists():
-        saved = torch.load(checkpoint, map_location=device, weights_only=False)
-        model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        state = saved["state"]
+        # a checkpoint this run cannot resume from is kept for the user to look at, never
+        # deleted or overwritten here: say so and how to start over
+        remedy = f"delete it to start this run over, or train into another --out than {out}"
+        saved = read_saved(checkpoint, "training checkpoint", remedy, device)
+        try:
+            model.load_state_dict(saved["model"])
+            optimizer.load_state_dict(saved["optimizer"])
+            state = saved["state"]
+            if missing := {"phase", "step", "history", "seconds"} - set(state):
+                raise KeyError(", ".join(sorted(missing)))
+        except (KeyError, TypeError, ValueError, RuntimeError) as error:
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else "no details"
+            raise BadInputError(
+                f"{checkpoint} does not fit this run ({type(error).__name__}: {reason}); {remedy}"
+            ) from None
     for phase_index in range(state["phase"], len(phases)):
         name, steps, mixture = phases[phase_index]
         stream = MixtureStream(
@@ -237,20 +249,21 @@ def run_phases(
             if (step + 1) % checkpoint_every == 0 or step + 1 == steps:
                 state["seconds"] += time.perf_counter() - started
                 started = time.perf_counter()
-                torch.save(
-                    {
-                        "model": model.state_dict(),
-                        "optimizer": optimizer.state_dict(),
-                        "state": state,
-                    },
-                    checkpoint,
-                )
+                _save_checkpoint(model, optimizer, state, checkpoint)
         state["phase"], state["step"] = phase_index + 1, 0
-        torch.save(
-            {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "state": state},
-            checkpoint,
-        )
+        _save_checkpoint(model, optimizer, state, checkpoint)
     return state
+
+
+def _save_checkpoint(model, optimizer, state: dict, checkpoint: Path) -> None:
+    """Write the checkpoint whole or not at all: to a side file, then renamed over the last
+    one (a run killed mid-write leaves the previous checkpoint, not a truncated one)."""
+    partial = checkpoint.with_name(checkpoint.name + ".partial")
+    torch.save(
+        {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "state": state},
+        partial,
+    )
+    os.replace(partial, checkpoint)
 
 
 def plot_curves(history: list[dict], path: Path) -> None:

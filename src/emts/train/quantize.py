@@ -46,6 +46,7 @@ from onnxruntime.quantization import (
 from emts.config import NETWORK_SIZE, ChannelConfig
 from emts.errors import BadInputError
 from emts.stages.b_channels import RESIDUAL_REFERENCE, normalize_residual_level
+from emts.stages.c_detect.detector import load_graph
 
 CALIBRATIONS = ("minmax", "moving-average")
 DEFAULT_CLIPS = 100  # sec:stateful: 100 clips of 10 consecutive frames
@@ -119,6 +120,16 @@ def l2_normalization_nodes(model: onnx.ModelProto) -> list[str]:
     return hits
 
 
+def _check_stream(clips: int, seed: int, frames: int = 1) -> None:
+    """One line for a calibration stream that cannot be drawn (the command's options)."""
+    if clips < 1:
+        raise BadInputError(f"--clips {clips}: calibration needs at least 1 clip")
+    if frames < 1:
+        raise BadInputError(f"--frames {frames}: calibration needs at least 1 frame per clip")
+    if seed < 0:
+        raise BadInputError(f"--seed {seed}: expected 0 or more")
+
+
 def _choose_clips(
     sets: dict[str, str | Path], clips: int, seed: int
 ) -> list[tuple[str, object, int]]:
@@ -170,6 +181,7 @@ def detector_calibration(
     Frame 0 of a clip has no motion channels and is never used."""
     from emts.front_end import cached_by_sets, channels_at
 
+    _check_stream(clips, seed, frames)
     rng = np.random.default_rng([seed, 1])
     stream = []
     for _, clip_set, index in _choose_clips(sets, clips, seed):
@@ -213,6 +225,7 @@ def verifier_calibration(
     from emts.config import VerifierConfig
     from emts.train.verifier import _ClipView, _ground_fixed, _gt_tracks
 
+    _check_stream(clips, seed)
     config = VerifierConfig()
     rng = np.random.default_rng([seed, 2])
     windows = []
@@ -312,7 +325,7 @@ def quantize(
     model, out = Path(model), Path(out)
     if not model.is_file():
         raise BadInputError(f"{model}: no such model")
-    graph = onnx.load(str(model))
+    graph = load_graph(model, "fp32")
     if hits := l2_normalization_nodes(graph):
         raise BadInputError(
             f"{model} normalizes inside the graph ({', '.join(hits)}): an all-zero input "

@@ -12,6 +12,9 @@ Windows of 16 descriptors (frames 2-17 of each 18-frame clip) are built from
 from __future__ import annotations
 
 import json
+import logging
+import zipfile
+import zlib
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -35,6 +38,8 @@ from emts.stages.e_verify import (
     ground_travel,
 )
 from emts.synth.store import ClipSet, StoredClip
+
+log = logging.getLogger(__name__)
 
 GEOMETRY = WORKING_GEOMETRY
 WINDOW_FRAMES = range(2, 18)
@@ -587,8 +592,12 @@ def cached_windows(
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     path = Path(cache) / f"windows-{digest}.npz"
     if path.is_file():
-        with np.load(path) as stored:
-            return Windows(stored["x"], stored["y"], [str(k) for k in stored["kind"]])
+        try:
+            with np.load(path) as stored:
+                return Windows(stored["x"], stored["y"], [str(k) for k in stored["kind"]])
+        # (a cut or damaged .npz raises any of these, from zipfile, zlib or numpy's reader)
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+            log.warning("%s cannot be read (%s): building the windows again", path, error)
     windows = build_windows(folders, detector, seed, None, resolution, stride, registration_noise)
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez(path, x=windows.x, y=windows.y, kind=np.array(windows.kind))

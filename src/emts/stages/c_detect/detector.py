@@ -108,6 +108,27 @@ def load_session(path: Path, kind: str, threads: int):
         ) from None
 
 
+def load_graph(path: Path, kind: str, external_data: bool = True):
+    """The ONNX graph (``onnx.ModelProto``) of the ``kind`` model at ``path``, for the tools
+    that inspect or rewrite one (export, quantize, streaming); a missing, unreadable or empty
+    file is bad input, said in one line (needs the ``onnx`` package: the train extra)."""
+    import onnx
+
+    path = Path(path)
+    if not path.is_file():
+        raise BadInputError(f"{kind} model {path} not found")
+    try:
+        model = onnx.load(str(path), load_external_data=external_data)
+    except Exception as error:  # protobuf's DecodeError, onnx's own types, OSError
+        reason = str(error).strip().splitlines()[-1] if str(error).strip() else "unknown"
+        raise BadInputError(
+            f"{kind} model {path} cannot be read as ONNX ({reason}); pass a {kind} .onnx"
+        ) from None
+    if not model.graph.input or not model.graph.output:
+        raise BadInputError(f"{kind} model {path} holds no ONNX graph; pass a {kind} .onnx")
+    return model
+
+
 def decode(
     heatmap: np.ndarray,
     log_size: np.ndarray,
@@ -175,6 +196,46 @@ def _check_detector_graph(session, path: Path) -> None:
             f"{path} is not an EMTS detector (input {shape}, {len(outputs)} outputs; expected "
             f"one (batch, 3, H, W) input and {DETECTOR_OUTPUTS} outputs); pass a detector .onnx"
         )
+
+
+# channels of each output (None: any number, at least one); every output is (batch, C, H/8, W/8)
+DETECTOR_OUTPUT_CHANNELS = (("heatmap", 1), ("log-size", 2), ("offset", 2), ("embedding", None))
+
+
+def _check_detector_outputs(session, path: Path, network_size: tuple[int, int]) -> None:
+    """Refuse a model whose outputs the decoder cannot read, before it runs a frame: one dry
+    run on a zero input of ``network_size`` (about a frame's network time) must give the
+    four heads of :data:`DETECTOR_OUTPUT_CHANNELS`, each (1, C, H/8, W/8)."""
+    width, height = network_size
+    grid = (height // STRIDE, width // STRIDE)
+    zeros = np.zeros((1, 3, height, width), np.float32)
+    try:
+        outputs = session.run(None, {session.get_inputs()[0].name: zeros})
+    except Exception as error:  # onnxruntime / LiteRT raise their own exception types
+        reason = str(error).strip().splitlines()[-1] if str(error).strip() else "unknown"
+        raise BadInputError(
+            f"{path} is not a working EMTS detector: it fails on a {width}x{height} input "
+            f"({reason}); pass a detector .onnx"
+        ) from None
+    shapes = [tuple(np.shape(output)) for output in outputs]
+    heads_ok = len(shapes) == DETECTOR_OUTPUTS and all(
+        len(shape) == 4
+        and shape[0] == 1
+        and shape[2:] == grid
+        and (shape[1] == channels if channels is not None else shape[1] >= 1)
+        for shape, (_, channels) in zip(shapes, DETECTOR_OUTPUT_CHANNELS, strict=True)
+    )
+    if heads_ok:
+        return
+    expected = ", ".join(
+        f"{name} (1, {'C' if channels is None else channels}, {grid[0]}, {grid[1]})"
+        for name, channels in DETECTOR_OUTPUT_CHANNELS
+    )
+    got = ", ".join(str(shape) for shape in shapes)
+    raise BadInputError(
+        f"{path} is not an EMTS detector: on a {width}x{height} input its outputs are {got}; "
+        f"expected {expected}; pass a detector .onnx"
+    )
 
 
 SIZE_METADATA = "emts_network_size"  # ONNX metadata: the "WxH" a model was trained at
@@ -346,6 +407,7 @@ class Detector:
         )
         self.input_name = self.session.get_inputs()[0].name
         self.network_size = network_size_for(self.session, path, network_size)
+        _check_detector_outputs(self.session, path, self.network_size)
         self.box_scale = box_scale_for(self.session, self.network_size)
         # Stage B's warp the model runs with (the pipeline builds Stage B for it)
         self.stage_b_warp = stage_b_warp_for(self.session, path)

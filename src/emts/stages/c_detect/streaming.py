@@ -14,7 +14,13 @@ import numpy as np
 
 from emts.errors import BadInputError
 from emts.stages.b_channels import RESIDUAL_REFERENCE, normalize_residual_level
-from emts.stages.c_detect.detector import DEFAULT_THRESHOLD, Detection, decode, load_session
+from emts.stages.c_detect.detector import (
+    DEFAULT_THRESHOLD,
+    Detection,
+    decode,
+    load_graph,
+    load_session,
+)
 
 CACHE_IN, CACHE_OUT = "cache_in_", "cache_out_"
 
@@ -26,9 +32,7 @@ def cache_inputs(session) -> list:
 
 def is_streaming(path: str | Path) -> bool:
     """Whether the ONNX model at ``path`` carries caches as graph inputs."""
-    import onnx
-
-    graph = onnx.load(str(path), load_external_data=False).graph
+    graph = load_graph(Path(path), "detector", external_data=False).graph
     return any(i.name.startswith(CACHE_IN) for i in graph.input)
 
 
