@@ -413,13 +413,23 @@ def check_writable(name: str, path: Path, folder: bool = False) -> None:
         raise BadInputError(f"{name} {path} is read-only; choose another file")
 
 
-def check_outputs(source: str | int | None, outputs: dict[str, str | None]) -> None:
+def check_outputs(
+    source: str | int | None,
+    outputs: dict[str, str | None],
+    inputs: dict[str, str | Path | Iterable[str | Path] | None] | None = None,
+) -> None:
     """Refuse outputs that would overwrite an input or another output, or cannot be written.
+
+    An output is an input when it is the same file (also through a symlink or a hard link) as
+    one of the source's files or as any other file the run reads: a model, a member, a
+    calibration file.
 
     Args:
         source: the job's source (its files are the inputs), or None.
         outputs: name -> path as given (None or '-' for "not written to a file"); the names
             are what the messages call the outputs (the command line passes its flags).
+        inputs: the other files the run reads: what a message calls them (e.g. "the --model
+            of this run") -> a path or several (None: none).
     """
     named = {name: Path(p) for name, p in outputs.items() if p and p != "-"}
     claimed: dict[Path, str] = {}
@@ -431,13 +441,20 @@ def check_outputs(source: str | int | None, outputs: dict[str, str | None]) -> N
             )
         claimed[resolved] = name
     existing = {name: path.stat() for name, path in named.items() if path.is_file()}
-    if existing and source is not None:
-        inputs = {(s.st_dev, s.st_ino) for s in (f.stat() for f in source_files(source))}
+    if existing:
+        read: dict[tuple[int, int], str] = {}
+        if source is not None:
+            for stat in (f.stat() for f in source_files(source)):
+                read[stat.st_dev, stat.st_ino] = "an input of this run"
+        for what, paths in (inputs or {}).items():
+            for path in [paths] if isinstance(paths, str | Path) else paths or []:
+                with contextlib.suppress(OSError):  # a name that is no file reads nothing
+                    stat = Path(path).stat()
+                    read.setdefault((stat.st_dev, stat.st_ino), what)
         for name, stat in existing.items():
-            if (stat.st_dev, stat.st_ino) in inputs:
-                raise BadInputError(
-                    f"{name} {named[name]} is an input of this run; choose another file"
-                )
+            what = read.get((stat.st_dev, stat.st_ino))
+            if what is not None:
+                raise BadInputError(f"{name} {named[name]} is {what}; choose another file")
     for name, path in named.items():
         check_writable(name, path)
 

@@ -14,6 +14,7 @@ from emts.cli.common import (
     add_precision,
     channel_config,
     input_model,
+    model_inputs,
     stage_c,
 )
 from emts.io import check_outputs, check_video_suffix
@@ -24,7 +25,9 @@ def _cmd_channels(args: argparse.Namespace) -> int:
 
     out = None if args.no_video else args.out
     check_video_suffix("--out", out)
-    check_outputs(args.source, {"--out": out, "--jsonl": args.jsonl})
+    check_outputs(
+        args.source, {"--out": out, "--jsonl": args.jsonl}, model_inputs(model=args.model)
+    )
     frames = run_channels(
         args.source,
         out,
@@ -87,7 +90,7 @@ def _cmd_detect(args: argparse.Namespace) -> int:
     from emts.apps.detect import run_detect
     from emts.stages.c_detect.boxfit import DEFAULT_BOX_FIT
 
-    check_outputs(args.source, {"--jsonl": args.jsonl})
+    check_outputs(args.source, {"--jsonl": args.jsonl}, model_inputs(model=args.model))
     box_fit = None if args.network_boxes else DEFAULT_BOX_FIT
     run_detect(
         args.source,

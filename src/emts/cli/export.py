@@ -12,11 +12,12 @@ from emts.cli.common import (
     STAGE_B_WARP,
     calibration_sets,
     command_line,
+    model_inputs,
     parse_size,
     require_train_extra,
 )
 from emts.errors import BadInputError
-from emts.io import check_writable
+from emts.io import check_outputs
 from emts.modality import AUTO
 from emts.precision import named_model
 
@@ -26,8 +27,11 @@ def _cmd_ensemble(args: argparse.Namespace) -> int:
     from emts.precision import named_model
     from emts.train.ensemble import merge_detectors
 
-    check_writable("--out", Path(args.out))
-    meta = merge_detectors([named_model(m) for m in args.models], args.out)
+    members = [named_model(m) for m in args.models]
+    check_outputs(
+        None, {"--out": args.out}, {**model_inputs(), "a member of this ensemble": members}
+    )
+    meta = merge_detectors(members, args.out)
     scales = meta.get("emts_box_scale", "none (not every member records one)")
     print(f"ensemble of {len(args.models)} detectors: {args.out} (box scales: {scales})")
     return 0
@@ -58,6 +62,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
     if not Path(args.model).is_file():
         raise BadInputError(f"{args.model}: no such model")
+    check_outputs(
+        None, {"--out": args.out}, {**model_inputs(), "the MODEL of this run": args.model}
+    )
     if args.fit_box_scale and not args.any_size:
         raise BadInputError("--fit-box-scale runs the model at other sizes: add --any-size")
     if args.run_size and not args.any_size:
@@ -225,6 +232,11 @@ def _cmd_quantize(args: argparse.Namespace) -> int:
     source = Path(args.model) if args.model else shipped_model(args.kind, "fp32")
     if not source.is_file():
         raise BadInputError(f"{source}: no such model")
+    check_outputs(
+        None,
+        {"--out": args.out, "the provenance of --out": str(Path(args.out).with_suffix(".json"))},
+        model_inputs(model=str(source)),
+    )
     streaming = args.kind == "detector" and is_streaming(source)
     if args.tsm_caches and not streaming:
         raise BadInputError(
@@ -352,6 +364,11 @@ def _cmd_export_litert(args: argparse.Namespace) -> int:
     source = Path(args.model) if args.model else shipped_model(args.kind, "fp32")
     if not source.is_file():
         raise BadInputError(f"{source}: no such model")
+    check_outputs(
+        None,
+        {"--out": args.out, "the provenance of --out": str(out.with_name(out.name + ".json"))},
+        model_inputs(model=str(source)),
+    )
     size = None
     if args.network_size is not None and args.kind != "detector":
         raise BadInputError("--network-size: only the detector has one")

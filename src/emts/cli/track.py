@@ -13,6 +13,7 @@ from emts.cli.common import (
     add_precision,
     channel_config,
     int_in,
+    model_inputs,
     stage_c,
 )
 from emts.errors import BadInputError
@@ -73,7 +74,9 @@ def _cmd_track(args: argparse.Namespace) -> int:
     check_video_suffix("--out", args.out)
     check_png("--timeline", args.timeline)
     check_outputs(
-        args.source, {"--out": args.out, "--jsonl": args.jsonl, "--timeline": args.timeline}
+        args.source,
+        {"--out": args.out, "--jsonl": args.jsonl, "--timeline": args.timeline},
+        model_inputs(model=args.model, verifier=args.verifier),
     )
     follow = _gimbal_follow(args)
     verifier = None
