@@ -102,14 +102,18 @@ def add_input_model(p) -> None:
     p.add_argument("--model", type=input_model, default=AUTO, help=INPUT_MODEL_HELP)
 
 
-def model_inputs(**flags: str | list[str] | None) -> dict[str, str | list[str] | None]:
+def model_inputs(
+    shipped: bool = True, **flags: str | list[str] | None
+) -> dict[str, str | list[str] | None]:
     """The model files a command reads, for :func:`emts.io.check_outputs`' ``inputs``: each
-    flag's file (``model_inputs(model=args.model)`` for ``--model``) and every shipped model
-    (the defaults, ``auto`` and ``thermal`` read them), so that no output overwrites one."""
-    from emts.precision import shipped_files
-
+    flag's file (``model_inputs(model=args.model)`` for ``--model``) and, with ``shipped``,
+    every shipped model (the commands that run the pipeline read them: ``auto``, the default
+    models, ``thermal``; the commands that make model files write them)."""
     inputs = {f"the --{flag.replace('_', '-')} of this run": path for flag, path in flags.items()}
-    inputs["a model shipped with emts"] = [str(p) for p in shipped_files()]
+    if shipped:
+        from emts.precision import shipped_files
+
+        inputs["a model shipped with emts"] = [str(p) for p in shipped_files()]
     return inputs
 
 

@@ -28,9 +28,7 @@ def _cmd_ensemble(args: argparse.Namespace) -> int:
     from emts.train.ensemble import merge_detectors
 
     members = [named_model(m) for m in args.models]
-    check_outputs(
-        None, {"--out": args.out}, {**model_inputs(), "a member of this ensemble": members}
-    )
+    check_outputs(None, {"--out": args.out}, {"a member of this ensemble": members})
     meta = merge_detectors(members, args.out)
     scales = meta.get("emts_box_scale", "none (not every member records one)")
     print(f"ensemble of {len(args.models)} detectors: {args.out} (box scales: {scales})")
@@ -62,9 +60,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
     if not Path(args.model).is_file():
         raise BadInputError(f"{args.model}: no such model")
-    check_outputs(
-        None, {"--out": args.out}, {**model_inputs(), "the MODEL of this run": args.model}
-    )
+    check_outputs(None, {"--out": args.out}, {"the MODEL of this run": args.model})
     if args.fit_box_scale and not args.any_size:
         raise BadInputError("--fit-box-scale runs the model at other sizes: add --any-size")
     if args.run_size and not args.any_size:
@@ -235,7 +231,7 @@ def _cmd_quantize(args: argparse.Namespace) -> int:
     check_outputs(
         None,
         {"--out": args.out, "the provenance of --out": str(Path(args.out).with_suffix(".json"))},
-        model_inputs(model=str(source)),
+        model_inputs(shipped=False, model=str(source)),
     )
     streaming = args.kind == "detector" and is_streaming(source)
     if args.tsm_caches and not streaming:
@@ -367,7 +363,7 @@ def _cmd_export_litert(args: argparse.Namespace) -> int:
     check_outputs(
         None,
         {"--out": args.out, "the provenance of --out": str(out.with_name(out.name + ".json"))},
-        model_inputs(model=str(source)),
+        model_inputs(shipped=False, model=str(source)),
     )
     size = None
     if args.network_size is not None and args.kind != "detector":
