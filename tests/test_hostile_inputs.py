@@ -30,6 +30,14 @@ def _video(path: Path, frames: int = 8, size=(320, 256)) -> Path:
     return path
 
 
+def _emts(command: str) -> int:
+    """The exit code of ``emts COMMAND`` run in this process (argparse's errors exit)."""
+    try:
+        return main(command.split())
+    except SystemExit as stop:
+        return stop.code
+
+
 def _md5(path: Path) -> str:
     return hashlib.md5(path.read_bytes()).hexdigest()
 
@@ -87,6 +95,51 @@ def test_a_an_output_naming_a_model_the_run_reads_is_refused(workdir, capsys, mo
         shutil.copy(workdir / "m.onnx", workdir / name)
     (workdir / "link.onnx").hardlink_to(workdir / "m.onnx")
     before = {p: _md5(p) for p in workdir.iterdir() if p.suffix != ".mp4" or p.stem == "m"}
-    assert main(command.split()) == 2
+    assert _emts(command) == 2
     assert "choose another file" in _one_line_error(capsys)
     assert {p: _md5(p) for p in before} == before
+
+
+# -- B: a network size Stages B and C cannot run at ------------------------------------------
+
+
+def _with_run_size(source: Path, path: Path, size: str) -> Path:
+    """A copy of the detector ``source`` that records ``size`` as its run size."""
+    onnx = pytest.importorskip("onnx")
+    model = onnx.load(str(source))
+    entry = model.metadata_props.add()
+    entry.key, entry.value = "emts_run_size", size
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "bench --frames 2 --warmup 0 --network-size 0x0",
+        "bench --frames 2 --warmup 0 --network-size=-8x-8",
+        "track in.mp4 --network-size 0x0 --jsonl x.jsonl",
+        "track in.mp4 --network-size 640x0 --jsonl x.jsonl",
+        "track in.mp4 --detector-mode fused --network-size 0x0 --jsonl x.jsonl",
+        "track in.mp4 --network-size 2048x1024 --jsonl x.jsonl",  # larger than 640x512
+        "track in.mp4 --network-size 256x512 --jsonl x.jsonl",  # narrower than 5:4
+        "track in.mp4 --network-size 40x32 --jsonl x.jsonl",  # 5x4 cells: an odd number
+        "track in.mp4 --network-size 640x504 --jsonl x.jsonl",
+        "detect in.mp4 --network-size 24x16 --jsonl x.jsonl",
+        "serve in.mp4 --network-size 0x0 --port 0",
+        "export m.onnx --out x.onnx --any-size --run-size 0x0",
+        "export m.onnx --out x.onnx --any-size --fit-box-scale 24x16",
+        "track in.mp4 --model rs0.onnx --jsonl x.jsonl",  # recorded run sizes
+        "detect in.mp4 --model rs40.onnx --jsonl x.jsonl",
+        "channels in.mp4 --model rs0.onnx --no-video --jsonl x.jsonl",
+        "bench --frames 2 --warmup 0 --model rs0.onnx",
+        "serve in.mp4 --model rs40.onnx --port 0",
+        pytest.param("quantize detector --model rs0.onnx --out q.onnx", marks=TRAIN),
+    ],
+)
+def test_b_an_unusable_network_size_is_refused_before_any_frame(workdir, capsys, command):
+    _with_run_size(workdir / "m.onnx", workdir / "rs0.onnx", "0x0")
+    _with_run_size(workdir / "m.onnx", workdir / "rs40.onnx", "40x32")
+    assert _emts(command) == 2
+    assert "multiples of 16, at least 5:4 wide, at most 640x496" in _one_line_error(capsys)
+    assert not (workdir / "x.jsonl").exists()

@@ -73,7 +73,23 @@ def build_stage_c(
         )
     model = model_for("detector", model, precision, threads, backend)
     detector = Detector(model, threads=threads, **options)
+    check_run_size(detector)
     return detector_stage(detector, detector_mode, coarse_pass)
+
+
+def check_run_size(detector) -> None:
+    """Refuse a detector whose size -- fixed by its graph, or recorded by ``emts export
+    --run-size`` -- Stages B and C cannot run at (:func:`emts.geometry.check_network_size`),
+    in one line that names the model, before any frame is read."""
+    from emts.geometry import check_network_size
+
+    try:
+        check_network_size(detector.network_size)
+    except BadInputError as error:
+        raise BadInputError(
+            f"{detector.path.name} asks to run at an unusable {error}; re-export it with a "
+            "usable size (emts export MODEL --out NEW.onnx --any-size --run-size 256x192)"
+        ) from None
 
 
 def run_detect(

@@ -13,7 +13,7 @@ from emts.cli.common import (
     calibration_sets,
     command_line,
     model_inputs,
-    parse_size,
+    network_size,
     require_train_extra,
 )
 from emts.errors import BadInputError
@@ -69,10 +69,6 @@ def _cmd_export(args: argparse.Namespace) -> int:
         raise BadInputError(
             f"--residual-reference must be in [0, 1) (0: remove it), got {args.residual_reference}"
         )
-    if args.run_size:
-        from emts.geometry import network_letterbox
-
-        network_letterbox(args.run_size)  # one line for a size the geometry cannot use
     if args.residual_baseline is not None and args.residual_baseline < 1:
         raise BadInputError("--residual-baseline must be at least 1")
     if args.residual_baseline is None and Path(args.model).suffix != ".onnx":
@@ -136,7 +132,7 @@ def add_export(sub) -> None:
     p.add_argument(
         "--fit-box-scale",
         nargs="+",
-        type=parse_size,
+        type=network_size,
         metavar="WxH",
         default=[],
         help="with --any-size: fit, per network size, the factor that brings the boxes to the "
@@ -150,7 +146,7 @@ def add_export(sub) -> None:
     )
     p.add_argument(
         "--run-size",
-        type=parse_size,
+        type=network_size,
         metavar="WxH",
         help="with --any-size: the network size the runtime runs the model at when none is "
         "asked for (the thermal model: 512x384); left out, a reshaped .onnx keeps its own and "
@@ -195,10 +191,12 @@ def _detector_calibration(args: argparse.Namespace, source: Path):
     """The calibration stream of ``--tier1``/``--negatives``, ``--clips`` x ``--frames``,
     ``--seed``, as the detector ``source`` is fed: at its network size (``--network-size``
     where the command has one and it is given), residual level and Stage B warp."""
+    from emts.apps.detect import check_run_size
     from emts.stages.c_detect.detector import Detector
     from emts.train.quantize import detector_calibration
 
     detector = Detector(source, threads=1, network_size=getattr(args, "network_size", None))
+    check_run_size(detector)
     return detector_calibration(
         calibration_sets(args),
         args.clips,
@@ -471,7 +469,7 @@ def add_export_litert(sub) -> None:
     _add_float_convs(p)
     p.add_argument(
         "--network-size",
-        type=parse_size,
+        type=network_size,
         metavar="WxH",
         help="detector: convert (and calibrate) at this input size (default: the size the "
         "ONNX runs at). A model run at twice its training size wants a file at its training "

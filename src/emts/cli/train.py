@@ -16,6 +16,7 @@ from emts.cli.common import (
     THREADS,
     command_line,
     float_in,
+    network_size,
     open_clip_set,
     parse_size,
     require_train_extra,
@@ -139,10 +140,11 @@ def _add_train_detector_recipe(p) -> None:
     )
     p.add_argument(
         "--network-size",
-        type=parse_size,
+        type=network_size,
         metavar="WxH",
         help="the detector's input size, trained and run at (default 256x192, the paper's; "
-        "e.g. 384x288: people 1.5x taller in network px); multiples of 8, at least 5:4 wide",
+        "e.g. 384x288: people 1.5x taller in network px); multiples of 16, at least 5:4 wide, "
+        "at most 640x496",
     )
     p.add_argument(
         "--crop",
