@@ -143,3 +143,29 @@ def test_b_an_unusable_network_size_is_refused_before_any_frame(workdir, capsys,
     assert _emts(command) == 2
     assert "multiples of 16, at least 5:4 wide, at most 640x496" in _one_line_error(capsys)
     assert not (workdir / "x.jsonl").exists()
+
+
+# -- F: a --lock tap outside the frame -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("lock", "kept"),
+    [
+        ("100000,100000", 0),
+        ("-5,-5", 0),
+        ("320,10", 0),  # one past the last pixel centre of a 320 px wide frame
+        ("10,-0.6@2", 2),
+        ("400,10,20,20", 0),  # a box centred outside
+        ("-40,-40,20,20@3", 3),
+    ],
+)
+def test_f_a_tap_outside_the_frame_is_refused_on_its_frame(workdir, capsys, lock, kept):
+    code = _emts(f"track in.mp4 --lock={lock} --jsonl t.jsonl --out t.mp4 --no-verifier")
+    assert code == 2
+    assert "is outside frame" in _one_line_error(capsys)
+    assert len((workdir / "t.jsonl").read_text().splitlines()) == kept  # lines so far kept
+
+
+@pytest.mark.parametrize("lock", ["319.5,255.5", "-0.5,-0.5", "300,230,40,40"])
+def test_f_a_tap_on_the_frame_is_accepted(workdir, lock):
+    assert _emts(f"track in.mp4 --lock={lock} --jsonl t.jsonl --no-verifier") == 0

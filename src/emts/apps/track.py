@@ -63,6 +63,22 @@ class LockRequest:
             return cls(False, x + w / 2, y + h / 2, frame, (x, y, w, h))
         return cls(False, numbers[0], numbers[1], frame)
 
+    def check_inside(self, size: tuple[int, int], index: int) -> None:
+        """Refuse a tap outside a ``size`` (W, H) image (BadInputError), as ``emts serve``
+        refuses a click: a point must lie on a pixel (centres 0..W-1, edges -0.5..W-0.5), a
+        box's centre within the image. ``index``: the frame it is checked on, for the message."""
+        width, height = size
+        if self.box is None:
+            inside = -0.5 <= self.x <= width - 0.5 and -0.5 <= self.y <= height - 0.5
+        else:
+            inside = 0 <= self.x <= width and 0 <= self.y <= height
+        if not inside:
+            what = "box centred at" if self.box is not None else "tap at"
+            raise BadInputError(
+                f"the {what} ({self.x:g}, {self.y:g}) is outside frame {index}, a {width}x{height} "
+                "image; give input pixels of the frame"
+            )
+
 
 def _round(value: float | None, digits: int = 4) -> float | None:
     return None if value is None else round(float(value), digits)
@@ -171,6 +187,7 @@ def run_track(
     history = DecimatedHistory()
     seen = 0
     completed = False
+    tap_checked = lock.auto
     with open_source(source, fps=fps, placeholders=True) as frames:
         pipeline.fps = frames.fps  # Stage E's descriptors depend on the frame rate
         writer = VideoWriter(out, fps=frames.fps) if out else None
@@ -180,6 +197,9 @@ def run_track(
                 tqdm(frames, total=frames.length, desc="track", unit="frame", disable=None)
             ):
                 seen = index + 1
+                if not tap_checked and index >= lock.frame and getattr(frame, "ndim", 0) >= 2:
+                    lock.check_inside((frame.shape[1], frame.shape[0]), index)  # the first size
+                    tap_checked = True
                 if not lock.auto and index == lock.frame:
                     pipeline.lock(lock.x, lock.y, box=lock.box)
                 try:
