@@ -6,7 +6,9 @@ case a command line."""
 from __future__ import annotations
 
 import hashlib
+import logging
 import shutil
+import struct
 from pathlib import Path
 
 import cv2
@@ -169,3 +171,109 @@ def test_f_a_tap_outside_the_frame_is_refused_on_its_frame(workdir, capsys, lock
 @pytest.mark.parametrize("lock", ["319.5,255.5", "-0.5,-0.5", "300,230,40,40"])
 def test_f_a_tap_on_the_frame_is_accepted(workdir, lock):
     assert _emts(f"track in.mp4 --lock={lock} --jsonl t.jsonl --no-verifier") == 0
+
+
+# -- G: a damaged video, a source of no usable frame ------------------------------------------
+
+
+def _atoms(data: bytes, start: int = 0, end: int | None = None):
+    """(kind, offset, size) of the MP4 boxes in data[start:end]."""
+    offset, end = start, len(data) if end is None else end
+    while offset < end:
+        size, kind = struct.unpack(">I4s", data[offset : offset + 8])
+        yield kind.decode("latin-1"), offset, size
+        offset += size
+
+
+def _faststart(data: bytes) -> bytes:
+    """OpenCV's mp4 (ftyp, free, mdat, moov) with its index moved to the front, as streaming
+    tools write it, so that a cut file still opens and declares every frame."""
+    boxes = {kind: (offset, size) for kind, offset, size in _atoms(data)}
+    at, size = boxes["moov"]
+    moov = bytearray(data[at : at + size])
+
+    def shift(start: int, end: int) -> None:  # every chunk offset moves by the index's size
+        for kind, offset, length in _atoms(moov, start, end):
+            if kind in ("trak", "mdia", "minf", "stbl"):
+                shift(offset + 8, offset + length)
+            elif kind == "stco":
+                (count,) = struct.unpack(">I", moov[offset + 12 : offset + 16])
+                for k in range(offset + 16, offset + 16 + 4 * count, 4):
+                    (value,) = struct.unpack(">I", moov[k : k + 4])
+                    moov[k : k + 4] = struct.pack(">I", value + size)
+
+    shift(8, size)
+    ftyp = boxes["ftyp"][1]
+    return data[:ftyp] + bytes(moov) + data[ftyp:at]
+
+
+def _noise_video(path: Path, frames: int = 40) -> bytes:
+    """An mp4 of noise (every frame its own bytes, so a cut loses frames), returned whole."""
+    rng = np.random.default_rng(1)
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 30, (320, 256))
+    for _ in range(frames):
+        writer.write((rng.random((256, 320, 3)) * 255).astype(np.uint8))
+    writer.release()
+    return path.read_bytes()
+
+
+@pytest.fixture
+def damaged(tmp_path, monkeypatch):
+    """tmp_path as the current folder with whole.mp4 (40 frames, index first), cut.mp4 (its
+    first half) and garbage.mp4 (OpenCV's own, a quarter of its frame data zeroed)."""
+    monkeypatch.chdir(tmp_path)
+    data = _noise_video(tmp_path / "garbage.mp4")
+    whole = _faststart(data)
+    (tmp_path / "whole.mp4").write_bytes(whole)
+    (tmp_path / "cut.mp4").write_bytes(whole[: len(whole) // 2])
+    mdat_at, mdat_size = next((o, s) for k, o, s in _atoms(data) if k == "mdat")
+    start = mdat_at + mdat_size // 3
+    zeroed = data[:start] + bytes(mdat_size // 4) + data[start + mdat_size // 4 :]
+    (tmp_path / "garbage.mp4").write_bytes(zeroed)
+    (tmp_path / "zero.jpg").write_bytes(b"")
+    cv2.imwrite(str(tmp_path / "one.png"), np.zeros((1, 1), np.uint8))
+    cv2.imwrite(str(tmp_path / "tiny.png"), np.zeros((7, 9), np.uint8))
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "a.jpg").write_bytes(b"")
+    cv2.imwrite(str(tmp_path / "bad" / "b.png"), np.zeros((1, 1), np.uint8))
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "track cut.mp4 --jsonl g.jsonl --no-verifier",
+        "track garbage.mp4 --jsonl g.jsonl --out g.mp4 --no-verifier",
+        "detect cut.mp4 --jsonl g.jsonl",
+        "channels garbage.mp4 --jsonl g.jsonl --no-video",
+        "track zero.jpg --jsonl g.jsonl",
+        "track one.png --jsonl g.jsonl",
+        "track tiny.png --jsonl g.jsonl",
+        "detect zero.jpg --jsonl g.jsonl",
+        "channels 'one.*' --jsonl g.jsonl --no-video",
+        "track bad --jsonl g.jsonl",  # a folder of only bad images
+        "detect bad --jsonl g.jsonl",
+    ],
+)
+def test_g_a_damaged_video_or_no_usable_frame_is_not_a_clean_exit(damaged, capsys, caplog, command):
+    code = _emts(command.replace("'", ""))
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    if command.split()[1].endswith(".mp4"):  # results kept, the damage said, exit 3
+        assert code == 3
+        assert len(warnings) == 1 and "of its 40 frames (truncated or damaged)" in warnings[0]
+        kept = len((damaged / "g.jsonl").read_text().splitlines())
+        assert 0 < kept < 40 and f"ended after {kept} of its 40" in warnings[0]
+        if not command.startswith("detect"):  # the summary line says it too
+            assert f"incomplete input: {warnings[0]}" in err
+    else:
+        lines = [line for line in err.splitlines() if line.startswith("emts:")]
+        assert code == 2 and len(lines) == 1 and lines[0].startswith("emts: error:"), err
+        assert bool(warnings) == ("bad" in command)  # a folder: a warning per bad image
+
+
+def test_g_a_whole_video_is_a_clean_exit(damaged, capsys):
+    assert _emts("track whole.mp4 --jsonl g.jsonl --no-verifier") == 0
+    assert "ended" not in capsys.readouterr().err
+    assert len((damaged / "g.jsonl").read_text().splitlines()) == 40

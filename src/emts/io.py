@@ -89,11 +89,14 @@ class FrameSource:
         description: human-readable name of the source (for messages).
         fps: frames per second if known, else :data:`DEFAULT_FPS`.
         length: number of frames if known in advance, else None (cameras, generators).
+        incomplete: once the frames are read, what went missing if the source ended before
+            ``length`` (a truncated or damaged video), else None.
     """
 
     description: str = "frames"
     fps: float = DEFAULT_FPS
     length: int | None = None
+    incomplete: str | None = None
 
     def __iter__(self) -> Iterator[np.ndarray]:
         raise NotImplementedError
@@ -148,10 +151,15 @@ class ImageSequenceSource(FrameSource):
         self.length = len(paths)
         self.fps = check_fps(fps)
         self.placeholders = placeholders
+        self._first: np.ndarray | None = None
+        if len(paths) == 1:  # one image: a source of no usable frame fails now, in one line
+            self._first = _usable_image(paths[0], description)
 
     def __iter__(self) -> Iterator[np.ndarray | UnreadableFrame]:
         for path in self.paths:
-            image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+            image, self._first = self._first, None
+            if image is None:
+                image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
             if image is None:
                 if self.placeholders:  # the consumer reports it with its frame number
                     yield UnreadableFrame(f"unreadable image {path.name}")
@@ -159,6 +167,33 @@ class ImageSequenceSource(FrameSource):
                     log.warning("skipping unreadable image %s", path)
                 continue
             yield image
+
+
+def _frame_count_slack(length: int) -> int:
+    """Frames a whole video may fall short of its declared count: the count is exact in mp4,
+    mov and avi, but an estimate from the duration in some containers (mkv)."""
+    return max(1, length // 100)
+
+
+def no_usable_frames(description: str, skipped: int, reason: str | None) -> BadInputError:
+    """The error of a source none of whose frames could be used (every one skipped)."""
+    first = f"; {reason}" if reason else ""
+    return BadInputError(f"{description}: no usable frames ({skipped} skipped{first})")
+
+
+def _usable_image(path: Path, description: str) -> np.ndarray:
+    """The image at ``path`` if EMTS can use it as a frame, else BadInputError."""
+    from emts.geometry import FrameGeometry
+    from emts.preprocess import validate_frame
+
+    image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+    if image is None:
+        raise BadInputError(f"{description} is not a readable image")
+    try:
+        FrameGeometry((validate_frame(image).shape[1], image.shape[0]))  # at least 16x16
+    except BadInputError as error:
+        raise BadInputError(f"{description}: {error}") from None
+    return image
 
 
 class VideoSource(FrameSource):
@@ -201,6 +236,12 @@ class VideoSource(FrameSource):
                 frame = None
         if self._is_camera:
             log.warning("%s stopped delivering frames after %d frames", self.description, delivered)
+        elif self.length is not None and self.length - delivered > _frame_count_slack(self.length):
+            self.incomplete = (
+                f"{self.description} ended after {delivered} of its {self.length} frames "
+                "(truncated or damaged)"
+            )
+            log.warning("%s", self.incomplete)
         self.close()
 
     def close(self) -> None:

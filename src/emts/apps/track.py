@@ -11,7 +11,14 @@ from pathlib import Path
 from tqdm import tqdm
 
 from emts.errors import BadInputError
-from emts.io import JsonlWriter, UnreadableFrame, VideoWriter, open_source, signals_held
+from emts.io import (
+    JsonlWriter,
+    UnreadableFrame,
+    VideoWriter,
+    no_usable_frames,
+    open_source,
+    signals_held,
+)
 from emts.pipeline import FrameResult, Pipeline
 from emts.stats import DecimatedHistory, Reservoir
 
@@ -128,6 +135,7 @@ class TrackSummary:
     reacquisitions: int = 0
     skipped: int = 0
     detector: str | None = None  # what --model auto picked (emts.modality), if it did
+    incomplete: str | None = None  # the source ended before its declared length (FrameSource)
     ms: dict[str, Reservoir] = field(
         default_factory=lambda: {s: Reservoir() for s in (*STAGES, "total")}
     )
@@ -146,7 +154,8 @@ class TrackSummary:
         lock = self.locked_frames / max(self.frames, 1)
         lines = [
             f"{self.frames} frames, locked {lock:.1%} of them, {self.reacquisitions} reacquisitions"
-            + (f", {self.skipped} bad frames skipped" if self.skipped else ""),
+            + (f", {self.skipped} bad frames skipped" if self.skipped else "")
+            + (f"; incomplete input: {self.incomplete}" if self.incomplete else ""),
         ]
         if self.detector:
             lines.append(f"detector: {self.detector} (picked from the frames by --model auto)")
@@ -173,7 +182,9 @@ def run_track(
     Memory does not grow with the stream: the summary keeps fixed-size latency samples and
     the timeline a decimated history (at most 2,048 bars). A bad frame (wrong dtype or
     shape, an unreadable image in a folder) is written as ``{"frame": i, "skipped": ...}``
-    and the run goes on. ``fps``: frame rate of an image folder (default 30), or a
+    and the run goes on; a source none of whose frames could be used is a BadInputError (its
+    lines written). A video that ends before its declared length is said in a warning and in
+    the summary's ``incomplete``. ``fps``: frame rate of an image folder (default 30), or a
     replacement for a video's own. An interrupted run (an exception, Ctrl-C, or SIGTERM/SIGHUP
     through the command line) still finishes the video, the JSON lines and the timeline.
     ``hook``: called after each frame (see :data:`FrameHook`); the JSON lines do not change.
@@ -188,6 +199,7 @@ def run_track(
     seen = 0
     completed = False
     tap_checked = lock.auto
+    first_skip = None
     with open_source(source, fps=fps, placeholders=True) as frames:
         pipeline.fps = frames.fps  # Stage E's descriptors depend on the frame rate
         writer = VideoWriter(out, fps=frames.fps) if out else None
@@ -209,6 +221,7 @@ def run_track(
                 except BadInputError as error:  # a bad frame mid-stream: say so, skip it
                     log.warning("frame %d skipped: %s", index, error)
                     summary.skipped += 1
+                    first_skip = first_skip or f"frame {index}: {error}"
                     if hook:
                         hook(None, None)
                     if lines:
@@ -245,6 +258,9 @@ def run_track(
                     if completed:
                         raise BadInputError(f"{message}; choose a writable .png path")
                     log.error(message)
+        summary.incomplete = frames.incomplete
+    if summary.skipped and not summary.frames:  # e.g. one unreadable or 1x1 image
+        raise no_usable_frames(frames.description, summary.skipped, first_skip)
     if not lock.auto and lock.frame >= seen:
         log.warning(
             "the tap frame %d never came (the source ended after %d frames); no tap was applied",

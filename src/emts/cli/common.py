@@ -30,6 +30,11 @@ INPUT_MODEL_HELP = (
     "(default: %(default)s)"
 )
 
+# Exit code of a run that finished but whose video ended before its declared length (truncated
+# or damaged): its results are written, and a script can tell them from a whole video's (0).
+# Bad input is 2 and a signal 128 + its number (emts.cli.entry).
+INCOMPLETE_INPUT = 3
+
 # Argument limits (docs/guides/cli.md lists them).
 MAX_THREADS = (os.cpu_count() or 1) * 4  # --threads, --workers: more only thrashes
 
@@ -164,6 +169,21 @@ def add_network_options(p) -> None:
     add_input_model(p)
     add_threads(p)
     add_fps(p)
+
+
+def open_stream(args: argparse.Namespace):
+    """``SOURCE`` of a command run on a user's stream, opened (:func:`emts.io.open_source`,
+    unreadable images as placeholders) with ``--fps``: the command passes it to its job and
+    reads its ``incomplete`` afterwards (:func:`finished`)."""
+    from emts.io import open_source
+
+    return open_source(args.source, fps=args.fps, placeholders=True)
+
+
+def finished(frames) -> int:
+    """The exit code of a job that read ``frames`` to the end: :data:`INCOMPLETE_INPUT` if the
+    video ended early (the source has warned), else 0."""
+    return INCOMPLETE_INPUT if frames.incomplete else 0
 
 
 def add_fps(p) -> None:

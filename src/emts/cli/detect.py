@@ -13,8 +13,10 @@ from emts.cli.common import (
     add_network_options,
     add_precision,
     channel_config,
+    finished,
     input_model,
     model_inputs,
+    open_stream,
     stage_c,
 )
 from emts.io import check_outputs, check_video_suffix
@@ -28,8 +30,9 @@ def _cmd_channels(args: argparse.Namespace) -> int:
     check_outputs(
         args.source, {"--out": out, "--jsonl": args.jsonl}, model_inputs(model=args.model)
     )
+    source = open_stream(args)
     frames = run_channels(
-        args.source,
+        source,
         out,
         args.jsonl,
         ego_compensation=not args.no_ego,
@@ -38,8 +41,9 @@ def _cmd_channels(args: argparse.Namespace) -> int:
         threshold=args.threshold,
     )
     written = [p for p in (out, args.jsonl) if p and p != "-"]
-    print(f"{frames} frames -> {', '.join(written) or 'nothing written'}", file=sys.stderr)
-    return 0
+    ended = f"; incomplete input: {source.incomplete}" if source.incomplete else ""
+    print(f"{frames} frames -> {', '.join(written) or 'nothing written'}{ended}", file=sys.stderr)
+    return finished(source)
 
 
 def add_channels(sub) -> None:
@@ -92,16 +96,18 @@ def _cmd_detect(args: argparse.Namespace) -> int:
 
     check_outputs(args.source, {"--jsonl": args.jsonl}, model_inputs(model=args.model))
     box_fit = None if args.network_boxes else DEFAULT_BOX_FIT
+    stage = stage_c(args)
+    source = open_stream(args)
     run_detect(
-        args.source,
+        source,
         args.jsonl,
-        stage_c(args),
+        stage,
         args.threshold,
         box_fit,
         channel_config=channel_config(args),
         fps=args.fps,
     )
-    return 0
+    return finished(source)
 
 
 def add_detect(sub) -> None:

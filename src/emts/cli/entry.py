@@ -34,6 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="emts",
         description="EMTS: follow-me aerial person tracking on small CPUs.",
+        epilog="Exit codes: 0 done; 2 bad input (one line on stderr, nothing started or the "
+        "results so far kept); 3 done, but a video ended before its declared frame count "
+        "(truncated or damaged: every frame it gave is written, a warning and the summary say "
+        "so); 128 + N ended by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), results so far "
+        "kept.",
     )
     parser.add_argument("--version", action="version", version=f"emts {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
