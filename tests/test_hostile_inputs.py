@@ -33,9 +33,14 @@ def _video(path: Path, frames: int = 8, size=(320, 256)) -> Path:
 
 
 def _emts(command: str) -> int:
-    """The exit code of ``emts COMMAND`` run in this process (argparse's errors exit)."""
+    """The exit code of ``emts COMMAND`` run in this process."""
+    return _emts_argv(command.split())
+
+
+def _emts_argv(argv: list[str]) -> int:
+    """The exit code of ``emts`` with ``argv`` run in this process (argparse's errors exit)."""
     try:
-        return main(command.split())
+        return main(argv)
     except SystemExit as stop:
         return stop.code
 
@@ -277,3 +282,40 @@ def test_g_a_whole_video_is_a_clean_exit(damaged, capsys):
     assert _emts("track whole.mp4 --jsonl g.jsonl --no-verifier") == 0
     assert "ended" not in capsys.readouterr().err
     assert len((damaged / "g.jsonl").read_text().splitlines()) == 40
+
+
+# -- H: an empty string given as a path or value ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["track", "", "--jsonl", "x.jsonl"], "SOURCE"),
+        (["track", " ", "--jsonl", "x.jsonl"], "SOURCE"),
+        (["detect", "", "--jsonl", "x.jsonl"], "SOURCE"),
+        (["track", "in.mp4", "--jsonl", ""], "--jsonl"),
+        (["track", "in.mp4", "--jsonl", "x.jsonl", "--out", ""], "--out"),
+        (["track", "in.mp4", "--jsonl", "x.jsonl", "--timeline", ""], "--timeline"),
+        (["track", "in.mp4", "--jsonl", "x.jsonl", "--mavlink", ""], "--mavlink"),
+        (["track", "in.mp4", "--jsonl", "x.jsonl", "--model", ""], "--model"),
+        (["channels", "in.mp4", "--out", ""], "--out"),
+        (["bench", "--json", ""], "--json"),
+        (["demo", "--out-dir", ""], "--out-dir"),
+        (["ensemble", "m.onnx", "", "--out", "e.onnx"], "models"),
+    ],
+)
+def test_h_an_empty_value_is_refused(workdir, capsys, argv, flag):
+    cv2.imwrite(str(workdir / "frame.png"), np.zeros((64, 64), np.uint8))  # cwd: an image
+    assert _emts_argv(argv) == 2
+    line = _one_line_error(capsys)
+    assert f"argument {flag}: must not be empty" in line
+    assert not (workdir / "x.jsonl").exists() and not (workdir / "track.jsonl").exists()
+
+
+def test_h_an_empty_source_is_not_the_current_folder(workdir):
+    from emts.errors import BadInputError
+    from emts.io import open_source
+
+    cv2.imwrite(str(workdir / "frame.png"), np.zeros((64, 64), np.uint8))
+    with pytest.raises(BadInputError, match="empty name"):
+        open_source("")

@@ -258,7 +258,7 @@ def _camera_index(text: str) -> int:
 
 def source_files(source: str | int | Path) -> list[Path]:
     """The files a command-line ``source`` reads (none for a camera), for output checks."""
-    if isinstance(source, int) or str(source).startswith(CAMERA_PREFIX):
+    if isinstance(source, int) or str(source).startswith(CAMERA_PREFIX) or not str(source).strip():
         return []
     path = Path(str(source))
     if path.is_dir():
@@ -298,6 +298,8 @@ def open_source(
         return VideoSource(source, f"camera {source}", fps)
     if isinstance(source, str | Path):
         text = str(source)
+        if not text.strip():  # Path("") is the current folder
+            raise BadInputError("the source is an empty name; name a video, folder or camera")
         if text.startswith(CAMERA_PREFIX):
             index = _camera_index(text)
             return VideoSource(index, f"camera {index}", fps)

@@ -29,6 +29,15 @@ class _Parser(argparse.ArgumentParser):
         print(f"emts: error: {message}; see '{self.prog} --help'", file=sys.stderr)
         sys.exit(2)
 
+    def _get_value(self, action, arg_string):
+        """Every value given on the command line, before its type: an empty one (an unset
+        shell variable, ``--jsonl "$OUT"``) names no file, folder or setting -- taken as is it
+        would mean the current folder, or nothing written -- so it is refused."""
+        whole = action.nargs in (argparse.PARSER, argparse.REMAINDER)  # a command's argv
+        if isinstance(arg_string, str) and not arg_string.strip() and not whole:
+            raise argparse.ArgumentError(action, "must not be empty (an unset variable?)")
+        return super()._get_value(action, arg_string)
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
