@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import shutil
 import struct
 from pathlib import Path
@@ -49,9 +50,10 @@ def _md5(path: Path) -> str:
     return hashlib.md5(path.read_bytes()).hexdigest()
 
 
-def _one_line_error(capsys) -> str:
-    """The run's stderr, checked to be one ``emts: error:`` line (progress bars aside)."""
-    err = capsys.readouterr().err
+def _one_line_error(capture) -> str:
+    """The run's stderr (``capsys``, or ``capfd`` for OpenCV's own lines), checked to be one
+    ``emts: error:`` line (progress bars aside)."""
+    err = capture.readouterr().err
     lines = [line for line in err.splitlines() if line.startswith("emts:")]
     assert "Traceback" not in err, err
     assert len(lines) == 1 and lines[0].startswith("emts: error:"), err
@@ -319,3 +321,104 @@ def test_h_an_empty_source_is_not_the_current_folder(workdir):
     cv2.imwrite(str(workdir / "frame.png"), np.zeros((64, 64), np.uint8))
     with pytest.raises(BadInputError, match="empty name"):
         open_source("")
+
+
+# -- I: a video or image the writer cannot write ----------------------------------------------
+
+
+def _frames_in(path: Path) -> int:
+    capture = cv2.VideoCapture(str(path))
+    count = 0
+    while capture.read()[0]:
+        count += 1
+    return count
+
+
+def _disk_fills_after(monkeypatch, calls: int) -> None:
+    """os.statvfs reports a roomy disk for ``calls`` calls, then one with 100 KB left."""
+    real, seen = os.statvfs, []
+
+    class Full:
+        f_bavail, f_frsize = 25, 4096
+
+    def statvfs(path):
+        seen.append(path)
+        return real(path) if len(seen) <= calls else Full()
+
+    monkeypatch.setattr(os, "statvfs", statvfs)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "track: the disk fills while writing --out",
+        "channels: the disk fills while writing --out",
+        "track: --jsonl on a full disk",
+        "track: a frame too large for the codec",
+        "track: a video that does not play when closed",
+        "demo's figure: an image on a full disk",
+        *(f"--fps {fps}" for fps in ("1e9", "1e-9", "0", "1001", "nan")),
+        "bench --pace 0.5",
+        "adapt --fps 5000",
+    ],
+)
+def test_i_a_write_that_fails_says_why_and_keeps_what_it_can(workdir, capfd, monkeypatch, case):
+    from emts.io import write_image
+
+    if case.startswith("--fps"):
+        fps = case.split()[1]
+        for command in ("track in.mp4 --jsonl x.jsonl", "detect in.mp4 --jsonl x.jsonl",
+                        "channels in.mp4", "serve in.mp4"):  # fmt: skip
+            assert _emts(f"{command} --fps {fps}") == 2
+            assert "argument --fps: must be a finite number in [1, 1000]" in capfd.readouterr().err
+        return
+    if case.startswith(("bench", "adapt")):
+        command = {"bench": "bench --pace 0.5", "adapt": "adapt in.mp4 --out a --fps 5000"}
+        assert _emts(command[case.split()[0]]) == 2
+        assert "must be a finite number in [1, 1000]" in capfd.readouterr().err
+        return
+    if case.startswith("demo"):
+        if not Path("/dev/full").exists():
+            pytest.skip("no /dev/full")
+        with pytest.raises(OSError, match="No space left") as error:
+            write_image("/dev/full", np.zeros((8, 8), np.uint8))  # emts: error: FILE: why
+        assert error.value.filename == "/dev/full" and Path("/dev/full").exists()
+        return
+    if "disk fills" in case:
+        _disk_fills_after(monkeypatch, 5)
+        command = case.split(":")[0]
+        extra = " --no-verifier" if command == "track" else ""
+        code = _emts(f"{command} in.mp4 --out v.mp4 --jsonl v.jsonl{extra}")
+        line = _one_line_error(capfd)
+        assert code == 2 and "its disk is nearly full" in line and "playable" in line
+        written = len((workdir / "v.jsonl").read_text().splitlines())
+        assert 0 < written == _frames_in(workdir / "v.mp4")  # playable, every line's frame
+    elif "--jsonl on a full disk" in case:
+        if not Path("/dev/full").exists():
+            pytest.skip("no /dev/full")
+        assert _emts("track in.mp4 --jsonl /dev/full --no-verifier") == 2
+        assert "/dev/full: No space left on device" in _one_line_error(capfd)
+    elif "too large" in case:
+        cv2.imwrite(str(workdir / "wide.png"), np.zeros((20, 9000), np.uint8))
+        assert _emts("track wide.png --jsonl x.jsonl --out wide.mp4 --no-verifier") == 2
+        line = _one_line_error(capfd)  # and no raw OpenCV lines
+        assert "frame 9000x20 is too large for the mpeg4 codec (at most 8191 px a side)" in line
+    else:  # the file was damaged under the writer: said, not a clean exit
+        folder = workdir / "frames"
+        folder.mkdir()
+        for k in range(3):
+            cv2.imwrite(str(folder / f"{k}.png"), np.full((64, 80), 40 * k, np.uint8))
+
+        class Unplayable:  # what OpenCV makes of an mp4 without its index
+            def __init__(self, path):
+                pass
+
+            def isOpened(self):  # noqa: N802 (OpenCV's name)
+                return False
+
+            def release(self):
+                pass
+
+        monkeypatch.setattr(cv2, "VideoCapture", Unplayable)  # an image source reads none
+        assert _emts("track frames --jsonl x.jsonl --out v.mp4 --no-verifier") == 2
+        assert "v.mp4: the video is incomplete and does not play" in _one_line_error(capfd)

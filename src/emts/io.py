@@ -8,6 +8,7 @@ or BGR); :class:`emts.preprocess.Preprocessor` validates and normalizes them.
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import json
 import logging
@@ -30,6 +31,15 @@ log = logging.getLogger("emts")
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".pgm", ".ppm"})
 VIDEO_SUFFIXES = frozenset({".mp4", ".m4v", ".mov", ".avi", ".mkv"})  # what VideoWriter writes
 DEFAULT_FPS = 30.0
+MIN_FPS, MAX_FPS = 1.0, 1000.0  # a frame rate given for a source or a video (--fps)
+MAX_VIDEO_SIDE = 8191  # px: the mpeg4 codec codes a frame's width and height in 13 bits
+# A video's disk must keep room for what the writer holds and what closing the file writes:
+# twice the larger of its write chunk (OpenCV's FFmpeg writer grows the file 256 KB at a time)
+# and the largest step the file has grown by, plus the index (16 bytes a frame) and a margin.
+# With less, the video is closed at once, playable, rather than left unplayable (no index) by
+# a full disk.
+VIDEO_WRITE_CHUNK = 256 * 1024
+VIDEO_CLOSING_ROOM = 64 * 1024
 CAMERA_PREFIX = "camera:"
 _GLOB_CHARACTERS = frozenset("*?[")
 
@@ -72,14 +82,32 @@ def signals_held() -> Iterator[None]:
 
 
 def check_fps(fps: float) -> float:
-    """``fps`` as a float if it is a usable frame rate (finite, > 0), else BadInputError."""
+    """``fps`` as a float if it is a usable frame rate (:data:`MIN_FPS` to :data:`MAX_FPS`: what
+    a video file can carry), else BadInputError."""
     try:
         value = float(fps)
     except (TypeError, ValueError):
         raise BadInputError(f"fps {fps!r} is not a number") from None
-    if not math.isfinite(value) or value <= 0:
-        raise BadInputError(f"fps must be a finite number > 0, got {fps!r}")
+    if not math.isfinite(value) or not MIN_FPS <= value <= MAX_FPS:
+        raise BadInputError(f"fps must be between {MIN_FPS:g} and {MAX_FPS:g}, got {fps!r}")
     return value
+
+
+def write_image(path: str | Path, image: np.ndarray) -> None:
+    """Write ``image`` to ``path`` in the format of its suffix: encoded in memory and written
+    here, so that a full or failing disk is an OSError naming the file (no codec's message on
+    the console), and no partial file is left."""
+    path = Path(path)
+    ok, data = cv2.imencode(path.suffix or ".png", image)
+    if not ok:
+        raise BadInputError(f"cannot encode {path} as {path.suffix or '.png'}")
+    existed = path.exists()
+    try:
+        path.write_bytes(data.tobytes())
+    except OSError as error:
+        if not existed and path.is_file():  # our partial file (never a device's node)
+            path.unlink(missing_ok=True)
+        raise OSError(error.errno, f"cannot write it: {error.strerror}", str(path)) from None
 
 
 class FrameSource:
@@ -335,6 +363,7 @@ class JsonlWriter:
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
+        self._failed = False
         if self.path == "-":
             self._stream: IO[str] = sys.stdout
         else:
@@ -345,12 +374,23 @@ class JsonlWriter:
                 raise BadInputError(f"cannot write {self.path}: {error.strerror}") from None
 
     def write(self, record: dict[str, Any]) -> None:
-        self._stream.write(json.dumps(record, separators=(", ", ": ")) + "\n")
-        self._stream.flush()
+        try:
+            self._stream.write(json.dumps(record, separators=(", ", ": ")) + "\n")
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as error:  # a full or failing disk: say which file
+            self._failed = True
+            raise OSError(error.errno, error.strerror, self.path) from None
 
     def close(self) -> None:
-        if self._stream is not sys.stdout:
+        if self._stream is sys.stdout:
+            return
+        try:
             self._stream.close()
+        except OSError as error:  # the last flush; said once (by write) is enough
+            if not self._failed:
+                raise OSError(error.errno, error.strerror, self.path) from None
 
     def __enter__(self) -> JsonlWriter:
         return self
@@ -365,6 +405,14 @@ class VideoWriter:
     A video has one frame size: a later frame of another size is letterboxed into the first
     size (aspect kept, black bars), and that is said once in a warning. (OpenCV's writer
     would silently drop it.) Gray frames are written as BGR.
+
+    OpenCV's writer reports no failure, so this one checks for itself: a first frame larger
+    than the codec takes, or a writer that will not open, is a BadInputError that says why; a
+    disk about to fill (too little room left to write what the writer holds and close the
+    file: :data:`VIDEO_WRITE_CHUNK`) closes the video at once -- playable, with the frames so
+    far -- and raises an
+    OSError (ENOSPC) that says so; and :meth:`close` checks that the file plays
+    (:attr:`problem` says what is wrong if it does not; :meth:`finish` raises it).
     """
 
     def __init__(self, path: str | Path, fps: float = DEFAULT_FPS) -> None:
@@ -374,25 +422,75 @@ class VideoWriter:
         self.size: tuple[int, int] | None = None  # (w, h) of the video
         self.frames = 0
         self.letterboxed = 0  # frames that had another size
+        self.problem: str | None = None  # after close: why the file does not play, if it does not
+        self._bytes = 0  # the file's size after the last frame
+        self._largest = 0  # the most one frame has added to it
+        self._closed = False
 
     def write(self, image: np.ndarray) -> None:
         if image.ndim == 2:
             image = cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
         if self._writer is None:
-            try:
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            except OSError as error:
-                raise BadInputError(f"cannot write video {self.path}: {error.strerror}") from None
-            self.size = (image.shape[1], image.shape[0])
-            self._writer = cv2.VideoWriter(
-                self.path, cv2.VideoWriter_fourcc(*"mp4v"), self.fps, self.size
-            )
-            if not self._writer.isOpened():
-                raise BadInputError(f"cannot write video {self.path}")
+            self._open((image.shape[1], image.shape[0]))
         if (image.shape[1], image.shape[0]) != self.size:
             image = self._letterbox(image)
+        self._make_room()
         self._writer.write(image)
         self.frames += 1
+
+    def _open(self, size: tuple[int, int]) -> None:
+        if self._closed:
+            raise BadInputError(f"video {self.path} is closed; it stopped at frame {self.frames}")
+        if max(size) > MAX_VIDEO_SIDE:
+            raise BadInputError(
+                f"cannot write video {self.path}: frame {size[0]}x{size[1]} is too large for the "
+                f"mpeg4 codec (at most {MAX_VIDEO_SIDE} px a side)"
+            )
+        try:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise BadInputError(f"cannot write video {self.path}: {error.strerror}") from None
+        self.size = size
+        level = cv2.utils.logging.getLogLevel()
+        cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)  # we say why
+        try:
+            fourcc = cv2.VideoWriter_fourcc(*"mp4v")
+            self._writer = cv2.VideoWriter(self.path, fourcc, self.fps, size)
+        finally:
+            cv2.utils.logging.setLogLevel(level)
+        if not self._writer.isOpened():
+            self._writer = None
+            raise BadInputError(
+                f"cannot write video {self.path}: OpenCV's mpeg4 writer would not open it at "
+                f"{size[0]}x{size[1]}, {self.fps:g} fps"
+            )
+
+    def _make_room(self) -> None:
+        """Close the video, playable, before a frame the disk may not hold (OSError)."""
+        try:
+            grown = os.stat(self.path).st_size
+            disk = os.statvfs(Path(self.path).parent)
+        except (OSError, AttributeError):  # no file yet (buffered), or no statvfs (Windows)
+            return
+        self._largest = max(self._largest, grown - self._bytes)
+        self._bytes = grown
+        free = disk.f_bavail * disk.f_frsize
+        held = max(VIDEO_WRITE_CHUNK, self._largest)
+        if free >= 2 * held + VIDEO_CLOSING_ROOM + 16 * self.frames:
+            return
+        self.close()
+        if self.frames:
+            stops = f"the video stops at frame {self.frames}, playable"
+        else:
+            stops = "no video written"
+            with contextlib.suppress(OSError):
+                os.remove(self.path)
+        raise OSError(
+            errno.ENOSPC,
+            f"its disk is nearly full ({free // 1024} KB left): {stops}, and the run ends "
+            "here; free some space",
+            self.path,
+        )
 
     def _letterbox(self, image: np.ndarray) -> np.ndarray:
         from emts.geometry import Letterbox
@@ -418,15 +516,38 @@ class VideoWriter:
         return cv2.copyMakeBorder(resized, top, bottom, left, right, cv2.BORDER_CONSTANT, value=0)
 
     def close(self) -> None:
-        if self._writer is not None:
-            self._writer.release()
-            self._writer = None
+        """Finish the file (idempotent) and check that it plays: :attr:`problem` says what is
+        wrong if it does not."""
+        if self._writer is None:
+            return
+        self._writer.release()
+        self._writer, self._closed = None, True
+        if not self.frames:
+            return
+        capture = cv2.VideoCapture(self.path)
+        try:
+            if not capture.isOpened() or not capture.read()[0]:
+                self.problem = (
+                    f"the video is incomplete and does not play ({self.frames} frames were "
+                    "written): its disk filled up or failed"
+                )
+        finally:
+            capture.release()
+
+    def finish(self) -> None:
+        """:meth:`close`, and an OSError if the file does not play."""
+        self.close()
+        if self.problem:
+            raise OSError(errno.EIO, self.problem, self.path)
 
     def __enter__(self) -> VideoWriter:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc: object) -> None:
+        if exc_type is None:
+            self.finish()
+        else:
+            self.close()
 
 
 def check_writable(name: str, path: Path, folder: bool = False) -> None:

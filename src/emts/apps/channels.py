@@ -161,16 +161,18 @@ def run_channels(
                 if picked:  # --model auto has picked, on this frame (as emts detect says)
                     record["detector"] = picked
                 with signals_held():  # an interrupt lands between frames, not between files
+                    if writer:  # first: a full disk stops it before the frame's line
+                        writer.write(panel)
                     if records:
                         records.write(record)
-                    if writer:
-                        writer.write(panel)
                 frames += 1
         finally:
-            if writer:
-                writer.close()
             if records:
                 records.close()
+            if writer:
+                writer.close()
+        if writer:
+            writer.finish()  # an OSError if the video does not play
     if skipped and not frames:  # e.g. one unreadable image
         raise no_usable_frames(frames_in.description, skipped, first_skip)
     return frames

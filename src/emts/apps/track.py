@@ -238,14 +238,16 @@ def run_track(
                     hook(result, (frame.shape[1], frame.shape[0]))
                 picture = annotate(frame, result, index) if writer else None
                 with signals_held():  # an interrupt lands between frames, not between files
+                    if writer:  # first: a full disk stops it before the frame's line
+                        writer.write(picture)
                     if lines:
                         lines.write(line)
-                    if writer:
-                        writer.write(picture)
             completed = True
         finally:
             if writer:
                 writer.close()
+                if writer.problem and not completed:
+                    log.error("%s: %s", writer.path, writer.problem)
             if lines:
                 lines.close()
             summary.reacquisitions = pipeline.reacquisitions
@@ -259,6 +261,8 @@ def run_track(
                         raise BadInputError(f"{message}; choose a writable .png path")
                     log.error(message)
         summary.incomplete = frames.incomplete
+        if writer and writer.problem:
+            writer.finish()  # the OSError that says what is wrong with the video
     if summary.skipped and not summary.frames:  # e.g. one unreadable or 1x1 image
         raise no_usable_frames(frames.description, summary.skipped, first_skip)
     if not lock.auto and lock.frame >= seen:

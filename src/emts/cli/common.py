@@ -14,6 +14,7 @@ from pathlib import Path
 
 from emts.config import ChannelConfig
 from emts.errors import BadInputError
+from emts.io import MAX_FPS, MIN_FPS
 from emts.litert import BACKENDS, DEFAULT_BACKEND
 from emts.modality import AUTO, DEFAULT
 from emts.precision import DEFAULT_PRECISION, PRECISIONS, named_model
@@ -82,7 +83,7 @@ CLIP_FRAMES = int_in(4, 300)
 INDEX = int_in(0)
 PROBABILITY = float_in(0.0, 1.0)
 POSITIVE_FLOAT = float_in(0.0, low_inclusive=False)
-FPS = POSITIVE_FLOAT
+FPS = float_in(MIN_FPS, MAX_FPS)  # what a video file carries (emts.io.check_fps)
 
 
 def add_threads(p) -> None:
@@ -190,8 +191,8 @@ def add_fps(p) -> None:
     p.add_argument(
         "--fps",
         type=FPS,
-        help="frame rate of an image folder or glob (default 30); a video keeps its own "
-        "unless this is given",
+        help=f"frame rate of an image folder or glob, {MIN_FPS:g} to {MAX_FPS:g} (default 30); a "
+        "video keeps its own unless this is given",
     )
 
 

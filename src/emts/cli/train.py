@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from emts.cli.common import (
+    FPS,
     INDEX,
     POSITIVE,
     SEED,
@@ -487,7 +488,7 @@ def add_adapt(sub) -> None:
     )
     p.add_argument(
         "--fps",
-        type=float_in(0.0, None, low_inclusive=False),
+        type=FPS,
         default=30.0,
         help="frame rate of the footage (image folders carry none; default: %(default)s)",
     )
