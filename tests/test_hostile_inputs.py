@@ -10,6 +10,8 @@ import logging
 import os
 import shutil
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import cv2
@@ -422,3 +424,82 @@ def test_i_a_write_that_fails_says_why_and_keeps_what_it_can(workdir, capfd, mon
         monkeypatch.setattr(cv2, "VideoCapture", Unplayable)  # an image source reads none
         assert _emts("track frames --jsonl x.jsonl --out v.mp4 --no-verifier") == 2
         assert "v.mp4: the video is incomplete and does not play" in _one_line_error(capfd)
+
+
+# -- K: a Ctrl-C while starting, a FIFO among the images, gimbal gains beyond any gimbal ------
+
+_INTERRUPTED_IMPORT = """
+import sys
+
+class CtrlC:  # Ctrl-C pressed while this module loads
+    def find_spec(self, name, path=None, target=None):
+        if name == sys.argv[1]:
+            raise KeyboardInterrupt
+        return None
+
+sys.meta_path.insert(0, CtrlC())
+from emts.cli import main
+sys.exit(main(["track", "in.mp4", "--out", "e.mp4", "--jsonl", "e.jsonl"]))
+"""
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        *(f"Ctrl-C while importing {m}" for m in ("emts.cli.entry", "numpy", "emts.io")),
+        "a FIFO in an image folder",
+        "a FIFO as the source",
+        "--gimbal kp=1e308",
+        "--gimbal max_yaw_rate=1e308",
+        "--gimbal dead_band=2",
+        "a gimbal config of the API",
+    ],
+)
+def test_k_start_up_fifos_and_gimbal_gains(workdir, capsys, case):
+    if case.startswith("Ctrl-C"):
+        run = subprocess.run(
+            [sys.executable, "-c", _INTERRUPTED_IMPORT, case.split()[-1]],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+            timeout=120,
+        )
+        assert run.returncode == 130
+        assert run.stderr.splitlines() == [
+            "emts: interrupted (SIGINT) while starting; nothing was written"
+        ]
+        assert not (workdir / "e.jsonl").exists()
+    elif "FIFO" in case:
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no FIFOs here")
+        from emts.errors import BadInputError
+        from emts.io import open_source
+
+        folder = workdir / "frames"
+        folder.mkdir()
+        for k in range(3):
+            cv2.imwrite(str(folder / f"f{k:03d}.png"), np.full((64, 80), 40 * k, np.uint8))
+        os.mkfifo(folder / "f001b.png")  # imread would wait for a writer for ever
+        if "folder" in case:
+            assert [p.name for p in open_source(folder).paths] == [
+                f"f{k:03d}.png" for k in range(3)
+            ]
+            assert [p.name for p in open_source(str(folder / "*.png")).paths][1] == "f001.png"
+        else:
+            with pytest.raises(BadInputError, match="not a regular file"):
+                open_source(folder / "f001b.png")
+    elif case.startswith("--gimbal"):
+        pytest.importorskip("pymavlink")
+        command = "track in.mp4 --jsonl x.jsonl --mavlink udpout:127.0.0.1:14599 --follow gimbal"
+        assert _emts(f"{command} {case}") == 2
+        assert "must be a finite number in" in _one_line_error(capsys)
+        assert not (workdir / "x.jsonl").exists()
+    else:
+        from emts.apps.mavlink import GimbalFollow, _float32
+        from emts.config import GimbalFollowConfig
+        from emts.errors import BadInputError
+
+        with pytest.raises(BadInputError, match="kp must be a finite number"):
+            GimbalFollow(GimbalFollowConfig(kp=1e308))
+        assert _float32(1e308) == pytest.approx(3.4028234663852886e38)
+        assert np.isnan(_float32(float("nan")))

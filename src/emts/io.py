@@ -186,7 +186,7 @@ class ImageSequenceSource(FrameSource):
     def __iter__(self) -> Iterator[np.ndarray | UnreadableFrame]:
         for path in self.paths:
             image, self._first = self._first, None
-            if image is None:
+            if image is None and path.is_file():  # a FIFO put there since: never opened
                 image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
             if image is None:
                 if self.placeholders:  # the consumer reports it with its frame number
@@ -277,6 +277,18 @@ class VideoSource(FrameSource):
             self._capture.release()
 
 
+def _image_files(paths: Iterable[Path]) -> list[Path]:
+    """``paths`` sorted, without what is not a regular file (a FIFO or a device: reading it
+    may block for ever), each of those said in a warning."""
+    files = []
+    for path in sorted(paths):
+        if path.is_file():
+            files.append(path)
+        elif not path.is_dir():
+            log.warning("skipping %s: not a regular file", path)
+    return files
+
+
 def _camera_index(text: str) -> int:
     number = text[len(CAMERA_PREFIX) :].strip()
     if not number.isdigit():
@@ -334,17 +346,19 @@ def open_source(
         path = Path(text)
         sequence_fps = DEFAULT_FPS if fps is None else fps
         if path.is_dir():  # a folder named "2024" beats camera 2024
-            images = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+            images = _image_files(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
             return ImageSequenceSource(images, f"folder {text}", sequence_fps, placeholders)
         if path.is_file():
             if path.suffix.lower() in IMAGE_SUFFIXES:
                 return ImageSequenceSource([path], f"image {text}", sequence_fps, placeholders)
             return VideoSource(text, f"video {text}", fps)
-        if isinstance(source, str) and text.isdigit():
+        if isinstance(source, str) and text.isdigit() and not path.exists():
             return VideoSource(int(text), f"camera {int(text)}", fps)
+        if path.exists():  # a FIFO, a device, a socket: reading may never return
+            raise BadInputError(f"{text} is not a regular file or folder")
         if _GLOB_CHARACTERS & set(text):
-            matches = sorted(Path(p) for p in glob.glob(text))
-            images = [p for p in matches if p.suffix.lower() in IMAGE_SUFFIXES]
+            matches = (Path(p) for p in glob.glob(text))
+            images = _image_files(p for p in matches if p.suffix.lower() in IMAGE_SUFFIXES)
             return ImageSequenceSource(images, f"pattern {text}", sequence_fps, placeholders)
         raise BadInputError(f"{text}: no such file or folder")
     if isinstance(source, np.ndarray) and source.ndim in (2, 3) and source.dtype != object:
