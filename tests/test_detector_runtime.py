@@ -193,9 +193,10 @@ def test_a_model_is_fed_the_residual_level_recorded_with_it(tmp_path, capsys):
     for a, b in zip(recorded.raw(loud), expected, strict=True):
         np.testing.assert_array_equal(a, b)
     # 0 removes it: the earlier models' level again
-    assert main(["export", str(out), "--out", str(out), "--residual-reference", "0"]) == 0
-    assert Detector(out).residual_reference == RESIDUAL_REFERENCE
-    code = main(["export", str(out), "--out", str(out), "--residual-reference", "-1"])
+    again = tmp_path / "r0.onnx"
+    assert main(["export", str(out), "--out", str(again), "--residual-reference", "0"]) == 0
+    assert Detector(again).residual_reference == RESIDUAL_REFERENCE
+    code = main(["export", str(out), "--out", str(again), "--residual-reference", "-1"])
     assert code == 2 and "--residual-reference" in capsys.readouterr().err
 
 
@@ -304,8 +305,9 @@ def test_a_mirror_averaged_detector_scores_a_mirrored_frame_as_the_frame_mirrore
     batch = averaged.raw(np.stack([x, mirrored]))[0]  # a batch: each frame on its own
     np.testing.assert_allclose(batch[1][..., ::-1], batch[0], atol=1e-6)
     assert not Detector(out, mirror_average=False).mirror_average  # asked for
-    assert main(["export", str(out), "--out", str(out), "--mirror-average", "off"]) == 0
-    assert not Detector(out).mirror_average
+    off = tmp_path / "off.onnx"
+    assert main(["export", str(out), "--out", str(off), "--mirror-average", "off"]) == 0
+    assert not Detector(off).mirror_average
 
 
 def test_a_reshape_keeps_the_run_size_open_and_drops_it_fixed(tmp_path):

@@ -7,6 +7,7 @@ OpenCV and onnxruntime. Stages follow the paper's Fig. 1:
 * :mod:`emts.stages.b_channels` -- Stage B, the ego-motion-normalized ``[L, R, D]`` channels.
 """
 
+import importlib
 import os
 
 # onnxruntime queues telemetry under ~/.cache/Microsoft/DeveloperTools as soon as it is
@@ -15,22 +16,32 @@ import os
 # write); a value the user set is kept.
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
-from emts.config import ChannelConfig, EgoMotionConfig
 from emts.errors import BadInputError, EmtsError
-from emts.geometry import Frame, FrameGeometry
-from emts.stages.a_ego_motion import EgoMotion, EgoMotionEstimator
-from emts.stages.b_channels import MotionChannels
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "BadInputError",
-    "ChannelConfig",
-    "EgoMotion",
-    "EgoMotionConfig",
-    "EgoMotionEstimator",
-    "EmtsError",
-    "Frame",
-    "FrameGeometry",
-    "MotionChannels",
-]
+# The API's names, imported on first use: ``import emts`` (and so the ``emts`` command's
+# start-up, before it can catch a Ctrl-C) loads no numpy, OpenCV or onnxruntime.
+_LAZY = {
+    "ChannelConfig": "emts.config",
+    "EgoMotion": "emts.stages.a_ego_motion",
+    "EgoMotionConfig": "emts.config",
+    "EgoMotionEstimator": "emts.stages.a_ego_motion",
+    "Frame": "emts.geometry",
+    "FrameGeometry": "emts.geometry",
+    "MotionChannels": "emts.stages.b_channels",
+}
+
+__all__ = ["BadInputError", "EmtsError", *_LAZY]
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'emts' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

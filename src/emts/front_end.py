@@ -23,7 +23,7 @@ from emts.config import (
     ChannelConfig,
     EgoMotionConfig,
 )
-from emts.geometry import Frame, FrameGeometry
+from emts.geometry import Frame, FrameGeometry, check_network_size
 from emts.preprocess import Preprocessor
 from emts.stages.a_ego_motion import EgoMotion, EgoMotionEstimator
 from emts.stages.b_channels import MotionChannels, network_content
@@ -88,7 +88,7 @@ class MotionFrontEnd:
         channel_config: ChannelConfig | None = None,
         network_size: tuple[int, int] = NETWORK_SIZE,
     ) -> None:
-        self.network_size = tuple(network_size)
+        self.network_size = check_network_size(network_size)  # BadInputError: one line, now
         self.preprocess = Preprocessor(self.network_size)
         self.ego_motion = EgoMotionEstimator(ego_config)
         self.channels = MotionChannels(channel_config, self.network_size)
@@ -113,7 +113,7 @@ class MotionFrontEnd:
         """Feed a detector of another input size (and, given ``warp_at`` and
         ``residual_baseline``, Stage B warp and R) from the next frame on: Stage A's history is
         kept (its working frame does not change), Stage B's restarts."""
-        size = (int(network_size[0]), int(network_size[1]))
+        size = check_network_size(network_size)
         config = self.channels.config
         changes = {}
         if warp_at is not None and warp_at != config.warp_at:

@@ -132,17 +132,44 @@ class Letterbox:
         return mask
 
 
+# The detector's cells are 8 network px, and its stride-16 features are upsampled 2x onto them:
+# an odd number of cells across or down does not add up (onnxruntime fails mid-run).
+NETWORK_SIZE_MULTIPLE = 16
+
+
+def check_network_size(size: tuple[int, int]) -> tuple[int, int]:
+    """``size`` (w, h) as ints if the detector and Stage B can run at it, else BadInputError.
+
+    The rule: width and height positive multiples of :data:`NETWORK_SIZE_MULTIPLE` (16), the
+    frame at least 5:4 wide (the working frame is scaled to its height and padded left and
+    right), and smaller than the 640x512 working frame, which Stage B shrinks into it (at most
+    640 wide and 496 high): 32x16 to 640x496, e.g. 256x192, 384x288, 512x384.
+    """
+    width, height = int(size[0]), int(size[1])
+    step = NETWORK_SIZE_MULTIPLE
+    if (
+        width <= 0
+        or height <= 0
+        or width % step
+        or height % step
+        or width * WORKING_SIZE[1] < height * WORKING_SIZE[0]
+        or width > WORKING_SIZE[0]
+        or height >= WORKING_SIZE[1]
+    ):
+        largest = (WORKING_SIZE[0], WORKING_SIZE[1] - step)
+        raise BadInputError(
+            f"network size {width}x{height}: expected multiples of {step}, at least 5:4 wide, "
+            "at most {}x{} (e.g. 256x192, 384x288, 512x384)".format(*largest)
+        )
+    return width, height
+
+
 @functools.lru_cache(maxsize=8)
 def network_letterbox(size: tuple[int, int] = NETWORK_SIZE) -> Letterbox:
     """WORKING -> NETWORK for a detector input of ``size`` (w, h): the 640x512 working frame
-    scaled to the input's height, padded left and right. Sizes must keep the detector's
-    stride-8 grid whole and the working frame a whole number of area-resize blocks."""
-    width, height = int(size[0]), int(size[1])
-    if width % 8 or height % 8 or width * WORKING_SIZE[1] < height * WORKING_SIZE[0]:
-        raise BadInputError(
-            f"network size {width}x{height}: expected multiples of 8, at least 5:4 wide"
-        )
-    return Letterbox.fit(WORKING_SIZE, (width, height))
+    scaled to the input's height, padded left and right. ``size`` must pass
+    :func:`check_network_size` (BadInputError)."""
+    return Letterbox.fit(WORKING_SIZE, check_network_size(size))
 
 
 # Fixed maps between the internal frames (they do not depend on the input size).

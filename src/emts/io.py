@@ -8,6 +8,7 @@ or BGR); :class:`emts.preprocess.Preprocessor` validates and normalizes them.
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import json
 import logging
@@ -30,6 +31,15 @@ log = logging.getLogger("emts")
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".pgm", ".ppm"})
 VIDEO_SUFFIXES = frozenset({".mp4", ".m4v", ".mov", ".avi", ".mkv"})  # what VideoWriter writes
 DEFAULT_FPS = 30.0
+MIN_FPS, MAX_FPS = 1.0, 1000.0  # a frame rate given for a source or a video (--fps)
+MAX_VIDEO_SIDE = 8191  # px: the mpeg4 codec codes a frame's width and height in 13 bits
+# A video's disk must keep room for what the writer holds and what closing the file writes:
+# twice the larger of its write chunk (OpenCV's FFmpeg writer grows the file 256 KB at a time)
+# and the largest step the file has grown by, plus the index (16 bytes a frame) and a margin.
+# With less, the video is closed at once, playable, rather than left unplayable (no index) by
+# a full disk.
+VIDEO_WRITE_CHUNK = 256 * 1024
+VIDEO_CLOSING_ROOM = 64 * 1024
 CAMERA_PREFIX = "camera:"
 _GLOB_CHARACTERS = frozenset("*?[")
 
@@ -72,14 +82,32 @@ def signals_held() -> Iterator[None]:
 
 
 def check_fps(fps: float) -> float:
-    """``fps`` as a float if it is a usable frame rate (finite, > 0), else BadInputError."""
+    """``fps`` as a float if it is a usable frame rate (:data:`MIN_FPS` to :data:`MAX_FPS`: what
+    a video file can carry), else BadInputError."""
     try:
         value = float(fps)
     except (TypeError, ValueError):
         raise BadInputError(f"fps {fps!r} is not a number") from None
-    if not math.isfinite(value) or value <= 0:
-        raise BadInputError(f"fps must be a finite number > 0, got {fps!r}")
+    if not math.isfinite(value) or not MIN_FPS <= value <= MAX_FPS:
+        raise BadInputError(f"fps must be between {MIN_FPS:g} and {MAX_FPS:g}, got {fps!r}")
     return value
+
+
+def write_image(path: str | Path, image: np.ndarray) -> None:
+    """Write ``image`` to ``path`` in the format of its suffix: encoded in memory and written
+    here, so that a full or failing disk is an OSError naming the file (no codec's message on
+    the console), and no partial file is left."""
+    path = Path(path)
+    ok, data = cv2.imencode(path.suffix or ".png", image)
+    if not ok:
+        raise BadInputError(f"cannot encode {path} as {path.suffix or '.png'}")
+    existed = path.exists()
+    try:
+        path.write_bytes(data.tobytes())
+    except OSError as error:
+        if not existed and path.is_file():  # our partial file (never a device's node)
+            path.unlink(missing_ok=True)
+        raise OSError(error.errno, f"cannot write it: {error.strerror}", str(path)) from None
 
 
 class FrameSource:
@@ -89,11 +117,14 @@ class FrameSource:
         description: human-readable name of the source (for messages).
         fps: frames per second if known, else :data:`DEFAULT_FPS`.
         length: number of frames if known in advance, else None (cameras, generators).
+        incomplete: once the frames are read, what went missing if the source ended before
+            ``length`` (a truncated or damaged video), else None.
     """
 
     description: str = "frames"
     fps: float = DEFAULT_FPS
     length: int | None = None
+    incomplete: str | None = None
 
     def __iter__(self) -> Iterator[np.ndarray]:
         raise NotImplementedError
@@ -148,10 +179,15 @@ class ImageSequenceSource(FrameSource):
         self.length = len(paths)
         self.fps = check_fps(fps)
         self.placeholders = placeholders
+        self._first: np.ndarray | None = None
+        if len(paths) == 1:  # one image: a source of no usable frame fails now, in one line
+            self._first = _usable_image(paths[0], description)
 
     def __iter__(self) -> Iterator[np.ndarray | UnreadableFrame]:
         for path in self.paths:
-            image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+            image, self._first = self._first, None
+            if image is None and path.is_file():  # a FIFO put there since: never opened
+                image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
             if image is None:
                 if self.placeholders:  # the consumer reports it with its frame number
                     yield UnreadableFrame(f"unreadable image {path.name}")
@@ -159,6 +195,33 @@ class ImageSequenceSource(FrameSource):
                     log.warning("skipping unreadable image %s", path)
                 continue
             yield image
+
+
+def _frame_count_slack(length: int) -> int:
+    """Frames a whole video may fall short of its declared count: the count is exact in mp4,
+    mov and avi, but an estimate from the duration in some containers (mkv)."""
+    return max(1, length // 100)
+
+
+def no_usable_frames(description: str, skipped: int, reason: str | None) -> BadInputError:
+    """The error of a source none of whose frames could be used (every one skipped)."""
+    first = f"; {reason}" if reason else ""
+    return BadInputError(f"{description}: no usable frames ({skipped} skipped{first})")
+
+
+def _usable_image(path: Path, description: str) -> np.ndarray:
+    """The image at ``path`` if EMTS can use it as a frame, else BadInputError."""
+    from emts.geometry import FrameGeometry
+    from emts.preprocess import validate_frame
+
+    image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+    if image is None:
+        raise BadInputError(f"{description} is not a readable image")
+    try:
+        FrameGeometry((validate_frame(image).shape[1], image.shape[0]))  # at least 16x16
+    except BadInputError as error:
+        raise BadInputError(f"{description}: {error}") from None
+    return image
 
 
 class VideoSource(FrameSource):
@@ -201,11 +264,29 @@ class VideoSource(FrameSource):
                 frame = None
         if self._is_camera:
             log.warning("%s stopped delivering frames after %d frames", self.description, delivered)
+        elif self.length is not None and self.length - delivered > _frame_count_slack(self.length):
+            self.incomplete = (
+                f"{self.description} ended after {delivered} of its {self.length} frames "
+                "(truncated or damaged)"
+            )
+            log.warning("%s", self.incomplete)
         self.close()
 
     def close(self) -> None:
         if self._capture is not None:
             self._capture.release()
+
+
+def _image_files(paths: Iterable[Path]) -> list[Path]:
+    """``paths`` sorted, without what is not a regular file (a FIFO or a device: reading it
+    may block for ever), each of those said in a warning."""
+    files = []
+    for path in sorted(paths):
+        if path.is_file():
+            files.append(path)
+        elif not path.is_dir():
+            log.warning("skipping %s: not a regular file", path)
+    return files
 
 
 def _camera_index(text: str) -> int:
@@ -217,7 +298,7 @@ def _camera_index(text: str) -> int:
 
 def source_files(source: str | int | Path) -> list[Path]:
     """The files a command-line ``source`` reads (none for a camera), for output checks."""
-    if isinstance(source, int) or str(source).startswith(CAMERA_PREFIX):
+    if isinstance(source, int) or str(source).startswith(CAMERA_PREFIX) or not str(source).strip():
         return []
     path = Path(str(source))
     if path.is_dir():
@@ -257,23 +338,27 @@ def open_source(
         return VideoSource(source, f"camera {source}", fps)
     if isinstance(source, str | Path):
         text = str(source)
+        if not text.strip():  # Path("") is the current folder
+            raise BadInputError("the source is an empty name; name a video, folder or camera")
         if text.startswith(CAMERA_PREFIX):
             index = _camera_index(text)
             return VideoSource(index, f"camera {index}", fps)
         path = Path(text)
         sequence_fps = DEFAULT_FPS if fps is None else fps
         if path.is_dir():  # a folder named "2024" beats camera 2024
-            images = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+            images = _image_files(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
             return ImageSequenceSource(images, f"folder {text}", sequence_fps, placeholders)
         if path.is_file():
             if path.suffix.lower() in IMAGE_SUFFIXES:
                 return ImageSequenceSource([path], f"image {text}", sequence_fps, placeholders)
             return VideoSource(text, f"video {text}", fps)
-        if isinstance(source, str) and text.isdigit():
+        if isinstance(source, str) and text.isdigit() and not path.exists():
             return VideoSource(int(text), f"camera {int(text)}", fps)
+        if path.exists():  # a FIFO, a device, a socket: reading may never return
+            raise BadInputError(f"{text} is not a regular file or folder")
         if _GLOB_CHARACTERS & set(text):
-            matches = sorted(Path(p) for p in glob.glob(text))
-            images = [p for p in matches if p.suffix.lower() in IMAGE_SUFFIXES]
+            matches = (Path(p) for p in glob.glob(text))
+            images = _image_files(p for p in matches if p.suffix.lower() in IMAGE_SUFFIXES)
             return ImageSequenceSource(images, f"pattern {text}", sequence_fps, placeholders)
         raise BadInputError(f"{text}: no such file or folder")
     if isinstance(source, np.ndarray) and source.ndim in (2, 3) and source.dtype != object:
@@ -292,6 +377,7 @@ class JsonlWriter:
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
+        self._failed = False
         if self.path == "-":
             self._stream: IO[str] = sys.stdout
         else:
@@ -302,12 +388,23 @@ class JsonlWriter:
                 raise BadInputError(f"cannot write {self.path}: {error.strerror}") from None
 
     def write(self, record: dict[str, Any]) -> None:
-        self._stream.write(json.dumps(record, separators=(", ", ": ")) + "\n")
-        self._stream.flush()
+        try:
+            self._stream.write(json.dumps(record, separators=(", ", ": ")) + "\n")
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as error:  # a full or failing disk: say which file
+            self._failed = True
+            raise OSError(error.errno, error.strerror, self.path) from None
 
     def close(self) -> None:
-        if self._stream is not sys.stdout:
+        if self._stream is sys.stdout:
+            return
+        try:
             self._stream.close()
+        except OSError as error:  # the last flush; said once (by write) is enough
+            if not self._failed:
+                raise OSError(error.errno, error.strerror, self.path) from None
 
     def __enter__(self) -> JsonlWriter:
         return self
@@ -322,6 +419,14 @@ class VideoWriter:
     A video has one frame size: a later frame of another size is letterboxed into the first
     size (aspect kept, black bars), and that is said once in a warning. (OpenCV's writer
     would silently drop it.) Gray frames are written as BGR.
+
+    OpenCV's writer reports no failure, so this one checks for itself: a first frame larger
+    than the codec takes, or a writer that will not open, is a BadInputError that says why; a
+    disk about to fill (too little room left to write what the writer holds and close the
+    file: :data:`VIDEO_WRITE_CHUNK`) closes the video at once -- playable, with the frames so
+    far -- and raises an
+    OSError (ENOSPC) that says so; and :meth:`close` checks that the file plays
+    (:attr:`problem` says what is wrong if it does not; :meth:`finish` raises it).
     """
 
     def __init__(self, path: str | Path, fps: float = DEFAULT_FPS) -> None:
@@ -331,25 +436,75 @@ class VideoWriter:
         self.size: tuple[int, int] | None = None  # (w, h) of the video
         self.frames = 0
         self.letterboxed = 0  # frames that had another size
+        self.problem: str | None = None  # after close: why the file does not play, if it does not
+        self._bytes = 0  # the file's size after the last frame
+        self._largest = 0  # the most one frame has added to it
+        self._closed = False
 
     def write(self, image: np.ndarray) -> None:
         if image.ndim == 2:
             image = cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
         if self._writer is None:
-            try:
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            except OSError as error:
-                raise BadInputError(f"cannot write video {self.path}: {error.strerror}") from None
-            self.size = (image.shape[1], image.shape[0])
-            self._writer = cv2.VideoWriter(
-                self.path, cv2.VideoWriter_fourcc(*"mp4v"), self.fps, self.size
-            )
-            if not self._writer.isOpened():
-                raise BadInputError(f"cannot write video {self.path}")
+            self._open((image.shape[1], image.shape[0]))
         if (image.shape[1], image.shape[0]) != self.size:
             image = self._letterbox(image)
+        self._make_room()
         self._writer.write(image)
         self.frames += 1
+
+    def _open(self, size: tuple[int, int]) -> None:
+        if self._closed:
+            raise BadInputError(f"video {self.path} is closed; it stopped at frame {self.frames}")
+        if max(size) > MAX_VIDEO_SIDE:
+            raise BadInputError(
+                f"cannot write video {self.path}: frame {size[0]}x{size[1]} is too large for the "
+                f"mpeg4 codec (at most {MAX_VIDEO_SIDE} px a side)"
+            )
+        try:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise BadInputError(f"cannot write video {self.path}: {error.strerror}") from None
+        self.size = size
+        level = cv2.utils.logging.getLogLevel()
+        cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)  # we say why
+        try:
+            fourcc = cv2.VideoWriter_fourcc(*"mp4v")
+            self._writer = cv2.VideoWriter(self.path, fourcc, self.fps, size)
+        finally:
+            cv2.utils.logging.setLogLevel(level)
+        if not self._writer.isOpened():
+            self._writer = None
+            raise BadInputError(
+                f"cannot write video {self.path}: OpenCV's mpeg4 writer would not open it at "
+                f"{size[0]}x{size[1]}, {self.fps:g} fps"
+            )
+
+    def _make_room(self) -> None:
+        """Close the video, playable, before a frame the disk may not hold (OSError)."""
+        try:
+            grown = os.stat(self.path).st_size
+            disk = os.statvfs(Path(self.path).parent)
+        except (OSError, AttributeError):  # no file yet (buffered), or no statvfs (Windows)
+            return
+        self._largest = max(self._largest, grown - self._bytes)
+        self._bytes = grown
+        free = disk.f_bavail * disk.f_frsize
+        held = max(VIDEO_WRITE_CHUNK, self._largest)
+        if free >= 2 * held + VIDEO_CLOSING_ROOM + 16 * self.frames:
+            return
+        self.close()
+        if self.frames:
+            stops = f"the video stops at frame {self.frames}, playable"
+        else:
+            stops = "no video written"
+            with contextlib.suppress(OSError):
+                os.remove(self.path)
+        raise OSError(
+            errno.ENOSPC,
+            f"its disk is nearly full ({free // 1024} KB left): {stops}, and the run ends "
+            "here; free some space",
+            self.path,
+        )
 
     def _letterbox(self, image: np.ndarray) -> np.ndarray:
         from emts.geometry import Letterbox
@@ -375,15 +530,38 @@ class VideoWriter:
         return cv2.copyMakeBorder(resized, top, bottom, left, right, cv2.BORDER_CONSTANT, value=0)
 
     def close(self) -> None:
-        if self._writer is not None:
-            self._writer.release()
-            self._writer = None
+        """Finish the file (idempotent) and check that it plays: :attr:`problem` says what is
+        wrong if it does not."""
+        if self._writer is None:
+            return
+        self._writer.release()
+        self._writer, self._closed = None, True
+        if not self.frames:
+            return
+        capture = cv2.VideoCapture(self.path)
+        try:
+            if not capture.isOpened() or not capture.read()[0]:
+                self.problem = (
+                    f"the video is incomplete and does not play ({self.frames} frames were "
+                    "written): its disk filled up or failed"
+                )
+        finally:
+            capture.release()
+
+    def finish(self) -> None:
+        """:meth:`close`, and an OSError if the file does not play."""
+        self.close()
+        if self.problem:
+            raise OSError(errno.EIO, self.problem, self.path)
 
     def __enter__(self) -> VideoWriter:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc: object) -> None:
+        if exc_type is None:
+            self.finish()
+        else:
+            self.close()
 
 
 def check_writable(name: str, path: Path, folder: bool = False) -> None:
@@ -413,13 +591,23 @@ def check_writable(name: str, path: Path, folder: bool = False) -> None:
         raise BadInputError(f"{name} {path} is read-only; choose another file")
 
 
-def check_outputs(source: str | int | None, outputs: dict[str, str | None]) -> None:
+def check_outputs(
+    source: str | int | None,
+    outputs: dict[str, str | None],
+    inputs: dict[str, str | Path | Iterable[str | Path] | None] | None = None,
+) -> None:
     """Refuse outputs that would overwrite an input or another output, or cannot be written.
+
+    An output is an input when it is the same file (also through a symlink or a hard link) as
+    one of the source's files or as any other file the run reads: a model, a member, a
+    calibration file.
 
     Args:
         source: the job's source (its files are the inputs), or None.
         outputs: name -> path as given (None or '-' for "not written to a file"); the names
             are what the messages call the outputs (the command line passes its flags).
+        inputs: the other files the run reads: what a message calls them (e.g. "the --model
+            of this run") -> a path or several (None: none).
     """
     named = {name: Path(p) for name, p in outputs.items() if p and p != "-"}
     claimed: dict[Path, str] = {}
@@ -431,13 +619,20 @@ def check_outputs(source: str | int | None, outputs: dict[str, str | None]) -> N
             )
         claimed[resolved] = name
     existing = {name: path.stat() for name, path in named.items() if path.is_file()}
-    if existing and source is not None:
-        inputs = {(s.st_dev, s.st_ino) for s in (f.stat() for f in source_files(source))}
+    if existing:
+        read: dict[tuple[int, int], str] = {}
+        if source is not None:
+            for stat in (f.stat() for f in source_files(source)):
+                read[stat.st_dev, stat.st_ino] = "an input of this run"
+        for what, paths in (inputs or {}).items():
+            for path in [paths] if isinstance(paths, str | Path) else paths or []:
+                with contextlib.suppress(OSError):  # a name that is no file reads nothing
+                    stat = Path(path).stat()
+                    read.setdefault((stat.st_dev, stat.st_ino), what)
         for name, stat in existing.items():
-            if (stat.st_dev, stat.st_ino) in inputs:
-                raise BadInputError(
-                    f"{name} {named[name]} is an input of this run; choose another file"
-                )
+            what = read.get((stat.st_dev, stat.st_ino))
+            if what is not None:
+                raise BadInputError(f"{name} {named[name]} is {what}; choose another file")
     for name, path in named.items():
         check_writable(name, path)
 

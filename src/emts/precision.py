@@ -65,6 +65,12 @@ def shipped_model(
     return Path(str(resources.files("emts") / "models" / name))
 
 
+def shipped_files() -> list[Path]:
+    """Every file of the package's model folder (what the shipped models' runs may read)."""
+    folder = Path(str(resources.files("emts") / "models"))
+    return sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+
+
 # Sensor-specific detectors shipped beside the default, by the name a command's --model takes.
 DETECTOR_VARIANTS = ("thermal",)
 

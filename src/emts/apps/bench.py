@@ -44,6 +44,7 @@ def build_runner(
     ``model`` or the shipped one of ``precision`` and ``backend``; Stages A and B without one.
     ``warp_at``: Stage B's warp for the detector (:class:`emts.config.ChannelConfig`; None: the
     model's own); ``coarse_pass``: as :func:`emts.stages.c_detect.stage.detector_stage`."""
+    from emts.apps.detect import check_run_size
     from emts.config import ChannelConfig
     from emts.stages.b_channels import default_reference_for
 
@@ -68,6 +69,7 @@ def build_runner(
         network_size=network_size,
         residual_reference=None if warp_at is None else default_reference_for(warp_at),
     )
+    check_run_size(detector)
     models["detector"] = detector.path.name
     models["backend"] = backend_of(detector.path)
     models["detector mode"] = detector_mode

@@ -11,7 +11,14 @@ from tqdm import tqdm
 
 from emts.config import ChannelConfig
 from emts.errors import BadInputError
-from emts.io import JsonlWriter, UnreadableFrame, VideoWriter, open_source, signals_held
+from emts.io import (
+    JsonlWriter,
+    UnreadableFrame,
+    VideoWriter,
+    no_usable_frames,
+    open_source,
+    signals_held,
+)
 
 log = logging.getLogger("emts")
 
@@ -103,7 +110,8 @@ def run_channels(
     is fed them, and the video shows its heatmap and detections beside them.
 
     An unreadable image in a folder is written as ``{"frame": i, "skipped": reason}`` (the
-    frame numbers stay the files'); a frame of the wrong dtype or shape ends the run.
+    frame numbers stay the files'); a frame of the wrong dtype or shape ends the run, and so
+    does a source none of whose frames could be read (after their lines).
 
     Returns:
         The number of frames processed.
@@ -113,7 +121,7 @@ def run_channels(
 
     front = MotionFrontEnd(channel_config=ChannelConfig(ego_compensation=ego_compensation))
     view = None if model is False else _ModelView(model, front, threshold)
-    frames = 0
+    frames, skipped, first_skip = 0, 0, None
     with open_source(source, fps=fps, placeholders=True) as frames_in:
         writer = VideoWriter(out, fps=frames_in.fps) if out else None
         records = JsonlWriter(jsonl) if jsonl else None
@@ -130,6 +138,8 @@ def run_channels(
                     log.warning("frame %d skipped: %s", index, frame.reason)
                     if records:
                         records.write({"frame": index, "skipped": frame.reason})
+                    skipped += 1
+                    first_skip = first_skip or f"frame {index}: {frame.reason}"
                     continue
                 seen, picked = None, None
                 try:
@@ -151,14 +161,18 @@ def run_channels(
                 if picked:  # --model auto has picked, on this frame (as emts detect says)
                     record["detector"] = picked
                 with signals_held():  # an interrupt lands between frames, not between files
+                    if writer:  # first: a full disk stops it before the frame's line
+                        writer.write(panel)
                     if records:
                         records.write(record)
-                    if writer:
-                        writer.write(panel)
                 frames += 1
         finally:
-            if writer:
-                writer.close()
             if records:
                 records.close()
+            if writer:
+                writer.close()
+        if writer:
+            writer.finish()  # an OSError if the video does not play
+    if skipped and not frames:  # e.g. one unreadable image
+        raise no_usable_frames(frames_in.description, skipped, first_skip)
     return frames

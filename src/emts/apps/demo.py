@@ -17,7 +17,7 @@ import numpy as np
 
 from emts.apps.draw import channels_figure
 from emts.apps.track import LockRequest, run_track
-from emts.io import VideoWriter
+from emts.io import VideoWriter, write_image
 from emts.pipeline import Pipeline
 from emts.stages.c_detect.detector import Detector
 from emts.synth import actors
@@ -159,8 +159,8 @@ def _figure(frames, path: Path, at: int = 40) -> None:
     for frame in frames[: at + 1]:
         result = front.step(frame)
     heat = detector.raw(result.channels)[0][0, 0]
-    cv2.imwrite(
-        str(path),
+    write_image(
+        path,
         channels_figure(
             result.channels, heat, detector(result.channels), f"frame {at}", own_scale=True
         ),

@@ -16,7 +16,7 @@ from emts.config import BoxFitConfig, ChannelConfig
 from emts.errors import BadInputError
 from emts.front_end import MotionFrontEnd
 from emts.geometry import Frame
-from emts.io import JsonlWriter, UnreadableFrame, open_source
+from emts.io import JsonlWriter, UnreadableFrame, no_usable_frames, open_source
 from emts.litert import DEFAULT_BACKEND
 from emts.modality import AUTO, DetectorChoice
 from emts.stages.c_detect.stage import DetectionStage, DetectorMode
@@ -73,7 +73,23 @@ def build_stage_c(
         )
     model = model_for("detector", model, precision, threads, backend)
     detector = Detector(model, threads=threads, **options)
+    check_run_size(detector)
     return detector_stage(detector, detector_mode, coarse_pass)
+
+
+def check_run_size(detector) -> None:
+    """Refuse a detector whose size -- fixed by its graph, or recorded by ``emts export
+    --run-size`` -- Stages B and C cannot run at (:func:`emts.geometry.check_network_size`),
+    in one line that names the model, before any frame is read."""
+    from emts.geometry import check_network_size
+
+    try:
+        check_network_size(detector.network_size)
+    except BadInputError as error:
+        raise BadInputError(
+            f"{detector.path.name} asks to run at an unusable {error}; re-export it with a "
+            "usable size (emts export MODEL --out NEW.onnx --any-size --run-size 256x192)"
+        ) from None
 
 
 def run_detect(
@@ -90,7 +106,8 @@ def run_detect(
     picked its model.
 
     An unreadable image in a folder is written as ``{"frame": i, "skipped": reason}``; a frame
-    of the wrong dtype or shape ends the run (:class:`emts.errors.BadInputError`).
+    of the wrong dtype or shape ends the run (:class:`emts.errors.BadInputError`), and so does
+    a source none of whose frames could be read (after their lines).
 
     Args:
         source: what :func:`emts.io.open_source` opens.
@@ -107,12 +124,14 @@ def run_detect(
         channel_config=stage.channel_config(channel_config), network_size=stage.network_size
     )
     frames_in = open_source(source, fps=fps, placeholders=True)
+    skipped, first_skip, used = 0, None, 0
     with frames_in, JsonlWriter(jsonl) as records:
         bar = tqdm(frames_in, total=frames_in.length, desc="detect", unit="frame", disable=None)
         for index, frame in enumerate(bar):
             if isinstance(frame, UnreadableFrame):
                 log.warning("frame %d skipped: %s", index, frame.reason)
                 records.write({"frame": index, "skipped": frame.reason})
+                skipped, first_skip = skipped + 1, first_skip or f"frame {index}: {frame.reason}"
                 continue
             picked = None
             try:
@@ -141,3 +160,6 @@ def run_detect(
             if picked:  # --model auto has picked, on this frame (as emts track says)
                 line["detector"] = picked
             records.write(line)
+            used += 1
+    if skipped and not used:  # e.g. one unreadable image
+        raise no_usable_frames(frames_in.description, skipped, first_skip)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from emts.errors import EmtsError
+
 # Display gains: R and D are small in practice (a few percent of full scale), so they are
 # amplified for viewing; values beyond the gain saturate.
 RESIDUAL_DISPLAY_GAIN = 4.0
@@ -271,10 +273,13 @@ def timeline(results: list[dict], path, title: str = "tracker mode per frame") -
             cv2.line(image, previous, point, _P_COLOUR, 1, cv2.LINE_AA)
         cv2.circle(image, point, 2, _P_COLOUR, -1)
         previous = point
+    from emts.io import write_image
+
     try:
-        return bool(cv2.imwrite(str(path), image))
-    except cv2.error:  # no image writer for the file's suffix
+        write_image(path, image)
+    except (cv2.error, EmtsError, OSError):  # no encoder for the suffix, or a failing disk
         return False
+    return True
 
 
 def channels_figure(

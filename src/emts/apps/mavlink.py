@@ -108,10 +108,46 @@ def check_connection(text: str, name: str = "MAVLink connection") -> str:
     return text
 
 
+# What each GimbalFollowConfig field may be (the max_* fields > 0): beyond these a gimbal is
+# not steered but flung (a gimbal turns at most a few rad/s), and MAVLink's float32 fields
+# cannot even carry the numbers (1e308 overflowed pymavlink).
+GIMBAL_LIMITS = {
+    "kp": (0.0, 100.0),  # rad/s per unit of offset
+    "ki": (0.0, 100.0),
+    "kd": (0.0, 100.0),
+    "max_yaw_rate": (0.0, 10.0),  # rad/s
+    "max_pitch_rate": (0.0, 10.0),
+    "dead_band": (0.0, 1.0),  # offset units: 1 is the image edge
+    "integral_limit": (0.0, 10.0),  # rad/s
+    "max_dt": (0.0, 10.0),  # s
+}
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
+def _limit_error(key: str, value: float) -> str | None:
+    """Why ``value`` cannot be the GimbalFollowConfig field ``key``, or None."""
+    low, high = GIMBAL_LIMITS[key]
+    positive = key.startswith("max_")
+    if math.isfinite(value) and low <= value <= high and not (positive and value == low):
+        return None
+    bounds = f"({low:g}, {high:g}]" if positive else f"[{low:g}, {high:g}]"
+    return f"{key} must be a finite number in {bounds}"
+
+
+def check_follow_config(config: GimbalFollowConfig) -> GimbalFollowConfig:
+    """``config`` if every field is within :data:`GIMBAL_LIMITS`, else BadInputError."""
+    for key in GIMBAL_LIMITS:
+        error = _limit_error(key, float(getattr(config, key)))
+        if error:
+            raise BadInputError(f"gimbal follow config: {error}, got {getattr(config, key)!r}")
+    return config
+
+
 def follow_config(
     overrides: list[str] | None = None, name: str = "gimbal override"
 ) -> GimbalFollowConfig:
-    """:class:`GimbalFollowConfig` with ``KEY=VALUE`` overrides (``kp=0.5``).
+    """:class:`GimbalFollowConfig` with ``KEY=VALUE`` overrides (``kp=0.5``), each within
+    :data:`GIMBAL_LIMITS`.
 
     Args:
         overrides: ``KEY=VALUE`` items, KEY a field of :class:`GimbalFollowConfig`.
@@ -128,12 +164,16 @@ def follow_config(
             value = float(text)
         except ValueError:
             value = math.nan
-        positive = key.startswith("max_")
-        if not math.isfinite(value) or value < 0 or (positive and value == 0):
-            bound = "> 0" if positive else ">= 0"
-            raise BadInputError(f"{name} {item!r}: {key} must be a finite number {bound}")
+        error = _limit_error(key, value)
+        if error:
+            raise BadInputError(f"{name} {item!r}: {error}")
         values[key] = value
     return replace(GimbalFollowConfig(), **values)
+
+
+def _float32(value: float) -> float:
+    """``value`` within what a MAVLink float field carries (NaN stays NaN: "not given")."""
+    return max(-_FLOAT32_MAX, min(_FLOAT32_MAX, value)) if math.isfinite(value) else value
 
 
 class _Axis:
@@ -178,7 +218,7 @@ class GimbalFollow:
     """
 
     def __init__(self, config: GimbalFollowConfig | None = None) -> None:
-        self.config = config or GimbalFollowConfig()
+        self.config = check_follow_config(config or GimbalFollowConfig())
         self.yaw = _Axis(self.config, self.config.max_yaw_rate)
         self.pitch = _Axis(self.config, self.config.max_pitch_rate)
 
@@ -349,8 +389,8 @@ class MavlinkCamera:
             self.gimbal_device,
             math.nan,  # no angle: rate control
             math.nan,
-            pitch_rate,
-            yaw_rate,
+            _float32(pitch_rate),
+            _float32(yaw_rate),
         )
 
     def _command(self, command: int, *params: float) -> None:

@@ -11,7 +11,14 @@ from pathlib import Path
 from tqdm import tqdm
 
 from emts.errors import BadInputError
-from emts.io import JsonlWriter, UnreadableFrame, VideoWriter, open_source, signals_held
+from emts.io import (
+    JsonlWriter,
+    UnreadableFrame,
+    VideoWriter,
+    no_usable_frames,
+    open_source,
+    signals_held,
+)
 from emts.pipeline import FrameResult, Pipeline
 from emts.stats import DecimatedHistory, Reservoir
 
@@ -63,6 +70,22 @@ class LockRequest:
             return cls(False, x + w / 2, y + h / 2, frame, (x, y, w, h))
         return cls(False, numbers[0], numbers[1], frame)
 
+    def check_inside(self, size: tuple[int, int], index: int) -> None:
+        """Refuse a tap outside a ``size`` (W, H) image (BadInputError), as ``emts serve``
+        refuses a click: a point must lie on a pixel (centres 0..W-1, edges -0.5..W-0.5), a
+        box's centre within the image. ``index``: the frame it is checked on, for the message."""
+        width, height = size
+        if self.box is None:
+            inside = -0.5 <= self.x <= width - 0.5 and -0.5 <= self.y <= height - 0.5
+        else:
+            inside = 0 <= self.x <= width and 0 <= self.y <= height
+        if not inside:
+            what = "box centred at" if self.box is not None else "tap at"
+            raise BadInputError(
+                f"the {what} ({self.x:g}, {self.y:g}) is outside frame {index}, a {width}x{height} "
+                "image; give input pixels of the frame"
+            )
+
 
 def _round(value: float | None, digits: int = 4) -> float | None:
     return None if value is None else round(float(value), digits)
@@ -112,6 +135,7 @@ class TrackSummary:
     reacquisitions: int = 0
     skipped: int = 0
     detector: str | None = None  # what --model auto picked (emts.modality), if it did
+    incomplete: str | None = None  # the source ended before its declared length (FrameSource)
     ms: dict[str, Reservoir] = field(
         default_factory=lambda: {s: Reservoir() for s in (*STAGES, "total")}
     )
@@ -130,7 +154,8 @@ class TrackSummary:
         lock = self.locked_frames / max(self.frames, 1)
         lines = [
             f"{self.frames} frames, locked {lock:.1%} of them, {self.reacquisitions} reacquisitions"
-            + (f", {self.skipped} bad frames skipped" if self.skipped else ""),
+            + (f", {self.skipped} bad frames skipped" if self.skipped else "")
+            + (f"; incomplete input: {self.incomplete}" if self.incomplete else ""),
         ]
         if self.detector:
             lines.append(f"detector: {self.detector} (picked from the frames by --model auto)")
@@ -157,7 +182,9 @@ def run_track(
     Memory does not grow with the stream: the summary keeps fixed-size latency samples and
     the timeline a decimated history (at most 2,048 bars). A bad frame (wrong dtype or
     shape, an unreadable image in a folder) is written as ``{"frame": i, "skipped": ...}``
-    and the run goes on. ``fps``: frame rate of an image folder (default 30), or a
+    and the run goes on; a source none of whose frames could be used is a BadInputError (its
+    lines written). A video that ends before its declared length is said in a warning and in
+    the summary's ``incomplete``. ``fps``: frame rate of an image folder (default 30), or a
     replacement for a video's own. An interrupted run (an exception, Ctrl-C, or SIGTERM/SIGHUP
     through the command line) still finishes the video, the JSON lines and the timeline.
     ``hook``: called after each frame (see :data:`FrameHook`); the JSON lines do not change.
@@ -171,6 +198,8 @@ def run_track(
     history = DecimatedHistory()
     seen = 0
     completed = False
+    tap_checked = lock.auto
+    first_skip = None
     with open_source(source, fps=fps, placeholders=True) as frames:
         pipeline.fps = frames.fps  # Stage E's descriptors depend on the frame rate
         writer = VideoWriter(out, fps=frames.fps) if out else None
@@ -180,6 +209,9 @@ def run_track(
                 tqdm(frames, total=frames.length, desc="track", unit="frame", disable=None)
             ):
                 seen = index + 1
+                if not tap_checked and index >= lock.frame and getattr(frame, "ndim", 0) >= 2:
+                    lock.check_inside((frame.shape[1], frame.shape[0]), index)  # the first size
+                    tap_checked = True
                 if not lock.auto and index == lock.frame:
                     pipeline.lock(lock.x, lock.y, box=lock.box)
                 try:
@@ -189,6 +221,7 @@ def run_track(
                 except BadInputError as error:  # a bad frame mid-stream: say so, skip it
                     log.warning("frame %d skipped: %s", index, error)
                     summary.skipped += 1
+                    first_skip = first_skip or f"frame {index}: {error}"
                     if hook:
                         hook(None, None)
                     if lines:
@@ -205,14 +238,16 @@ def run_track(
                     hook(result, (frame.shape[1], frame.shape[0]))
                 picture = annotate(frame, result, index) if writer else None
                 with signals_held():  # an interrupt lands between frames, not between files
+                    if writer:  # first: a full disk stops it before the frame's line
+                        writer.write(picture)
                     if lines:
                         lines.write(line)
-                    if writer:
-                        writer.write(picture)
             completed = True
         finally:
             if writer:
                 writer.close()
+                if writer.problem and not completed:
+                    log.error("%s: %s", writer.path, writer.problem)
             if lines:
                 lines.close()
             summary.reacquisitions = pipeline.reacquisitions
@@ -225,6 +260,11 @@ def run_track(
                     if completed:
                         raise BadInputError(f"{message}; choose a writable .png path")
                     log.error(message)
+        summary.incomplete = frames.incomplete
+        if writer and writer.problem:
+            writer.finish()  # the OSError that says what is wrong with the video
+    if summary.skipped and not summary.frames:  # e.g. one unreadable or 1x1 image
+        raise no_usable_frames(frames.description, summary.skipped, first_skip)
     if not lock.auto and lock.frame >= seen:
         log.warning(
             "the tap frame %d never came (the source ended after %d frames); no tap was applied",

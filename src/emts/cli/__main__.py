@@ -2,6 +2,6 @@
 
 import sys
 
-from emts.cli.entry import main
+from emts.cli import main
 
 sys.exit(main())

@@ -16,6 +16,7 @@ from emts.cli.common import (
     add_precision,
     add_threads,
     int_in,
+    model_inputs,
     stage_b_warp,
 )
 from emts.errors import BadInputError
@@ -31,7 +32,9 @@ MAX_DEMO_FRAMES = 3000  # demo renders its whole clip in memory first (about 1 G
 def _cmd_bench(args: argparse.Namespace) -> int:
     from emts.apps.bench import format_table, run_bench
 
-    check_outputs(None, {"--json": args.json})
+    check_outputs(
+        None, {"--json": args.json}, model_inputs(model=args.model, peer_yolo=args.peer_yolo)
+    )
     if args.peer_yolo and args.pace is not None:
         raise BadInputError("--pace times the pipeline alone; --peer-yolo runs frames back to back")
     if args.peer_yolo:

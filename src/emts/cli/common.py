@@ -14,6 +14,7 @@ from pathlib import Path
 
 from emts.config import ChannelConfig
 from emts.errors import BadInputError
+from emts.io import MAX_FPS, MIN_FPS
 from emts.litert import BACKENDS, DEFAULT_BACKEND
 from emts.modality import AUTO, DEFAULT
 from emts.precision import DEFAULT_PRECISION, PRECISIONS, named_model
@@ -29,6 +30,11 @@ INPUT_MODEL_HELP = (
     "(also for a thermal video in a colour palette); or an ONNX/.tflite file "
     "(default: %(default)s)"
 )
+
+# Exit code of a run that finished but whose video ended before its declared length (truncated
+# or damaged): its results are written, and a script can tell them from a whole video's (0).
+# Bad input is 2 and a signal 128 + its number (emts.cli.entry).
+INCOMPLETE_INPUT = 3
 
 # Argument limits (docs/guides/cli.md lists them).
 MAX_THREADS = (os.cpu_count() or 1) * 4  # --threads, --workers: more only thrashes
@@ -77,7 +83,7 @@ CLIP_FRAMES = int_in(4, 300)
 INDEX = int_in(0)
 PROBABILITY = float_in(0.0, 1.0)
 POSITIVE_FLOAT = float_in(0.0, low_inclusive=False)
-FPS = POSITIVE_FLOAT
+FPS = float_in(MIN_FPS, MAX_FPS)  # what a video file carries (emts.io.check_fps)
 
 
 def add_threads(p) -> None:
@@ -100,6 +106,21 @@ def input_model(text: str) -> str | None:
 
 def add_input_model(p) -> None:
     p.add_argument("--model", type=input_model, default=AUTO, help=INPUT_MODEL_HELP)
+
+
+def model_inputs(
+    shipped: bool = True, **flags: str | list[str] | None
+) -> dict[str, str | list[str] | None]:
+    """The model files a command reads, for :func:`emts.io.check_outputs`' ``inputs``: each
+    flag's file (``model_inputs(model=args.model)`` for ``--model``) and, with ``shipped``,
+    every shipped model (the commands that run the pipeline read them: ``auto``, the default
+    models, ``thermal``; the commands that make model files write them)."""
+    inputs = {f"the --{flag.replace('_', '-')} of this run": path for flag, path in flags.items()}
+    if shipped:
+        from emts.precision import shipped_files
+
+        inputs["a model shipped with emts"] = [str(p) for p in shipped_files()]
+    return inputs
 
 
 # --stage-b -> ChannelConfig.warp_at (auto: each model's own, None)
@@ -151,12 +172,27 @@ def add_network_options(p) -> None:
     add_fps(p)
 
 
+def open_stream(args: argparse.Namespace):
+    """``SOURCE`` of a command run on a user's stream, opened (:func:`emts.io.open_source`,
+    unreadable images as placeholders) with ``--fps``: the command passes it to its job and
+    reads its ``incomplete`` afterwards (:func:`finished`)."""
+    from emts.io import open_source
+
+    return open_source(args.source, fps=args.fps, placeholders=True)
+
+
+def finished(frames) -> int:
+    """The exit code of a job that read ``frames`` to the end: :data:`INCOMPLETE_INPUT` if the
+    video ended early (the source has warned), else 0."""
+    return INCOMPLETE_INPUT if frames.incomplete else 0
+
+
 def add_fps(p) -> None:
     p.add_argument(
         "--fps",
         type=FPS,
-        help="frame rate of an image folder or glob (default 30); a video keeps its own "
-        "unless this is given",
+        help=f"frame rate of an image folder or glob, {MIN_FPS:g} to {MAX_FPS:g} (default 30); a "
+        "video keeps its own unless this is given",
     )
 
 
@@ -167,6 +203,18 @@ def parse_size(text: str) -> tuple[int, int]:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: expected WxH, e.g. 384x288") from None
     return width, height
+
+
+def network_size(text: str) -> tuple[int, int]:
+    """argparse type: a size WxH the detector and Stage B can run at
+    (:func:`emts.geometry.check_network_size`: multiples of 16, at least 5:4 wide, at most
+    640x496)."""
+    from emts.geometry import check_network_size
+
+    try:
+        return check_network_size(parse_size(text))
+    except BadInputError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 # Stage C's modes (emts.stages.c_detect.stage.DETECTOR_MODES), the default first
@@ -196,12 +244,13 @@ def add_detector_mode(
 def add_network_size(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--network-size",
-        type=parse_size,
+        type=network_size,
         metavar="WxH",
         help="run Stages B and C at this size (default: the model's own; 256x192 for the "
         "shipped one, which runs at any size): larger finds smaller people -- on real thermal "
         "stills 512x384 scores AP 0.72 against 0.44 -- at more false positives on textured "
-        "RGB ground and about 3x the Stage B+C time; multiples of 8, at least 5:4 wide",
+        "RGB ground and about 3x the Stage B+C time; multiples of 16, at least 5:4 wide, at most "
+        "640x496",
     )
     p.add_argument(
         "--coarse-pass",

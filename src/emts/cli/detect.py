@@ -13,7 +13,10 @@ from emts.cli.common import (
     add_network_options,
     add_precision,
     channel_config,
+    finished,
     input_model,
+    model_inputs,
+    open_stream,
     stage_c,
 )
 from emts.io import check_outputs, check_video_suffix
@@ -24,9 +27,12 @@ def _cmd_channels(args: argparse.Namespace) -> int:
 
     out = None if args.no_video else args.out
     check_video_suffix("--out", out)
-    check_outputs(args.source, {"--out": out, "--jsonl": args.jsonl})
+    check_outputs(
+        args.source, {"--out": out, "--jsonl": args.jsonl}, model_inputs(model=args.model)
+    )
+    source = open_stream(args)
     frames = run_channels(
-        args.source,
+        source,
         out,
         args.jsonl,
         ego_compensation=not args.no_ego,
@@ -35,8 +41,9 @@ def _cmd_channels(args: argparse.Namespace) -> int:
         threshold=args.threshold,
     )
     written = [p for p in (out, args.jsonl) if p and p != "-"]
-    print(f"{frames} frames -> {', '.join(written) or 'nothing written'}", file=sys.stderr)
-    return 0
+    ended = f"; incomplete input: {source.incomplete}" if source.incomplete else ""
+    print(f"{frames} frames -> {', '.join(written) or 'nothing written'}{ended}", file=sys.stderr)
+    return finished(source)
 
 
 def add_channels(sub) -> None:
@@ -87,18 +94,20 @@ def _cmd_detect(args: argparse.Namespace) -> int:
     from emts.apps.detect import run_detect
     from emts.stages.c_detect.boxfit import DEFAULT_BOX_FIT
 
-    check_outputs(args.source, {"--jsonl": args.jsonl})
+    check_outputs(args.source, {"--jsonl": args.jsonl}, model_inputs(model=args.model))
     box_fit = None if args.network_boxes else DEFAULT_BOX_FIT
+    stage = stage_c(args)
+    source = open_stream(args)
     run_detect(
-        args.source,
+        source,
         args.jsonl,
-        stage_c(args),
+        stage,
         args.threshold,
         box_fit,
         channel_config=channel_config(args),
         fps=args.fps,
     )
-    return 0
+    return finished(source)
 
 
 def add_detect(sub) -> None:

@@ -29,11 +29,25 @@ class _Parser(argparse.ArgumentParser):
         print(f"emts: error: {message}; see '{self.prog} --help'", file=sys.stderr)
         sys.exit(2)
 
+    def _get_value(self, action, arg_string):
+        """Every value given on the command line, before its type: an empty one (an unset
+        shell variable, ``--jsonl "$OUT"``) names no file, folder or setting -- taken as is it
+        would mean the current folder, or nothing written -- so it is refused."""
+        whole = action.nargs in (argparse.PARSER, argparse.REMAINDER)  # a command's argv
+        if isinstance(arg_string, str) and not arg_string.strip() and not whole:
+            raise argparse.ArgumentError(action, "must not be empty (an unset variable?)")
+        return super()._get_value(action, arg_string)
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="emts",
         description="EMTS: follow-me aerial person tracking on small CPUs.",
+        epilog="Exit codes: 0 done; 2 bad input (one line on stderr, nothing started or the "
+        "results so far kept); 3 done, but a video ended before its declared frame count "
+        "(truncated or damaged: every frame it gave is written, a warning and the summary say "
+        "so); 128 + N ended by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), results so far "
+        "kept.",
     )
     parser.add_argument("--version", action="version", version=f"emts {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")

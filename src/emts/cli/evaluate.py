@@ -14,8 +14,8 @@ from emts.cli.common import (
     POSITIVE,
     calibration_sets,
     command_line,
+    network_size,
     open_clip_set,
-    parse_size,
     require_train_extra,
 )
 from emts.errors import BadInputError
@@ -154,7 +154,7 @@ def _add_eval_real(eval_sub) -> None:
     )
     p.add_argument(
         "--network-size",
-        type=parse_size,
+        type=network_size,
         metavar="WxH",
         help="run the shipped detector (and the fused mode with the blend fitted at that size) "
         "at this network size (default: its own, 256x192)",

@@ -12,11 +12,12 @@ from emts.cli.common import (
     STAGE_B_WARP,
     calibration_sets,
     command_line,
-    parse_size,
+    model_inputs,
+    network_size,
     require_train_extra,
 )
 from emts.errors import BadInputError
-from emts.io import check_writable
+from emts.io import check_outputs
 from emts.modality import AUTO
 from emts.precision import named_model
 
@@ -26,8 +27,9 @@ def _cmd_ensemble(args: argparse.Namespace) -> int:
     from emts.precision import named_model
     from emts.train.ensemble import merge_detectors
 
-    check_writable("--out", Path(args.out))
-    meta = merge_detectors([named_model(m) for m in args.models], args.out)
+    members = [named_model(m) for m in args.models]
+    check_outputs(None, {"--out": args.out}, {"a member of this ensemble": members})
+    meta = merge_detectors(members, args.out)
     scales = meta.get("emts_box_scale", "none (not every member records one)")
     print(f"ensemble of {len(args.models)} detectors: {args.out} (box scales: {scales})")
     return 0
@@ -58,6 +60,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
     if not Path(args.model).is_file():
         raise BadInputError(f"{args.model}: no such model")
+    check_outputs(None, {"--out": args.out}, {"the MODEL of this run": args.model})
     if args.fit_box_scale and not args.any_size:
         raise BadInputError("--fit-box-scale runs the model at other sizes: add --any-size")
     if args.run_size and not args.any_size:
@@ -66,10 +69,6 @@ def _cmd_export(args: argparse.Namespace) -> int:
         raise BadInputError(
             f"--residual-reference must be in [0, 1) (0: remove it), got {args.residual_reference}"
         )
-    if args.run_size:
-        from emts.geometry import network_letterbox
-
-        network_letterbox(args.run_size)  # one line for a size the geometry cannot use
     if args.residual_baseline is not None and args.residual_baseline < 1:
         raise BadInputError("--residual-baseline must be at least 1")
     if args.residual_baseline is None and Path(args.model).suffix != ".onnx":
@@ -133,7 +132,7 @@ def add_export(sub) -> None:
     p.add_argument(
         "--fit-box-scale",
         nargs="+",
-        type=parse_size,
+        type=network_size,
         metavar="WxH",
         default=[],
         help="with --any-size: fit, per network size, the factor that brings the boxes to the "
@@ -147,7 +146,7 @@ def add_export(sub) -> None:
     )
     p.add_argument(
         "--run-size",
-        type=parse_size,
+        type=network_size,
         metavar="WxH",
         help="with --any-size: the network size the runtime runs the model at when none is "
         "asked for (the thermal model: 512x384); left out, a reshaped .onnx keeps its own and "
@@ -192,10 +191,12 @@ def _detector_calibration(args: argparse.Namespace, source: Path):
     """The calibration stream of ``--tier1``/``--negatives``, ``--clips`` x ``--frames``,
     ``--seed``, as the detector ``source`` is fed: at its network size (``--network-size``
     where the command has one and it is given), residual level and Stage B warp."""
+    from emts.apps.detect import check_run_size
     from emts.stages.c_detect.detector import Detector
     from emts.train.quantize import detector_calibration
 
     detector = Detector(source, threads=1, network_size=getattr(args, "network_size", None))
+    check_run_size(detector)
     return detector_calibration(
         calibration_sets(args),
         args.clips,
@@ -225,6 +226,11 @@ def _cmd_quantize(args: argparse.Namespace) -> int:
     source = Path(args.model) if args.model else shipped_model(args.kind, "fp32")
     if not source.is_file():
         raise BadInputError(f"{source}: no such model")
+    check_outputs(
+        None,
+        {"--out": args.out, "the provenance of --out": str(Path(args.out).with_suffix(".json"))},
+        model_inputs(shipped=False, model=str(source)),
+    )
     streaming = args.kind == "detector" and is_streaming(source)
     if args.tsm_caches and not streaming:
         raise BadInputError(
@@ -352,6 +358,11 @@ def _cmd_export_litert(args: argparse.Namespace) -> int:
     source = Path(args.model) if args.model else shipped_model(args.kind, "fp32")
     if not source.is_file():
         raise BadInputError(f"{source}: no such model")
+    check_outputs(
+        None,
+        {"--out": args.out, "the provenance of --out": str(out.with_name(out.name + ".json"))},
+        model_inputs(shipped=False, model=str(source)),
+    )
     size = None
     if args.network_size is not None and args.kind != "detector":
         raise BadInputError("--network-size: only the detector has one")
@@ -458,7 +469,7 @@ def add_export_litert(sub) -> None:
     _add_float_convs(p)
     p.add_argument(
         "--network-size",
-        type=parse_size,
+        type=network_size,
         metavar="WxH",
         help="detector: convert (and calibrate) at this input size (default: the size the "
         "ONNX runs at). A model run at twice its training size wants a file at its training "

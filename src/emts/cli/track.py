@@ -12,7 +12,10 @@ from emts.cli.common import (
     add_network_options,
     add_precision,
     channel_config,
+    finished,
     int_in,
+    model_inputs,
+    open_stream,
     stage_c,
 )
 from emts.errors import BadInputError
@@ -73,7 +76,9 @@ def _cmd_track(args: argparse.Namespace) -> int:
     check_video_suffix("--out", args.out)
     check_png("--timeline", args.timeline)
     check_outputs(
-        args.source, {"--out": args.out, "--jsonl": args.jsonl, "--timeline": args.timeline}
+        args.source,
+        {"--out": args.out, "--jsonl": args.jsonl, "--timeline": args.timeline},
+        model_inputs(model=args.model, verifier=args.verifier),
     )
     follow = _gimbal_follow(args)
     verifier = None
@@ -92,8 +97,9 @@ def _cmd_track(args: argparse.Namespace) -> int:
             from emts.apps.mavlink import MavlinkCamera
 
             hook = stack.enter_context(MavlinkCamera(args.mavlink, pipeline, follow))
+        frames = stack.enter_context(open_stream(args))
         summary = run_track(
-            args.source,
+            frames,
             lock,
             args.out,
             args.jsonl,
@@ -103,7 +109,7 @@ def _cmd_track(args: argparse.Namespace) -> int:
             hook=hook,
         )
     print(summary.text(), file=sys.stderr)
-    return 0
+    return finished(frames)
 
 
 def add_track(sub) -> None:

@@ -10,12 +10,14 @@ from pathlib import Path
 import numpy as np
 
 from emts.cli.common import (
+    FPS,
     INDEX,
     POSITIVE,
     SEED,
     THREADS,
     command_line,
     float_in,
+    network_size,
     open_clip_set,
     parse_size,
     require_train_extra,
@@ -139,10 +141,11 @@ def _add_train_detector_recipe(p) -> None:
     )
     p.add_argument(
         "--network-size",
-        type=parse_size,
+        type=network_size,
         metavar="WxH",
         help="the detector's input size, trained and run at (default 256x192, the paper's; "
-        "e.g. 384x288: people 1.5x taller in network px); multiples of 8, at least 5:4 wide",
+        "e.g. 384x288: people 1.5x taller in network px); multiples of 16, at least 5:4 wide, "
+        "at most 640x496",
     )
     p.add_argument(
         "--crop",
@@ -485,7 +488,7 @@ def add_adapt(sub) -> None:
     )
     p.add_argument(
         "--fps",
-        type=float_in(0.0, None, low_inclusive=False),
+        type=FPS,
         default=30.0,
         help="frame rate of the footage (image folders carry none; default: %(default)s)",
     )

@@ -285,7 +285,12 @@ def recorded_size(session, key: str = SIZE_METADATA) -> tuple[int, int] | None:
     text = model_metadata(session, key)
     if text is None:
         return None
-    width, height = (int(v) for v in text.split("x"))
+    try:
+        width, height = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise BadInputError(
+            f"the model's metadata {key} is {text!r}, not a size WxH; re-export it"
+        ) from None
     return (width, height)
 
 
@@ -334,16 +339,20 @@ def network_size_for(session, path: Path, requested=None) -> tuple[int, int]:
     """The NETWORK frame size to run a detector session at: ``requested`` (checked against a
     fixed input), else the size the graph fixes, else the size to run it at or the size it
     was trained at (metadata), else the paper's 256x192."""
-    from emts.geometry import network_letterbox
+    from emts.geometry import check_network_size, network_letterbox
 
     fixed = fixed_size(session)
     if requested is None:
-        return (
+        size = (
             fixed
             or recorded_size(session, RUN_SIZE_METADATA)
             or recorded_size(session)
             or NETWORK_SIZE
         )
+        try:
+            return check_network_size(size)
+        except BadInputError as error:
+            raise BadInputError(f"{path.name} runs at a size EMTS cannot use: {error}") from None
     requested = (int(requested[0]), int(requested[1]))
     if fixed is not None and requested != fixed:
         how = (
