@@ -83,6 +83,7 @@ def record(out: Path, only: list[str] | None) -> int:
             if (report / "frames.jsonl").is_file():
                 shutil.copy(report / "frames.jsonl", jsonl)
         else:
+            jsonl.unlink(missing_ok=True)  # emts track keeps an earlier run's file unless --force
             run = subprocess.run([*command, "--jsonl", str(jsonl)], capture_output=True, text=True)
         (out / f"{name}.rc").write_text(f"{run.returncode}\n{run.stderr[-2000:]}")
         print(f"{name}: rc {run.returncode}", flush=True)

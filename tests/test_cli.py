@@ -657,3 +657,38 @@ def test_coarse_pass_reaches_every_stream_command():
     assert parser.parse_args(["bench", "--coarse-pass", "off"]).coarse_pass == "off"
     args = parser.parse_args(["eval", "detect", "--detector-mode", "temporal"])
     assert (args.detector_mode, args.coarse_pass) == ("temporal", "auto")
+
+
+def test_track_writes_boxes_in_the_formats_trackers_are_scored_in(tmp_path, aerial_scene):
+    video = _write_clip_video(tmp_path / "in.mp4", aerial_scene, 12)
+    jsonl, otb, mot = tmp_path / "t.jsonl", tmp_path / "t.txt", tmp_path / "m.txt"
+    base = ["track", str(video), "--lock", "160,128,24,48@2", "--jsonl", str(jsonl)]
+    assert main([*base, "--boxes", str(otb)]) == 0
+    records = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    rows = otb.read_text().splitlines()
+    assert len(rows) == len(records) == 12  # line i+1 is frame i, as in UAV123/OTB
+    for record, row in zip(records, rows, strict=True):
+        if record["mode"] == "locked":
+            assert [float(v) for v in row.split(",")] == pytest.approx(record["target"]["box"])
+        else:
+            assert row == "NaN,NaN,NaN,NaN"
+    assert rows[:2] == ["NaN,NaN,NaN,NaN"] * 2 and rows[2] != rows[0]  # locked from frame 2
+    assert main([*base, "--boxes", str(mot), "--format", "mot", "--force"]) == 0
+    lines = [line.split(",") for line in mot.read_text().splitlines()]
+    locked = [r["frame"] for r in records if r["mode"] == "locked"]
+    assert [int(line[0]) - 1 for line in lines] == locked  # MOT frames count from 1
+    assert all(line[1] == "1" and line[7:] == ["-1", "-1", "-1"] for line in lines)
+
+
+def test_track_never_overwrites_an_earlier_run_unasked(tmp_path, aerial_scene, capsys, monkeypatch):
+    video = _write_clip_video(tmp_path / "in.mp4", aerial_scene, 4)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "track.jsonl").write_text("an earlier run\n")
+    assert main(["track", str(video)]) == 2  # the default file exists
+    assert "JSON lines track.jsonl exists" in capsys.readouterr().err
+    assert (tmp_path / "track.jsonl").read_text() == "an earlier run\n"
+    assert main(["track", str(video), "--force", "--format", "mot"]) == 2  # --format needs --boxes
+    capsys.readouterr()
+    assert main(["-q", "track", str(video), "--force"]) == 0
+    assert capsys.readouterr().err == ""  # -q: errors only
+    assert len((tmp_path / "track.jsonl").read_text().splitlines()) == 4

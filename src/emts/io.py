@@ -388,8 +388,12 @@ class JsonlWriter:
                 raise BadInputError(f"cannot write {self.path}: {error.strerror}") from None
 
     def write(self, record: dict[str, Any]) -> None:
+        self.write_line(json.dumps(record, separators=(", ", ": ")))
+
+    def write_line(self, text: str) -> None:
+        """One line of text (no newline in it), flushed."""
         try:
-            self._stream.write(json.dumps(record, separators=(", ", ": ")) + "\n")
+            self._stream.write(text + "\n")
             self._stream.flush()
         except BrokenPipeError:
             raise

@@ -167,6 +167,45 @@ class TrackSummary:
         return "\n".join(lines)
 
 
+BOX_FORMATS = ("otb", "mot")
+
+
+class BoxWriter:
+    """The target's box on every frame in a format trackers are scored in, flushed per line.
+
+    ``otb`` (UAV123 / OTB ``groundtruth_rect.txt``): one ``x,y,w,h`` line per frame of the
+    source, ``NaN,NaN,NaN,NaN`` where the tracker does not claim the person (``search``,
+    ``reacquire``, a skipped frame), so that line i+1 is frame i. ``mot`` (MOT Challenge):
+    ``frame,id,x,y,w,h,conf,-1,-1,-1`` for the frames where the target is ``locked`` (frame
+    numbers from 1, id 1, conf the associated detection's score, 1 where none). Boxes in the
+    input's pixels, like the JSON lines.
+    """
+
+    def __init__(self, path: str, fmt: str = "otb") -> None:
+        if fmt not in BOX_FORMATS:
+            raise BadInputError(f"box format {fmt!r}: expected one of {', '.join(BOX_FORMATS)}")
+        self.format = fmt
+        self._lines = JsonlWriter(path)
+
+    def write(self, index: int, result: FrameResult | None) -> None:
+        """Frame ``index``'s line(s); ``result`` None for a skipped frame."""
+        target = result.target if result is not None and result.mode == "locked" else None
+        if self.format == "otb":
+            box = "NaN,NaN,NaN,NaN" if target is None else ",".join(_fmt(v) for v in target.box)
+            self._lines.write_line(box)
+        elif target is not None:
+            score = 1.0 if target.score is None else target.score
+            box = ",".join(_fmt(v) for v in target.box)
+            self._lines.write_line(f"{index + 1},1,{box},{score:.4f},-1,-1,-1")
+
+    def close(self) -> None:
+        self._lines.close()
+
+
+def _fmt(value: float) -> str:
+    return f"{float(value):.2f}"
+
+
 def run_track(
     source,
     lock: LockRequest,
@@ -176,6 +215,7 @@ def run_track(
     timeline_png: str | None = None,
     fps: float | None = None,
     hook: FrameHook | None = None,
+    boxes: BoxWriter | None = None,
 ) -> TrackSummary:
     """Track through ``source``; stream JSON lines and the annotated video as it goes.
 
@@ -188,6 +228,7 @@ def run_track(
     replacement for a video's own. An interrupted run (an exception, Ctrl-C, or SIGTERM/SIGHUP
     through the command line) still finishes the video, the JSON lines and the timeline.
     ``hook``: called after each frame (see :data:`FrameHook`); the JSON lines do not change.
+    ``boxes``: also write the target's box per frame in an evaluation format (closed here).
     With ``--model auto`` (:mod:`emts.modality`) the line of the frame where the detector is
     picked carries ``"detector": "default" | "thermal"``, and the summary says which.
     """
@@ -224,6 +265,8 @@ def run_track(
                     first_skip = first_skip or f"frame {index}: {error}"
                     if hook:
                         hook(None, None)
+                    if boxes:
+                        boxes.write(index, None)
                     if lines:
                         lines.write(
                             {"frame": index, "mode": None, "target": None, "skipped": str(error)}
@@ -242,6 +285,8 @@ def run_track(
                         writer.write(picture)
                     if lines:
                         lines.write(line)
+                    if boxes:
+                        boxes.write(index, result)
             completed = True
         finally:
             if writer:
@@ -250,6 +295,8 @@ def run_track(
                     log.error("%s: %s", writer.path, writer.problem)
             if lines:
                 lines.close()
+            if boxes:
+                boxes.close()
             summary.reacquisitions = pipeline.reacquisitions
             if timeline_png and history.records:
                 title = "tracker mode per frame" + (

@@ -51,6 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"emts {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="errors only: no progress bars, warnings or summaries on stderr",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # in the order `emts --help` lists them
     detect.add_channels(sub)
@@ -109,13 +115,39 @@ def _signals_end_like_ctrl_c() -> Iterator[None]:
             signal.signal(number, handler)
 
 
+class _NotATerminal:
+    """A stream that says it is no terminal (``-q``: tqdm draws no bar), writing through."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def isatty(self) -> bool:
+        return False
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    level = logging.INFO if args.verbose else logging.WARNING
     logging.basicConfig(
         format="emts: %(levelname)s: %(message)s",
-        level=logging.INFO if args.verbose else logging.WARNING,
+        level=logging.ERROR if args.quiet else level,
     )
+    # (basicConfig configures once a process; the level of emts's own logger follows -q)
+    logging.getLogger("emts").setLevel(logging.ERROR if args.quiet else logging.NOTSET)
+    stderr = sys.stderr
+    if args.quiet:  # progress bars show on a terminal only (tqdm's disable=None)
+        sys.stderr = _NotATerminal(stderr)
+    try:
+        return _run(args)
+    finally:
+        sys.stderr = stderr
+
+
+def _run(args: argparse.Namespace) -> int:
     if not args.verbose:
         _quiet_opencv()
     try:

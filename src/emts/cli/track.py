@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from pathlib import Path
 
 from emts.cli.common import (
     add_detector_mode,
@@ -65,8 +66,11 @@ def _add_stream_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+DEFAULT_JSONL = "track.jsonl"
+
+
 def _cmd_track(args: argparse.Namespace) -> int:
-    from emts.apps.track import LockRequest, run_track
+    from emts.apps.track import BoxWriter, LockRequest, run_track
     from emts.pipeline import Pipeline
     from emts.precision import model_for
     from emts.stages.e_verify import Verifier
@@ -75,11 +79,21 @@ def _cmd_track(args: argparse.Namespace) -> int:
     lock = LockRequest.parse(args.lock, "--lock")  # one line for every malformed tap
     check_video_suffix("--out", args.out)
     check_png("--timeline", args.timeline)
-    check_outputs(
-        args.source,
-        {"--out": args.out, "--jsonl": args.jsonl, "--timeline": args.timeline},
-        model_inputs(model=args.model, verifier=args.verifier),
-    )
+    if args.format and not args.boxes:
+        raise BadInputError("--format is the format of --boxes FILE; give --boxes too")
+    jsonl = args.jsonl or DEFAULT_JSONL
+    outputs = {"--out": args.out, "--jsonl": jsonl, "--timeline": args.timeline}
+    outputs["--boxes"] = args.boxes
+    check_outputs(args.source, outputs, model_inputs(model=args.model, verifier=args.verifier))
+    if not args.force:  # an earlier run's results are not overwritten unasked
+        for flag, path in outputs.items():
+            if path and Path(path).is_file():  # (a device such as /dev/full is no run's)
+                named = (
+                    f"{flag} {path}" if flag != "--jsonl" or args.jsonl else f"JSON lines {path}"
+                )
+                raise BadInputError(
+                    f"{named} exists (an earlier run's?); choose another file or pass --force"
+                )
     follow = _gimbal_follow(args)
     verifier = None
     if not args.no_verifier and (args.verifier or default_verifier().is_file()):
@@ -98,17 +112,23 @@ def _cmd_track(args: argparse.Namespace) -> int:
 
             hook = stack.enter_context(MavlinkCamera(args.mavlink, pipeline, follow))
         frames = stack.enter_context(open_stream(args))
+        boxes = BoxWriter(args.boxes, args.format or "otb") if args.boxes else None
         summary = run_track(
             frames,
             lock,
             args.out,
-            args.jsonl,
+            jsonl,
             pipeline,
             args.timeline,
             fps=args.fps,
             hook=hook,
+            boxes=boxes,
         )
-    print(summary.text(), file=sys.stderr)
+    if not getattr(args, "quiet", False):
+        written = ", ".join(
+            p for p in (jsonl, args.out, args.timeline, args.boxes) if p and p != "-"
+        )
+        print(summary.text() + (f"\nwrote {written}" if written else ""), file=sys.stderr)
     return finished(frames)
 
 
@@ -132,9 +152,31 @@ def add_track(sub) -> None:
     )
     p.add_argument("--out", help="annotated video (e.g. annotated.mp4)")
     p.add_argument(
-        "--jsonl", default="track.jsonl", help="JSON lines ('-' for stdout; default: %(default)s)"
+        "--jsonl",
+        help=f"JSON lines ('-' for stdout; default: {DEFAULT_JSONL}, never overwritten "
+        "without --force)",
     )
     p.add_argument("--timeline", help="also write the mode timeline PNG here (.png)")
+    p.add_argument(
+        "--boxes",
+        metavar="FILE",
+        help="also write the target's box per frame as text in --format (for trackers' scorers)",
+    )
+    p.add_argument(
+        "--format",
+        choices=("otb", "mot"),
+        help="of --boxes: otb = UAV123/OTB x,y,w,h a line per frame, NaN,NaN,NaN,NaN where the "
+        "target is not locked; mot = MOT Challenge frame,id,x,y,w,h,conf,-1,-1,-1 for the "
+        "locked frames (default: otb)",
+    )
+    p.add_argument("--force", action="store_true", help="overwrite output files that exist already")
+    p.add_argument(  # also emts -q track: the top-level option (SUPPRESS keeps its value)
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="errors only: no progress bar, warnings or summary on stderr",
+    )
     _add_stream_options(p)
     add_precision(p)
     add_detector_mode(p)
