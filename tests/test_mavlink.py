@@ -165,7 +165,25 @@ def test_tracking_status_per_frame_with_normalized_rectangle(link):
 
     for _ in range(5):
         camera(_result("search"), (640, 480))
-    assert len(peer.drain("CAMERA_TRACKING_IMAGE_STATUS")) == 5  # one per frame
+    # IDLE after ERROR is news and goes out; IDLE again, once a second (IDLE_INTERVAL)
+    assert len(peer.drain("CAMERA_TRACKING_IMAGE_STATUS")) == 1
+    for _ in range(3):
+        camera(_result("locked", [160, 120, 64, 96]), (640, 480))
+    assert len(peer.drain("CAMERA_TRACKING_IMAGE_STATUS")) == 3  # tracking: every frame
+
+
+def test_idle_status_is_repeated_once_a_second_at_the_default_rate():
+    peer, now = Peer(), [0.0]
+    camera = MavlinkCamera(
+        f"udpout:127.0.0.1:{peer.port}", RecordingPipeline(), clock=lambda: now[0]
+    )
+    peer.wait("HEARTBEAT", camera)
+    for frame in range(90):  # 3 s at 30 fps, nobody locked
+        now[0] = frame / 30
+        camera(_result("search"), (640, 480))
+    assert len(peer.drain("CAMERA_TRACKING_IMAGE_STATUS", 0.3)) == 3  # at 0, 1 and 2 s
+    camera.close()
+    peer.close()
 
 
 def test_set_message_interval_changes_the_status_rate(link):
@@ -184,8 +202,8 @@ def test_set_message_interval_changes_the_status_rate(link):
     assert len(peer.drain("CAMERA_TRACKING_IMAGE_STATUS")) == 1
     assert peer.command(camera, m.MAV_CMD_SET_MESSAGE_INTERVAL, status_id, 0).result == 0
     for _ in range(3):
-        camera(_result("search"), (640, 480))
-    assert len(peer.drain("CAMERA_TRACKING_IMAGE_STATUS")) == 3
+        camera(_result("locked", [160, 120, 64, 96]), (640, 480))
+    assert len(peer.drain("CAMERA_TRACKING_IMAGE_STATUS")) == 3  # the default: every frame
     ack = peer.command(camera, m.MAV_CMD_SET_MESSAGE_INTERVAL, m.MAVLINK_MSG_ID_HEARTBEAT, 1e5)
     assert ack.result == m.MAV_RESULT_UNSUPPORTED
 

@@ -55,6 +55,9 @@ log = logging.getLogger("emts")
 COMPONENT_CAMERA = 100  # MAV_COMP_ID_CAMERA
 COMPONENT_AUTOPILOT = 1  # MAV_COMP_ID_AUTOPILOT1: where PX4 and ArduPilot run the gimbal manager
 HEARTBEAT_PERIOD = 1.0  # s
+# s: IDLE tracking status repeated this often at the default rate (every frame it took 23 % of
+# a 57,600-baud telemetry link); a change of status and every tracking frame go out at once
+IDLE_INTERVAL = 1.0
 MAX_MESSAGES_PER_POLL = 200  # a flood of messages cannot stall the frame loop
 _NETWORK_SCHEMES = ("udp", "udpin", "udpout", "udpbcast", "tcp", "tcpin", "mcast")
 _CONNECTION_HELP = (
@@ -294,8 +297,11 @@ class MavlinkCamera:
         self.clock = clock
         self.started = clock()
         self.size: tuple[int, int] | None = None  # (W, H) of the last processed frame
-        self.status_interval: float | None = None  # s; None: every frame, < 0: never
+        # s; None: the default rate (every frame while tracking, IDLE at IDLE_INTERVAL),
+        # < 0: never
+        self.status_interval: float | None = None
         self._last_status = -math.inf
+        self._last_kind: str | None = None  # what the last status said: idle / active / error
         self._last_heartbeat = -math.inf
         self._last_follow: float | None = None
         self._following = False
@@ -311,14 +317,24 @@ class MavlinkCamera:
         if size is not None:
             self.size = (int(size[0]), int(size[1]))
         now = self.clock()
-        due = self.status_interval is None or (
-            self.status_interval >= 0 and now - self._last_status >= self.status_interval
-        )
+        kind = self._status_kind(result)
+        if self.status_interval is None:  # the default rate: nothing new, said once a second
+            repeat = kind == "idle" and self._last_kind == "idle"
+            due = not repeat or now - self._last_status >= IDLE_INTERVAL
+        else:
+            due = self.status_interval >= 0 and now - self._last_status >= self.status_interval
         if due:
             self.send_status(result)
-            self._last_status = now
+            self._last_status, self._last_kind = now, kind
         if self.follow is not None:
             self._steer(result, now)
+
+    def _status_kind(self, result) -> str:
+        if result is None:
+            return "error"
+        if result.target is None or result.mode == "search" or self.size is None:
+            return "idle"
+        return "active"
 
     def send_status(self, result) -> None:
         """CAMERA_TRACKING_IMAGE_STATUS for ``result`` (None: ERROR)."""
