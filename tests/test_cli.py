@@ -13,6 +13,7 @@ import cv2
 import numpy as np
 import pytest
 
+from cli_checks import expect_refusal
 from conftest import render, similarity
 from emts.cli import main
 from emts.config import ChannelConfig
@@ -260,21 +261,6 @@ def test_bench_refuses_pace_with_peer(tmp_path, capsys):
 # --- Field hardening (issue 10): bad arguments and paths, signals, streams with bad data ---
 
 
-def _exit_code(argv) -> int:
-    """main()'s exit code, also when argparse exits by itself."""
-    try:
-        return main(argv)
-    except SystemExit as stop:
-        return stop.code
-
-
-def _expect_refusal(capsys, argv, fragment):
-    assert _exit_code(argv) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1, err
-    assert err[0].startswith("emts: error:") and fragment in err[0], err[0]
-
-
 @pytest.fixture(scope="module")
 def clip_video(tmp_path_factory, aerial_scene):
     """A 320x256 video of a drifting real still, 400 frames at 25 fps."""
@@ -330,7 +316,7 @@ def _frames_in(path) -> int:
 def test_every_bad_argument_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys, argv, fragment):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "x.mp4").write_bytes(b"")  # exists, so only the argument can be at fault
-    _expect_refusal(capsys, argv, fragment)
+    expect_refusal(capsys, argv, fragment)
     assert list(tmp_path.iterdir()) == [tmp_path / "x.mp4"]  # nothing written
 
 
@@ -369,7 +355,7 @@ def test_an_output_that_is_an_input_or_another_output_is_refused(
     os.link(video, tmp_path / "hard.mp4")
     before = video.read_bytes()
     argv = [a.format(v="in.mp4", link="link.mp4", hard="hard.mp4") for a in outputs]
-    _expect_refusal(capsys, argv, "")
+    expect_refusal(capsys, argv, "")
     assert video.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hard.mp4", "in.mp4", "link.mp4"]
 
@@ -379,7 +365,7 @@ def test_an_image_of_the_input_folder_is_not_an_output(tmp_path, capsys):
     target = folder / "frame_001.png"
     before = target.read_bytes()
     argv = ["track", str(folder), "--jsonl", "-", "--timeline", str(target)]
-    _expect_refusal(capsys, argv, "is an input")
+    expect_refusal(capsys, argv, "is an input")
     assert target.read_bytes() == before
 
 
@@ -408,7 +394,7 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_run(
     (tmp_path / "set").mkdir()
     (tmp_path / "set" / "manifest.json").write_text("{}")
     subs = {"v": str(clip_video), "file": "file", "dir": "dir", "set": "set"}
-    _expect_refusal(capsys, [a.format(**subs) for a in argv], fragment)
+    expect_refusal(capsys, [a.format(**subs) for a in argv], fragment)
     assert (tmp_path / "file").read_text() == "keep me"
     assert not list(tmp_path.glob("*.jsonl")) and not list(tmp_path.glob("*.mp4"))
 
@@ -421,7 +407,7 @@ def test_a_corrupt_manifest_is_one_line_and_exit_2(tmp_path, capsys, content, ac
     out = tmp_path / ("sheet.png" if action == "preview" else "clip")
     argv = ["synth", action, str(tmp_path / "set")]
     argv += ["--out", str(out)] if action == "preview" else [str(out)]
-    _expect_refusal(capsys, argv, "manifest.json")
+    expect_refusal(capsys, argv, "manifest.json")
 
 
 @pytest.mark.parametrize(
@@ -433,7 +419,7 @@ def test_an_evaluation_on_a_set_with_a_corrupt_manifest_is_one_line(tmp_path, ca
     (tmp_path / "set").mkdir()
     (tmp_path / "set" / "manifest.json").write_text("{oops")
     out = tmp_path / "report"
-    _expect_refusal(capsys, [*argv, str(tmp_path / "set"), "--out", str(out)], "manifest.json")
+    expect_refusal(capsys, [*argv, str(tmp_path / "set"), "--out", str(out)], "manifest.json")
     assert not out.exists()
 
 
@@ -455,7 +441,7 @@ def test_a_model_of_the_wrong_kind_is_one_line_and_exit_2(
     (tmp_path / "garbage.onnx").write_bytes(b"\x00" * 100)
     path = tmp_path / model if model == "garbage.onnx" else models / model
     argv = ["track", str(clip_video), "--jsonl", str(tmp_path / "t.jsonl"), flag, str(path)]
-    _expect_refusal(capsys, argv, fragment)
+    expect_refusal(capsys, argv, fragment)
 
 
 def _mixed_folder(tmp_path, aerial_scene):
@@ -520,7 +506,7 @@ def test_a_timeline_that_cannot_be_written_after_the_run_is_an_error(
 
     monkeypatch.setattr("emts.io.write_image", disk_full)
     argv = ["track", str(clip_video), "--jsonl", str(tmp_path / "t.jsonl")]
-    _expect_refusal(capsys, [*argv, "--timeline", str(tmp_path / "t.png")], "timeline")
+    expect_refusal(capsys, [*argv, "--timeline", str(tmp_path / "t.png")], "timeline")
     assert len((tmp_path / "t.jsonl").read_text().splitlines()) == 400  # the lines are kept
 
 

@@ -8,23 +8,10 @@ import cv2
 import numpy as np
 import pytest
 
+from cli_checks import expect_refusal
 from emts.cli import main
 from emts.errors import BadInputError
 from emts.eval.track_eval import read_ground_truth
-
-
-def _exit_code(argv) -> int:
-    try:
-        return main(argv)
-    except SystemExit as stop:
-        return stop.code
-
-
-def _expect_refusal(capsys, argv, fragment):
-    assert _exit_code(argv) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1, err
-    assert err[0].startswith("emts: error:") and fragment in err[0], err[0]
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +68,7 @@ def test_eval_track_with_no_usable_row_is_one_line_and_writes_nothing(
     gt.write_text("NaN,NaN,NaN,NaN\n" * 12)
     out = tmp_path / "ev"
     argv = ["eval", "track", str(small_video), "--gt", str(gt), "--out", str(out)]
-    _expect_refusal(capsys, argv, f"no usable ground-truth row in {gt}")
+    expect_refusal(capsys, argv, f"no usable ground-truth row in {gt}")
     assert not out.exists()
 
 
@@ -115,7 +102,7 @@ def test_eval_track_refuses_truth_or_spans_outside_the_clip_in_one_line(
     gt.write_text(rows)
     out = tmp_path / "ev"
     argv = ["eval", "track", str(small_video), "--gt", str(gt), "--out", str(out), *options]
-    _expect_refusal(capsys, argv, fragment)
+    expect_refusal(capsys, argv, fragment)
     assert not (out / "report.json").exists() and not (out / "frames.jsonl").exists()
 
 
@@ -194,7 +181,7 @@ def test_a_set_whose_clips_are_not_its_manifests_is_one_line(
         argv = ["eval", "detect", "--bench", str(folder), "--out", str(tmp_path / "ev")]
     else:
         argv = ["synth", "preview", str(folder), "--out", str(tmp_path / "sheet.png")]
-    _expect_refusal(capsys, argv, fragment)
+    expect_refusal(capsys, argv, fragment)
     assert not (tmp_path / "sheet.png").exists() and not (tmp_path / "ev" / "report.md").exists()
 
 
@@ -204,12 +191,12 @@ def test_synth_generates_only_into_an_empty_folder_or_over_the_same_set(tmp_path
     assert main([*synth, "--clips", "2", "--seed", "5"]) == 0
     capsys.readouterr()
     before = {p.name: p.read_bytes() for p in (out / "clips").iterdir()}
-    _expect_refusal(capsys, [*synth, "--clips", "1", "--seed", "7"], "clips 2 -> 1; seed 5 -> 7")
-    _expect_refusal(capsys, [*synth, "--clips", "2", "--seed", "5", "--frames", "20"], "18 -> 20")
+    expect_refusal(capsys, [*synth, "--clips", "1", "--seed", "7"], "clips 2 -> 1; seed 5 -> 7")
+    expect_refusal(capsys, [*synth, "--clips", "2", "--seed", "5", "--frames", "20"], "18 -> 20")
     assert {p.name: p.read_bytes() for p in (out / "clips").iterdir()} == before
     assert main([*synth, "--clips", "2", "--seed", "5"]) == 0  # the same set, done again
     other = tmp_path / "other"
     other.mkdir()
     (other / "notes.txt").write_text("mine")
-    _expect_refusal(capsys, ["synth", "fpbench", "--out", str(other)], "holds no clip set")
+    expect_refusal(capsys, ["synth", "fpbench", "--out", str(other)], "holds no clip set")
     assert sorted(p.name for p in other.iterdir()) == ["notes.txt"]

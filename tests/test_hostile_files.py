@@ -10,26 +10,13 @@ import cv2
 import numpy as np
 import pytest
 
-from emts.cli import main
 from emts.errors import BadInputError
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto  # noqa: E402
 from onnx import helper as oh  # noqa: E402
 
-
-def _exit_code(argv) -> int:
-    try:
-        return main(argv)
-    except SystemExit as stop:
-        return stop.code
-
-
-def _expect_refusal(capsys, argv, fragment):
-    assert _exit_code(argv) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1, err
-    assert err[0].startswith("emts: error:") and fragment in err[0], err[0]
+from cli_checks import expect_refusal  # noqa: E402
 
 
 def _save(path, inputs, outputs, nodes, initializers=()):
@@ -164,7 +151,7 @@ def test_every_command_refuses_a_wrong_model_in_one_line(
         "w": str(_verifier_like(tmp_path / "verif_like.onnx", None)),
         "o": str(tmp_path / "x.jsonl"),
     }
-    _expect_refusal(capsys, [a.format(**subs) for a in argv], fragment)
+    expect_refusal(capsys, [a.format(**subs) for a in argv], fragment)
 
 
 # -- D: corrupt or unreadable files in the train, eval and synth tools ---------------------------
@@ -281,7 +268,7 @@ def test_a_corrupt_file_given_to_a_tool_is_one_line_and_exit_2(
     }
     sets = ["--tier1", str(_clip_set(tmp_path / "ok")), "--negatives", str(tmp_path / "ok")]
     argv = [part for a in argv for part in (sets if a == "SETS" else [a.format(**subs)])]
-    _expect_refusal(capsys, argv, fragment)
+    expect_refusal(capsys, argv, fragment)
     assert not (tmp_path / "q.onnx").exists() and not (tmp_path / "e.onnx").exists()
 
 
@@ -322,5 +309,5 @@ def test_quantize_refuses_an_empty_calibration_stream_in_one_line(
     kind, *rest = options
     out = tmp_path / "q.onnx"
     argv = ["quantize", kind, "--out", str(out), "--tier1", sets, "--negatives", sets, *rest]
-    _expect_refusal(capsys, argv, fragment)
+    expect_refusal(capsys, argv, fragment)
     assert not out.exists()
