@@ -152,7 +152,7 @@ class LiveSource(FrameSource):
             if self._stopped:
                 break
             capture.release()
-            log.warning("stream %s dropped; reconnecting", self.description)
+            log.warning("%s dropped; reconnecting", self.description)
             capture = self._reconnect()
             with self._lock:
                 self._capture = capture
@@ -173,7 +173,7 @@ class LiveSource(FrameSource):
             elapsed = time.monotonic() - started
             if self.reconnect_timeout and elapsed >= self.reconnect_timeout:
                 log.error(
-                    "stream %s: no reconnect within %g s; giving up",
+                    "%s: no reconnect within %g s; giving up",
                     self.description,
                     self.reconnect_timeout,
                 )
@@ -185,7 +185,7 @@ class LiveSource(FrameSource):
             capture = self._open()
             if capture is not None:
                 log.warning(
-                    "stream %s reconnected after %.1f s",
+                    "%s reconnected after %.1f s",
                     self.description,
                     time.monotonic() - started,
                 )
