@@ -320,7 +320,10 @@ def open_source(
     Args:
         source: a video file, a folder of images (read in sorted-name order), a glob pattern
             such as ``"flight/*.png"``, a camera (an int, ``"camera:N"``, or a string of
-            digits that names no file or folder), or any iterable of numpy arrays.
+            digits that names no file or folder), a live stream (an ``rtsp``, ``rtsps``,
+            ``rtmp``, ``http(s)``, ``udp`` or ``tcp`` URL; ``rtsp://...?tcp`` for RTSP over
+            TCP; a GStreamer pipeline ending in ``appsink`` where OpenCV has GStreamer: an
+            :class:`emts.live.LiveSource`), or any iterable of numpy arrays.
         fps: frame rate of an image folder, a glob or an iterable of arrays (default 30);
             for a video or camera it replaces the rate the container reports.
         placeholders: image folders and globs yield an :class:`UnreadableFrame` in place of
@@ -340,6 +343,10 @@ def open_source(
         text = str(source)
         if not text.strip():  # Path("") is the current folder
             raise BadInputError("the source is an empty name; name a video, folder or camera")
+        from emts import live  # here: live imports this module
+
+        if live.is_stream_url(text) or live.is_gstreamer_pipeline(text):
+            return live.open_live(text, fps)
         if text.startswith(CAMERA_PREFIX):
             index = _camera_index(text)
             return VideoSource(index, f"camera {index}", fps)

@@ -136,6 +136,7 @@ class TrackSummary:
     skipped: int = 0
     detector: str | None = None  # what --model auto picked (emts.modality), if it did
     incomplete: str | None = None  # the source ended before its declared length (FrameSource)
+    dropped: int = 0  # a live stream's frames never processed: newer ones came first
     ms: dict[str, Reservoir] = field(
         default_factory=lambda: {s: Reservoir() for s in (*STAGES, "total")}
     )
@@ -155,6 +156,7 @@ class TrackSummary:
         lines = [
             f"{self.frames} frames, locked {lock:.1%} of them, {self.reacquisitions} reacquisitions"
             + (f", {self.skipped} bad frames skipped" if self.skipped else "")
+            + (f", {self.dropped} stale live frames dropped" if self.dropped else "")
             + (f"; incomplete input: {self.incomplete}" if self.incomplete else ""),
         ]
         if self.detector:
@@ -231,6 +233,9 @@ def run_track(
     ``boxes``: also write the target's box per frame in an evaluation format (closed here).
     With ``--model auto`` (:mod:`emts.modality`) the line of the frame where the detector is
     picked carries ``"detector": "default" | "thermal"``, and the summary says which.
+    From a live stream (:class:`emts.live.LiveSource`) a line carries ``"dropped": N`` when N
+    stale frames were dropped since the previous line, and ``"stream": "reconnected"`` on the
+    first frame after the stream dropped and came back.
     """
     from emts.apps.draw import annotate, timeline
 
@@ -243,6 +248,7 @@ def run_track(
     first_skip = None
     with open_source(source, fps=fps, placeholders=True) as frames:
         pipeline.fps = frames.fps  # Stage E's descriptors depend on the frame rate
+        news = getattr(frames, "news", None)  # emts.live.LiveSource
         writer = VideoWriter(out, fps=frames.fps) if out else None
         lines = JsonlWriter(jsonl) if jsonl else None
         try:
@@ -273,6 +279,13 @@ def run_track(
                         )
                     continue
                 line = record(result, index)
+                if news:  # a live stream: what happened since the previous line
+                    dropped, event = news()
+                    summary.dropped += dropped
+                    if dropped:
+                        line["dropped"] = dropped
+                    if event:
+                        line["stream"] = event
                 if pipeline.chosen_model != summary.detector:  # --model auto has picked
                     summary.detector = line["detector"] = pipeline.chosen_model
                 history.add({"mode": line["mode"], "target": line["target"]})

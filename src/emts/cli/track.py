@@ -137,11 +137,15 @@ def add_track(sub) -> None:
         "track",
         help="follow one person: Stages A-E, JSON lines, annotated video",
         description="Track one person through SOURCE (video file, image folder, quoted glob, "
-        "or camera:N). Writes one JSON object per frame: {frame, mode, target: {box, score, "
-        "p_human, verified, measured_by} or null, ms: {A..E}} plus event/lock_source when a "
-        "lock is made, lost or re-made; boxes in the input's pixels.",
+        "camera:N, or a live stream: rtsp://, rtsps://, rtmp://, http(s):// MJPEG, udp://, "
+        "tcp:// URL, rtsp://...?tcp for RTSP over TCP, or a quoted GStreamer pipeline ending in "
+        "appsink where OpenCV has GStreamer; a live stream is read newest-frame-first, "
+        "reconnects for 30 s when it drops, and its lines add dropped/stream). Writes one "
+        "JSON object per frame: {frame, mode, target: {box, score, p_human, verified, "
+        "measured_by} or null, ms: {A..E}} plus event/lock_source when a lock is made, lost "
+        "or re-made; boxes in the input's pixels.",
     )
-    p.add_argument("source", metavar="SOURCE")
+    p.add_argument("source", metavar="SOURCE", help="video, folder, glob, camera:N or stream URL")
     p.add_argument(
         "--lock",
         default="auto",

@@ -1,0 +1,207 @@
+"""Live stream sources against a real MJPEG-over-HTTP server on loopback."""
+
+from __future__ import annotations
+
+import json
+import socket
+import socketserver
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler
+
+import cv2
+import numpy as np
+import pytest
+
+from emts import live
+from emts.apps.track import LockRequest, run_track
+from emts.errors import BadInputError
+from emts.io import open_source
+from emts.pipeline import Pipeline
+
+BOUNDARY = b"frame"
+
+
+def no_detections(channels):
+    """A stand-in Stage C (no model file needed): nobody there."""
+    return []
+
+
+class MjpegServer:
+    """A multipart/x-mixed-replace JPEG stream at /stream.mjpg: ``per_connection`` frames at
+    ``fps`` per client, and the whole server stops by itself after ``lifetime`` seconds."""
+
+    def __init__(
+        self, port: int = 0, fps: float = 20.0, per_connection: int = 400, lifetime: float = 20.0
+    ) -> None:
+        stopping = self.stopping = threading.Event()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.send_header(
+                    "Content-Type", f"multipart/x-mixed-replace; boundary={BOUNDARY.decode()}"
+                )
+                self.end_headers()
+                rng = np.random.default_rng(0)
+                for i in range(per_connection):
+                    if stopping.is_set():
+                        return
+                    image = np.full((96, 128, 3), 40, np.uint8)
+                    image[30:70, (i * 3) % 100 : (i * 3) % 100 + 12] = 220  # a moving bar
+                    image += rng.integers(0, 8, image.shape, dtype=np.uint8)
+                    jpeg = cv2.imencode(".jpg", image)[1].tobytes()
+                    head = b"--%s\r\nContent-Type: image/jpeg\r\nContent-Length: %d\r\n\r\n"
+                    try:
+                        self.wfile.write(head % (BOUNDARY, len(jpeg)) + jpeg + b"\r\n")
+                    except OSError:
+                        return
+                    time.sleep(1.0 / fps)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        class Server(socketserver.ThreadingTCPServer):
+            allow_reuse_address = True
+            daemon_threads = True
+
+        self._server = Server(("127.0.0.1", port), Handler)
+        self.port = self._server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}/stream.mjpg"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._timer = threading.Timer(lifetime, self.stop)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def stop(self) -> None:
+        if not self.stopping.is_set():
+            self.stopping.set()
+            self._timer.cancel()
+            self._server.shutdown()
+            self._server.server_close()
+
+
+@pytest.fixture
+def server():
+    running = MjpegServer()
+    yield running
+    running.stop()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("rtsp://cam/live", True),
+        ("RTSPS://cam/live", True),
+        ("rtmp://h/a", True),
+        ("http://h/stream.mjpg", True),
+        ("https://h/s", True),
+        ("udp://@:5000", True),
+        ("tcp://h:9", True),
+        ("file://x.mp4", False),
+        ("clip.mp4", False),
+        ("camera:0", False),
+    ],
+)
+def test_recognises_stream_url_schemes(text, expected):
+    assert live.is_stream_url(text) is expected
+
+
+def test_recognises_a_gstreamer_pipeline_only_when_it_ends_in_appsink():
+    assert live.is_gstreamer_pipeline("videotestsrc ! videoconvert ! appsink")
+    assert live.is_gstreamer_pipeline("udpsrc port=5000 ! decodebin ! appsink drop=true")
+    assert not live.is_gstreamer_pipeline("videotestsrc ! autovideosink")
+    assert not live.is_gstreamer_pipeline("my ! file.mp4")
+
+
+@pytest.mark.skipif(live.gstreamer_available(), reason="this OpenCV has GStreamer")
+def test_a_gstreamer_pipeline_without_gstreamer_is_one_clear_line():
+    with pytest.raises(BadInputError, match="no GStreamer"):
+        open_source("videotestsrc ! videoconvert ! appsink")
+
+
+def test_http_mjpeg_stream_yields_frames_without_a_length(server):
+    with open_source(server.url) as frames:
+        assert isinstance(frames, live.LiveSource)
+        assert frames.length is None
+        got = []
+        for frame in frames:
+            got.append(frame)
+            if len(got) == 5:
+                break
+    assert all(f.shape == (96, 128, 3) and f.dtype == np.uint8 for f in got)
+
+
+def test_a_consumer_slower_than_the_stream_gets_the_newest_frame_and_counts_the_rest(server):
+    dropped = 0
+    with live.LiveSource(server.url, "test stream") as frames:
+        for count, _frame in enumerate(frames, 1):
+            time.sleep(0.25)  # ~4 fps against a 20 fps stream
+            dropped += frames.news()[0]
+            if count == 6:
+                break
+    assert dropped > 10
+
+
+def test_an_unreachable_url_fails_in_one_line_within_seconds():
+    started = time.monotonic()
+    with pytest.raises(BadInputError, match="could not be opened"):
+        open_source(f"http://127.0.0.1:{_free_port()}/stream.mjpg")
+    assert time.monotonic() - started < 6
+
+
+def test_cli_says_an_unreachable_stream_in_one_line(tmp_path):
+    url = f"http://127.0.0.1:{_free_port()}/stream.mjpg"
+    done = subprocess.run(
+        [sys.executable, "-m", "emts.cli", "track", url, "--jsonl", str(tmp_path / "t.jsonl")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    lines = [line for line in done.stderr.splitlines() if "could not be opened" in line]
+    assert len(lines) == 1, done.stderr
+
+
+def test_track_survives_the_server_restarting_and_says_so_in_the_json(server, tmp_path):
+    jsonl = tmp_path / "live.jsonl"
+    restarted: list[MjpegServer] = []
+
+    def restart() -> None:
+        time.sleep(1.0)
+        restarted.append(MjpegServer(server.port, per_connection=30, lifetime=4.0))
+
+    def hook(result, size) -> None:
+        if hook.frames == 5:  # stop the server mid-run; bring it back on the same port
+            server.stop()
+            threading.Thread(target=restart, daemon=True).start()
+        hook.frames += 1
+
+    hook.frames = 0
+    source = live.LiveSource(server.url, "test stream", reconnect_timeout=3.0)
+    try:
+        summary = run_track(
+            source,
+            LockRequest(),
+            None,
+            str(jsonl),
+            Pipeline(no_detections, verifier=None),
+            hook=hook,
+        )
+    finally:
+        for again in restarted:
+            again.stop()
+    lines = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    marked = [i for i, line in enumerate(lines) if line.get("stream") == "reconnected"]
+    assert marked and marked[0] >= 5, "no reconnected line after the restart"
+    assert len(lines) - marked[0] >= 10, "frames did not flow again after the reconnect"
+    assert source.ended == "timeout"
+    assert "ended by timeout" in summary.text()
