@@ -312,7 +312,7 @@ def test_page_streams_and_a_click_locks_the_person(
             tapped = time.monotonic()
             page.mouse.click(rect["x"] + (x + w / 2) * scale, rect["y"] + (y + h / 2) * scale)
             page.wait_for_function(
-                "document.getElementById('mode').textContent === 'locked'", timeout=5_000
+                "document.getElementById('mode').textContent === 'locked'", timeout=15_000
             )
             locked_after = time.monotonic() - tapped
         finally:
