@@ -69,12 +69,28 @@ def _add_stream_options(p: argparse.ArgumentParser) -> None:
 DEFAULT_JSONL = "track.jsonl"
 
 
-def _cmd_track(args: argparse.Namespace) -> int:
-    from emts.apps.track import BoxWriter, LockRequest, run_track
+def _pipeline(args: argparse.Namespace, auto_lock: bool):
+    """The pipeline a track or serve command runs: Stage C from the detector options, the
+    verifier (``--verifier``, the shipped one, or none with ``--no-verifier``)."""
     from emts.pipeline import Pipeline
     from emts.precision import model_for
     from emts.stages.e_verify import Verifier
     from emts.stages.e_verify import default_model_path as default_verifier
+
+    verifier = None
+    if not args.no_verifier and (args.verifier or default_verifier().is_file()):
+        verifier = Verifier(model_for("verifier", args.verifier, args.precision, 1, args.backend))
+    return Pipeline(
+        stage_c(args),
+        verifier,
+        auto_lock=auto_lock,
+        threads=args.threads,
+        channel_config=channel_config(args),
+    )
+
+
+def _cmd_track(args: argparse.Namespace) -> int:
+    from emts.apps.track import BoxWriter, LockRequest, run_track
 
     lock = LockRequest.parse(args.lock, "--lock")  # one line for every malformed tap
     check_video_suffix("--out", args.out)
@@ -95,16 +111,7 @@ def _cmd_track(args: argparse.Namespace) -> int:
                     f"{named} exists (an earlier run's?); choose another file or pass --force"
                 )
     follow = _gimbal_follow(args)
-    verifier = None
-    if not args.no_verifier and (args.verifier or default_verifier().is_file()):
-        verifier = Verifier(model_for("verifier", args.verifier, args.precision, 1, args.backend))
-    pipeline = Pipeline(
-        stage_c(args),
-        verifier,
-        auto_lock=lock.auto,
-        threads=args.threads,
-        channel_config=channel_config(args),
-    )
+    pipeline = _pipeline(args, auto_lock=lock.auto)
     with contextlib.ExitStack() as stack:
         hook = None
         if args.mavlink:
@@ -189,22 +196,9 @@ def add_track(sub) -> None:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from emts.apps.serve import serve
-    from emts.pipeline import Pipeline
-    from emts.precision import model_for
-    from emts.stages.e_verify import Verifier
-    from emts.stages.e_verify import default_model_path as default_verifier
 
     follow = _gimbal_follow(args)
-    verifier = None
-    if not args.no_verifier and (args.verifier or default_verifier().is_file()):
-        verifier = Verifier(model_for("verifier", args.verifier, args.precision, 1, args.backend))
-    pipeline = Pipeline(
-        stage_c(args),
-        verifier,
-        auto_lock=not args.no_auto_lock,
-        threads=args.threads,
-        channel_config=channel_config(args),
-    )
+    pipeline = _pipeline(args, auto_lock=not args.no_auto_lock)
     return serve(
         args.source,
         pipeline,
