@@ -99,9 +99,11 @@ def _lines(path: Path) -> list:
 
 
 def compare(a: Path, b: Path) -> int:
-    names = sorted({p.stem for p in a.glob("*.rc")} | {p.stem for p in b.glob("*.rc")})
+    left_names, right_names = {p.stem for p in a.glob("*.rc")}, {p.stem for p in b.glob("*.rc")}
+    for name in sorted(left_names ^ right_names):
+        print(f"{name}: recorded in {a if name in left_names else b} only")
     differ = 0
-    for name in names:
+    for name in sorted(left_names & right_names):
         left, right = _lines(a / f"{name}.jsonl"), _lines(b / f"{name}.jsonl")
         rc = [(d / f"{name}.rc").read_text().split("\n")[0] for d in (a, b)]
         if left == right and rc[0] == rc[1]:
