@@ -282,6 +282,17 @@ def _cmd_quantize(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_calibration_set(p) -> None:
+    """The calibration clips of an int8 conversion (emts quantize, emts export-litert)."""
+    p.add_argument("--tier1", default="data/tier1", help="Tier-1 set (default: %(default)s)")
+    p.add_argument(
+        "--negatives", default="data/negatives", help="hard negatives (default: %(default)s)"
+    )
+    p.add_argument("--clips", type=int, default=100, help="calibration clips (default: 100)")
+    p.add_argument("--frames", type=int, default=10, help="frames per clip (default: 10)")
+    p.add_argument("--seed", type=int, default=0, help="clip choice seed (default: 0)")
+
+
 def add_quantize(sub) -> None:
     p = sub.add_parser(
         "quantize",
@@ -305,13 +316,7 @@ def add_quantize(sub) -> None:
         help="activation range estimator (default: %(default)s; moving-average reproduces the "
         "paper's failure)",
     )
-    p.add_argument("--tier1", default="data/tier1", help="Tier-1 set (default: %(default)s)")
-    p.add_argument(
-        "--negatives", default="data/negatives", help="hard negatives (default: %(default)s)"
-    )
-    p.add_argument("--clips", type=int, default=100, help="calibration clips (default: 100)")
-    p.add_argument("--frames", type=int, default=10, help="frames per clip (default: 10)")
-    p.add_argument("--seed", type=int, default=0, help="clip choice seed (default: 0)")
+    _add_calibration_set(p)
     p.add_argument(
         "--tsm-caches",
         choices=["zero", "propagated"],
@@ -451,13 +456,7 @@ def add_export_litert(sub) -> None:
         type=named_model,
         help="fp32 ONNX to convert, or thermal (default: the shipped one)",
     )
-    p.add_argument("--tier1", default="data/tier1", help="Tier-1 set (default: %(default)s)")
-    p.add_argument(
-        "--negatives", default="data/negatives", help="hard negatives (default: %(default)s)"
-    )
-    p.add_argument("--clips", type=int, default=100, help="calibration clips (default: 100)")
-    p.add_argument("--frames", type=int, default=10, help="frames per clip (default: 10)")
-    p.add_argument("--seed", type=int, default=0, help="clip choice seed (default: 0)")
+    _add_calibration_set(p)
     p.add_argument(
         "--input-conv",
         choices=["float", "int8"],
