@@ -85,7 +85,9 @@ def test_a_coasting_track_takes_no_detection_farther_than_a_walker_could_have_go
         tracker.lock(_candidate(300, 200, E[0]))
         for _ in range(frames):
             state = tracker.update(np.eye(2, 3), [])
-        assert state.mode == "locked" and state.misses == frames
+        # still associating as a lock, but not reported "locked": nobody was seen
+        assert tracker.mode == "locked" and state.misses == frames
+        assert state.mode == "reacquire"
         return tracker
 
     # Six unmeasured frames: the Kalman gate has grown past 40 px, a walker 24 px tall has

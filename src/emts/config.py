@@ -171,6 +171,17 @@ class TrackerConfig:
     # occlusion while the detector finds the walker)
     reanchor_after_appearance: int = 8  # ... of this many consecutive frames (0: off) ...
     reanchor_appearance_reach: float = 1.5  # ... reaching this many body heights
+    # a lock measured on none of the last this many frames is reported "reacquire" (it is not
+    # seen: "locked" means the person is in the box), though it keeps its locked association
+    # until reacquire_after_misses
+    unseen_frames_locked: int = 2
+    # Identity (colour frames, :mod:`emts.stages.d_track.identity`): every re-lock needs the
+    # region's colour signature this like the lock's (Bhattacharyya; 0: off) ...
+    identity_min: float = 0.3
+    # ... and while lost, detections anywhere in the frame with that look, chained over this
+    # many frames and walking, re-find the person there (0: off)
+    refind_frames: int = 3
+    refind_step: float = 0.2  # ... each link at most this many body heights a frame (at pace_fps)
     give_up_after: int = 300  # frames without a measurement before reacquire gives up (search)
     # ... and an automatic lock's after this many seconds with its prediction off the image, so
     # auto-lock can find someone else; an operator's lock waits give_up_after. None: off

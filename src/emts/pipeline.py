@@ -118,6 +118,8 @@ class FrameResult:
             ``"unlock"`` (:meth:`Pipeline.unlock`: -> ``search``); else None.
         lock_source: how the current lock was made (``"tap:detection"``, ``"tap:blob"``,
             ``"tap:box"``, ``"tap:default"``, ``"auto"``); None while ``mode`` is ``search``.
+        unseen: while ``mode`` is ``reacquire``, the frames since the person was last seen
+            (the tracker gives up at ``TrackerConfig.give_up_after``); else None.
     """
 
     index: int
@@ -131,6 +133,7 @@ class FrameResult:
     channels: np.ndarray = field(repr=False)
     event: str | None = None
     lock_source: str | None = None
+    unseen: int | None = None
 
 
 class Pipeline:
@@ -422,6 +425,7 @@ class Pipeline:
             channels=front.channels,
             event=event,
             lock_source=self.acquisition.last_source if mode != "search" else None,
+            unseen=state.misses if mode == "reacquire" else None,
         )
 
 

@@ -97,7 +97,8 @@ def record(result: FrameResult, index: int | None = None) -> dict:
     ``target``: ``box`` [x, y, w, h] input px, detector ``score`` (None when no detection was
     associated), verifier ``p_human`` and ``verified``, ``measured_by`` (what placed the box:
     ``detection``, ``appearance``, ``both``, ``relock``, or None while coasting). ``event``:
-    ``lock`` / ``relock`` / ``lost`` on the frame where that happened; ``lock_source`` says
+    ``lock`` / ``relock`` / ``lost`` on the frame where that happened; ``unseen`` (in
+    ``reacquire``): frames since the person was last seen; ``lock_source`` says
     how the lock was made (``tap:detection``, ``tap:blob``, ``tap:box``, ``tap:default``,
     ``auto``).
     """
@@ -121,6 +122,8 @@ def record(result: FrameResult, index: int | None = None) -> dict:
         line["event"] = result.event
     if result.lock_source is not None:
         line["lock_source"] = result.lock_source
+    if result.unseen is not None:
+        line["unseen"] = result.unseen
     return line
 
 

@@ -42,7 +42,10 @@ covariance is left as the updates made it), so that the walk, not the pair's blo
 track out of the merge.
 
 Modes: ``"search"`` (no lock), ``"locked"``, ``"reacquire"`` (coasting after 8 consecutive
-frames without a measurement, a verifier veto, or the target leaving the image). A re-lock
+frames without a measurement, a verifier veto, or the target leaving the image; *reported*
+from the second unmeasured frame on, ``TrackerConfig.unseen_frames_locked``: ``locked`` means
+the person is in the box). On colour frames every re-lock needs the person's colours
+(:mod:`.identity`), and while lost the person is looked for anywhere in the frame. A re-lock
 (frozen template found again on consecutive frames near the coasted prediction, ahead of the
 walk before the loss, in a region as textured as the person, a detection
 with the frozen embedding inside the re-lock gate, or a detection held inside that gate for

@@ -17,6 +17,7 @@ from emts.stages.appearance import (
     own_share_in_view,
     own_share_of_weight,
 )
+from emts.stages.d_track.identity import Refinder, colour_signature, similarity
 from emts.stages.d_track.kalman import ConstantVelocityKalman
 from emts.stages.d_track.types import Candidate, LockCommand, Mode, TrackState
 
@@ -111,6 +112,8 @@ class TargetTracker:
         self._verified = False  # the verifier has passed this lock at least once
         self._anchor_offsets: list[np.ndarray] = []  # re-anchor streak: detection - prediction
         self._first_look: AppearanceTemplate | None = None  # the operator's lock, as tapped
+        self._signature: np.ndarray | None = None  # the lock's colour signature (identity)
+        self._refinder = Refinder(self.config.refind_frames, self.config.identity_min)
 
     def lock(self, candidate: Candidate | LockCommand, view: AppearanceView | None = None) -> None:
         """Lock now, on the current frame (``G_0 = I``); see also ``update(lock=...)``."""
@@ -133,6 +136,7 @@ class TargetTracker:
             self._capture(view)
             if not self._veto_drops and self.appearance.patch is not None:
                 self._first_look = self.appearance.copy()
+            self._signature = colour_signature(view, candidate.centre, candidate.size, c.appearance)
 
     @property
     def locked(self) -> bool:
@@ -315,9 +319,10 @@ class TargetTracker:
         # never report a box off the image (np.clip's wrapper costs ~4x its ufuncs here)
         centre = np.minimum(np.maximum(centre, content[:2]), content[2:])
         score = candidates[chosen].score if chosen is not None else None
-        return TrackState(
-            self.mode, centre, size, score, chosen, self.misses, peak, measured_by, event
-        )
+        mode = self.mode
+        if mode == "locked" and self.misses >= self.config.unseen_frames_locked:
+            mode = "reacquire"  # not seen for a while: the person may not be in the box
+        return TrackState(mode, centre, size, score, chosen, self.misses, peak, measured_by, event)
 
     def _locked_step(self, candidates, measurements, gammas, verdict, view):
         c = self.config
@@ -583,6 +588,7 @@ class TargetTracker:
         self.frozen_appearance = None if self.appearance.patch is None else self.appearance.state()
         self._spatial_streak = 0
         self._appearance_streak = []
+        self._refinder.reset()
 
     def _relock_radius(self) -> float:
         """How far from the coasted prediction the target can be by now (stabilized px): a
@@ -616,6 +622,8 @@ class TargetTracker:
                 found = [f for f in found if self._own_enough(view, f[1], c.relock_own_share)]
             peak = max((f[0] for f in found), default=None)
             moving = self._moving_match([f[1] for f in found], view)
+            if moving is not None and not self._is_them(view, moving[0], self.x[4:6]):
+                moving = None
             if moving is not None:
                 self._relock(moving[0], self.x[4:6], None, rebuild=False)
                 self.x[2:4] = moving[1]  # the chain's own velocity: it is walking
@@ -626,12 +634,25 @@ class TargetTracker:
                 return None, peak
         if not candidates:
             self._spatial_streak = 0
+            self._refinder.step([], [], lambda before, after: False)  # (a frame passes)
             return None, peak
+        # the identity of every detection (colour frames): is it the person locked?
+        similarities = self._similarities(view, candidates)
         inside = [
             i
             for i, (g, m) in enumerate(zip(gammas, measurements, strict=True))
-            if g < c.relock_gate and np.hypot(*(m[:2] - self.x[:2])) <= self._relock_radius()
+            if g < c.relock_gate
+            and np.hypot(*(m[:2] - self.x[:2])) <= self._relock_radius()
+            and self._like(similarities[i])
         ]
+        refound = self._refind(measurements, similarities, view)
+        if refound is not None:
+            index, velocity = refound
+            m = measurements[index]
+            self._relock(m[:2], m[2:], None, rebuild=False)
+            self.x[2:4] = velocity
+            self.typical_peak = self.typical_contrast = self.reference_contrast = None
+            return index, peak
         if not inside:
             self._spatial_streak = 0
             return None, peak
@@ -656,6 +677,52 @@ class TargetTracker:
                 self.typical_peak = self.typical_contrast = self.reference_contrast = None
             return nearest, peak
         return None, peak
+
+    def _similarities(self, view, candidates) -> list[float | None]:
+        """Each candidate's colour-signature similarity to the lock's (None: no signature)."""
+        if self._signature is None or view is None or self.config.identity_min <= 0:
+            return [None] * len(candidates)
+        out = []
+        for k in candidates:
+            signature = colour_signature(view, k.centre, k.size, self.config.appearance)
+            out.append(None if signature is None else similarity(signature, self._signature))
+        return out
+
+    def _like(self, similarity_: float | None) -> bool:
+        """Is a region of this similarity to the lock's signature (None: it has none) the
+        person locked? Without a signature of the lock (gray frames), any region may be."""
+        if self._signature is None or self.config.identity_min <= 0:
+            return True
+        return similarity_ is not None and similarity_ >= self.config.identity_min
+
+    def _is_them(self, view, position: np.ndarray, size: np.ndarray) -> bool:
+        """Does the region at stabilized ``position`` (WORKING ``size``) have the lock's
+        colour signature? True where there is none to compare."""
+        if self._signature is None or view is None or self.config.identity_min <= 0:
+            return True
+        signature = colour_signature(view, self._to_image(position), size, self.config.appearance)
+        if signature is None:
+            return False  # too few of the person's own colours there (flat ground, a shadow)
+        return similarity(signature, self._signature) >= self.config.identity_min
+
+    def _refind(self, measurements, similarities, view) -> tuple[int, np.ndarray] | None:
+        """(candidate, velocity) where the person is found again anywhere in the frame."""
+        if not self.config.refind_frames or self._signature is None or view is None:
+            return None
+        positions = [m[:2] for m in measurements]
+
+        def walks(before: np.ndarray, after: np.ndarray) -> bool:
+            return self._moves_on_its_ground([before, after], view)
+
+        # A walker (at least walk_speed[0] stabilized px a frame at pace_fps), moving at most
+        # refind_step body heights a frame at pace_fps (1.5 m/s is ~0.1 h at 10 fps), plus a
+        # quarter height of detection jitter
+        c = self.config
+        rate = c.pace_fps / self.fps
+        height = max(float(self.x[5]) / self._scale(), 1.0)
+        self._refinder.pace = c.walk_speed[0] * rate
+        self._refinder.reach = (0.25 * height, c.refind_step * height * rate)
+        return self._refinder.step(positions, similarities, walks)
 
     def _ahead_of_the_walk(self, position: np.ndarray) -> bool:
         """Is ``position`` (stabilized px) where a person hidden while walking can be now?
@@ -771,6 +838,7 @@ class TargetTracker:
             self.template, self.has_embedding = _normalize(embedding), True
         self._spatial_streak = 0
         self._appearance_streak = []
+        self._refinder.reset()
         self._anchor_offsets = []
         self._vetoes = 0  # a veto of the track before is not one of this new origin
         self._verified = False

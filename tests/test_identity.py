@@ -1,0 +1,117 @@
+"""Stage D's identity: the colour signature, the re-find anywhere, and the honest "locked"."""
+
+import numpy as np
+
+from emts.stages.appearance import AppearanceView
+from emts.stages.d_track.identity import Refinder, colour_signature, similarity
+from emts.stages.d_track.tracker import TargetTracker
+from emts.stages.d_track.types import Candidate, LockCommand
+
+E = np.eye(8)
+SIZE = np.array([12.0, 30.0])
+RED, BLUE, GREEN, YELLOW = (40, 40, 200), (160, 60, 30), (40, 170, 40), (30, 200, 220)
+
+
+def _ground(seed=0, shape=(240, 320)):
+    rng = np.random.default_rng(seed)
+    base = np.empty((*shape, 3), np.float32)
+    base[:] = (120, 135, 150)  # a warm gray paving: colour, but little of it
+    base += rng.normal(0, 6, (*shape, 1))
+    return base
+
+
+def _frame(ground, people):
+    """``people``: (x, y, shirt, trousers) centres in px; a 12x30 person each."""
+    frame = ground.copy()
+    for x, y, shirt, trousers in people:
+        x0, y0 = int(round(x - 6)), int(round(y - 15))
+        frame[y0 : y0 + 15, x0 : x0 + 12] = shirt
+        frame[y0 + 15 : y0 + 30, x0 + 2 : x0 + 10] = trousers
+    frame = np.clip(frame, 0, 255).astype(np.uint8)
+    return AppearanceView(frame, np.eye(3), frame.mean(axis=2).astype(np.uint8))
+
+
+def test_the_signature_knows_a_person_by_their_colours():
+    ground = _ground()
+    view = _frame(ground, [(80, 100, RED, BLUE), (200, 100, GREEN, YELLOW)])
+    me = colour_signature(view, np.array([80.0, 100.0]), SIZE)
+    moved = colour_signature(_frame(ground, [(150, 60, RED, BLUE)]), np.array([150.0, 60.0]), SIZE)
+    other = colour_signature(view, np.array([200.0, 100.0]), SIZE)
+    assert me is not None and moved is not None and other is not None
+    assert similarity(me, moved) > 0.8 > 0.2 > similarity(me, other)
+    # shirt and trousers apart: the same colours the other way up are someone else
+    upside = colour_signature(_frame(ground, [(150, 60, BLUE, RED)]), np.array([150.0, 60.0]), SIZE)
+    assert upside is not None and similarity(me, upside) < 0.5
+    # bare ground has too few of a person's own pixels: no signature; gray frames: none
+    assert colour_signature(view, np.array([260.0, 200.0]), SIZE) is None
+    gray = view.working
+    assert colour_signature(AppearanceView.of(gray), np.array([80.0, 100.0]), SIZE) is None
+
+
+def test_the_refinder_wants_a_walking_chain_of_the_look():
+    def run(steps, similar=0.9, walking=True):
+        refinder = Refinder(frames=3, least=0.3)
+        refinder.pace, refinder.reach = 0.7, (5.0, 6.0)
+        found = None
+        for t, position in enumerate(steps):
+            if position is None:
+                found = refinder.step([], [], lambda a, b: walking)
+                continue
+            found = refinder.step([np.array(position, float)], [similar], lambda a, b: walking)
+            if found is not None:
+                return t, found
+        return None
+
+    walk = [(100 + 3 * t, 50) for t in range(6)]
+    t, (index, velocity) = run(walk)
+    assert t == 2 and index == 0
+    np.testing.assert_allclose(velocity, [3, 0])
+    assert run(walk, similar=0.2) is None  # not their look
+    assert run([(100, 50)] * 6) is None  # stands still: a bush, a post
+    assert run(walk, walking=False) is None  # moves only with the camera's parallax
+    assert run([(100 + 40 * t, 50) for t in range(6)]) is None  # hops: not one walker
+    # the detector misses a frame or two: the chain waits for them
+    gappy = [walk[0], None, walk[2], walk[3], None, walk[5]]
+    assert run(gappy) is not None
+
+
+def _tracker_on(ground, start=(80.0, 120.0)):
+    tracker = TargetTracker()
+    view = _frame(ground, [(*start, RED, BLUE)])
+    tracker.lock(LockCommand(np.array(start), SIZE, None, "tap:box", colour=True), view)
+    return tracker
+
+
+def _seen(x, y):
+    return Candidate(np.array([x, y], float), SIZE, 0.6, E[1])
+
+
+def test_a_hidden_person_is_not_locked_for_more_than_a_frame():
+    ground = _ground(1)
+    tracker = _tracker_on(ground)
+    modes = []
+    for _ in range(1, 6):
+        modes.append(tracker.update(np.eye(2, 3), [], view=_frame(ground, [])).mode)
+    assert modes[0] == "locked" and set(modes[1:]) == {"reacquire"}
+
+
+def test_the_person_is_found_again_anywhere_and_a_look_alike_in_other_colours_is_not():
+    ground = _ground(2)
+    tracker = _tracker_on(ground)
+    for _ in range(10):  # hidden: lost
+        state = tracker.update(np.eye(2, 3), [], view=_frame(ground, []))
+    assert state.mode == "reacquire"
+    # Someone else walks in, near where the person was; the person reappears far away.
+    events = []
+    for t in range(8):
+        other = (90.0 + 3 * t, 120.0, GREEN, YELLOW)
+        me = (250.0 - 3 * t, 60.0, RED, BLUE)
+        seen = [_seen(*other[:2]), _seen(*me[:2])]
+        state = tracker.update(np.eye(2, 3), seen, view=_frame(ground, [other, me]))
+        events.append(state.event)
+        if state.mode == "locked":
+            break
+    assert state.mode == "locked" and state.associated == 1 and "relock" in events
+    assert t <= 3  # within a few frames of being seen again
+    centre, _ = tracker.image_box()
+    assert abs(centre[0] - me[0]) < 4 and abs(centre[1] - me[1]) < 4
