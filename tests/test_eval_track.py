@@ -160,7 +160,7 @@ def _walker(n=70, flip="", velocity=(0.6, 0.2)):
     [(1, "", "left", "top"), (2, "h", "right", "top"), (6, "v", "bottom", "left")],
 )
 def test_a_leave_path_takes_the_person_out_of_view_and_back_elsewhere(path, flip, out, back):
-    from emts.eval.track_stress import LEAVE_MAX_PAN, plan_leave
+    from emts.eval.track_stress import LEAVE_MAX_ACCEL, LEAVE_MAX_PAN, plan_leave
 
     frames, truth = _walker(flip=flip)
     plan = plan_leave(truth, (320, 256), path, 0, len(truth) - 1, fps=10)
@@ -177,7 +177,9 @@ def test_a_leave_path_takes_the_person_out_of_view_and_back_elsewhere(path, flip
     # the window stays inside the frame and pans smoothly (output px a frame)
     corners = plan.corners
     assert (corners >= -1e-6).all() and (corners <= [160 + 1e-6, 128 + 1e-6]).all()
-    assert np.hypot(*np.diff(corners, axis=0).T).max() * 2 <= LEAVE_MAX_PAN / 10 + 1e-6
+    moves = np.diff(corners, axis=0) * 2
+    assert np.hypot(*moves.T).max() <= LEAVE_MAX_PAN / 10 + 1e-6
+    assert np.hypot(*np.diff(moves, axis=0).T).max() <= 1.2 * LEAVE_MAX_ACCEL / 10**2
     # at the lock frame the person is in the middle of the view, twice their size, dark
     x, y, w, h = clip.truth[0]
     assert abs(x + w / 2 - 160) < 12 and abs(y + h / 2 - 128) < 12 and h == 48

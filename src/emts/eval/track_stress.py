@@ -61,7 +61,7 @@ LEAVE_PATHS = {  # 1-5 fit person12 (a walker in the frame's upper half); 6 need
     2: LeavePathSpec("right", "top", (1, -0.55), (0.7, -1)),
     3: LeavePathSpec("top", "left", (-0.7, -1), (-1, -0.6)),
     4: LeavePathSpec("top-left", "left", (-1, -1), (-1, 0)),
-    5: LeavePathSpec("top-right", "right", (1, -1), (1, -0.6)),
+    5: LeavePathSpec("top-right", "right", (1, -1), (1, 0)),
     6: LeavePathSpec("bottom", "left", (-0.6, 1), (-1, 0.5)),
 }
 
@@ -202,7 +202,11 @@ class _Pan:
         want = _capped(want, self.speed)
         change = _capped([want[i] - self.v[i] for i in (0, 1)], self.accel)
         self.v = _capped([self.v[i] + change[i] for i in (0, 1)], self.speed)
-        for i in (0, 1):
+        for i in (0, 1):  # brake before the frame's edge: a gimbal does not stop dead
+            room = self.hi[i] - self.c[i] if self.v[i] > 0 else self.c[i] - self.lo[i]
+            a = self.accel  # the fastest speed that can still stop within the room left
+            brake = math.sqrt(a * a / 4 + 2 * a * max(room, 0.0)) - a / 2
+            self.v[i] = max(-brake, min(brake, self.v[i]))
             self.c[i] += self.v[i]
             if not self.lo[i] <= self.c[i] <= self.hi[i]:
                 self.c[i] = min(max(self.c[i], self.lo[i]), self.hi[i])
