@@ -135,8 +135,8 @@ class LeavePlan:
         return {
             "path": self.path,
             "planned": describe_leave_path(self.path),
-            "exit": self.exit,
-            "entry": self.entry,
+            "exit": _place(self.exit),
+            "entry": _place(self.entry),
             "pan_from": self.start,
             "out_of_view": list(self.span),
             "framed_again": self.framed,
