@@ -153,3 +153,30 @@ def test_lookalike_runs_are_summed_per_group_and_written_as_held_or_lost(tmp_pat
     text = (tmp_path / "README.md").read_text()
     assert "| lookalike40:70 | 0.900 / 2 / copy 3 / lost |" in text
     assert "| lookalike (2) | 0.900 / 4 / copy 3 / 1 of 2 held |" in text
+
+
+def test_a_peer_runs_through_the_leave_and_lookalike_protocols():
+    """The scorer drives a peer through a leave path and a look-alike crossing; the run's
+    figures carry the leave span and the crossing."""
+    rng = np.random.default_rng(3)
+    ground = np.clip(128 + 30 * rng.normal(0, 1, (256, 320)), 0, 255).astype(np.uint8)
+    frames, truth = [], []
+    for t in range(70):
+        view = ground.copy()
+        x, y = int(80 + 0.6 * t), int(70 + 0.2 * t)
+        view[y - 12 : y + 12, x - 5 : x + 5] = 30
+        frames.append(np.repeat(view[..., None], 3, axis=2))
+        truth.append([x - 5, y - 12, 10, 24])
+    truth = np.array(truth, float)
+    for options in ({"leave": 1}, {"lookalike": ((5, 15),)}):
+        peer, _ = _peer([(True, (150, 100, 20, 48))] * 69)
+        config = track_eval.TrackEvalConfig(lock_box=(150, 104, 20, 48), fps=10, **options)
+        timed = peers_track.Timed(peer)
+        figures = peers_track.summarize_run(
+            track_eval.evaluate_track(frames, truth, config, timed), timed.seconds
+        )
+        assert figures["frames_timed"] == 70
+        if "leave" in options:
+            assert len(figures["recovery_frames"]) == 1 and figures["ended_on_person"] == []
+        else:
+            assert figures["recovery_frames"] == [] and len(figures["ended_on_person"]) == 1
