@@ -17,16 +17,23 @@ Protocols (person12 frames 0-200, the labelled ones, at 10 fps; lock on frame 0)
 * ``occludeA:B``: the person behind a scene-anchored inpainted patch on frames A..B (10, 20
   and 30 frames from frames 60, 110 and 150; nine runs), tap;
 * ``removeA:B``: the person cut out of frames A..B, as if out of view (the same spans), tap;
-* ``gustS``: the clip warped along the gusty camera path of seed S (1, 2, 3), tap.
+* ``gustS``: the clip warped along the gusty camera path of seed S (1, 2, 3), tap;
+* ``leaveP``: leave-and-return path P (1-5, one group each): a 2x zoomed-in camera window
+  follows the person, pans until they leave the view (1: left edge, 2: right edge, 3: top
+  edge, 4: top-left corner, 5: top-right corner), goes around out of view and brings them
+  back elsewhere (1, 2: top edge; 3, 4: left edge; 5: right edge), tap;
+* ``lookalikeA:B``: a copy of the person crosses them on frames A..B (40:70, 100:130 and
+  160:190; three runs, group ``lookalike``), tap.
 
 Per run: lock recall, false-lock frames, frames ``locked`` while the person is hidden,
 recovery (frames from the reappearance to the next locked hit; None: never) and the mean ms
 of the tracker's ``step`` calls (only those are timed; the stress tests and the scorer are
-not). NanoTrack v3 is not run: ``cv2.TrackerNano`` cannot run it (its head gives a 15x15
-score map, OpenCV expects 16x16).
+not); for a look-alike run the frames the target was on the copy and whether the crossing
+ended locked on the person. NanoTrack v3 is not run: ``cv2.TrackerNano`` cannot run it (its
+head gives a 15x15 score map, OpenCV expects 16x16).
 
 The weights are read from ``--peers`` (``../shared/peers``), never copied. Writes
-OUT/peers.json, OUT/README.md and OUT/peers.png. About 5 minutes on 2 cores.
+OUT/peers.json, OUT/README.md and OUT/peers.png. About 7 minutes on 2 cores.
 
     python benchmarks/peers_track.py [--clip ../shared/data/uav123-person12]
         [--peers ../shared/peers] [--out reports/peers] [--quick]
@@ -53,6 +60,8 @@ LAST_FRAME = 200  # frames 0-200 are labelled
 SPAN_STARTS = (60, 110, 150)
 SPAN_LENGTHS = (10, 20, 30)
 GUST_SEEDS = (1, 2, 3)
+LEAVE_PATHS = (1, 2, 3, 4, 5)  # emts.eval.track_stress.LEAVE_PATHS 1-5 fit person12
+LOOKALIKE_SPANS = ((40, 70), (100, 130), (160, 190))
 EMTS = "EMTS"
 PEER_FILES = {
     "VitTrack": {"net": "vittrack/object_tracking_vittrack_2023sep.onnx"},
@@ -67,7 +76,15 @@ NOT_RUN = {
     "expects 16x16 (it needs a port of the reference procedure)",
 }
 TRACKERS = (EMTS, *PEER_FILES)
-GROUPS = ("box", "tap", "occlude", "remove", "gust")
+GROUPS = (
+    "box",
+    "tap",
+    "occlude",
+    "remove",
+    "gust",
+    *(f"leave{p}" for p in LEAVE_PATHS),
+    "lookalike",
+)
 COLOURS = {EMTS: "tab:green", "VitTrack": "tab:blue", "NanoTrack v2": "tab:orange"}
 
 
@@ -238,7 +255,8 @@ class Protocol:
 
 def protocols(truth: np.ndarray, quick: bool = False) -> list[Protocol]:
     """The runs: plain with the true box and with a tap; then (unless ``quick``) the
-    occlusions, the removals and the gusts, each from the tap."""
+    occlusions, the removals, the gusts, the leave-and-return paths and the look-alike
+    crossings, each from the tap."""
     out = [
         Protocol("box", "box", {"lock_box": tuple(float(v) for v in truth[0])}),
         Protocol("tap", "tap", {}),
@@ -249,6 +267,11 @@ def protocols(truth: np.ndarray, quick: bool = False) -> list[Protocol]:
     out += [Protocol(f"occlude{a}:{b}", "occlude", {"occlude": ((a, b),)}) for a, b in spans]
     out += [Protocol(f"remove{a}:{b}", "remove", {"remove": ((a, b),)}) for a, b in spans]
     out += [Protocol(f"gust{s}", "gust", {"gust": s}) for s in GUST_SEEDS]
+    out += [Protocol(f"leave{p}", f"leave{p}", {"leave": p}) for p in LEAVE_PATHS]
+    out += [
+        Protocol(f"lookalike{a}:{b}", "lookalike", {"lookalike": ((a, b),)})
+        for a, b in LOOKALIKE_SPANS
+    ]
     return out
 
 
@@ -265,6 +288,8 @@ def summarize_run(report: dict, seconds: list[float]) -> dict:
         "recovery_frames": [s["recovery_frames"] for s in spans],
         "locked_frames_after_vanishing": [s["locked_frames_after_vanishing"] for s in spans],
         "span_ok": [s["ok"] for s in spans],
+        "frames_on_copy": [s["frames_on_copy"] for s in report["lookalike_spans"]],
+        "ended_on_person": [s["ended_on_person"] for s in report["lookalike_spans"]],
         # the scorer counts a hit by the box whatever the mode: EMTS's coasting box in
         # "reacquire" can count, a peer that reports a loss has no box
         "hits_not_locked": sum(r["hit"] and r["mode"] != "locked" for r in rows),
@@ -312,7 +337,8 @@ def timing(runs: dict[str, dict]) -> dict[str, dict]:
 
 def group_figures(runs: dict[str, dict], groups: dict[str, str]) -> dict[str, dict]:
     """Per protocol group and tracker: runs, mean lock recall, false-lock frames (sum and mean),
-    locked-while-hidden frames (sum), spans recovered / spans."""
+    locked-while-hidden frames (sum), spans recovered / spans; look-alike crossings: frames on
+    the copy (sum), crossings that ended locked on the person / crossings."""
     out = {}
     for group in dict.fromkeys(groups.values()):
         names = [n for n, g in groups.items() if g == group]
@@ -320,6 +346,7 @@ def group_figures(runs: dict[str, dict], groups: dict[str, str]) -> dict[str, di
         for tracker in TRACKERS:
             rows = [runs[n][tracker] for n in names]
             recoveries = [v for r in rows for v in r["recovery_frames"]]
+            ended = [v for r in rows for v in r.get("ended_on_person", [])]
             out[group][tracker] = {
                 "runs": len(rows),
                 "mean_lock_recall": round(float(np.mean([r["lock_recall"] for r in rows])), 4),
@@ -330,6 +357,9 @@ def group_figures(runs: dict[str, dict], groups: dict[str, str]) -> dict[str, di
                 "locked_while_hidden": int(sum(r["locked_while_hidden"] for r in rows)),
                 "spans_recovered": sum(v is not None for v in recoveries),
                 "spans": len(recoveries),
+                "frames_on_copy": int(sum(sum(r.get("frames_on_copy", [])) for r in rows)),
+                "crossings_ended_on_person": sum(v is True for v in ended),
+                "crossings": len(ended),
             }
     return out
 
@@ -352,14 +382,20 @@ def write_markdown(summary: dict, path: Path) -> None:
         "run, on uav123-person12 frames 0-200 at 10 fps, lock on frame 0. `box`: locked on the "
         "true box; all others: a tap at the true centre (the peers, which need a box, get the box "
         "EMTS derived from the tap). Occlusions are scene-anchored inpainted patches; removals cut "
-        "the person out (out of view); gusts warp the clip along a gusty camera path.",
+        "the person out (out of view); gusts warp the clip along a gusty camera path; leave paths "
+        "are a 2x zoomed-in window that pans the person out of view through one edge and back "
+        "through another (`emts eval track --leave P`); look-alikes paste a copy of the person "
+        "walking across them (`--lookalike A:B`).",
         "",
         f"`{summary['command']}` at commit `{summary['commit'][:12]}` on "
         f"{summary['machine']['cpu']} ({summary['machine']['cores']} cores), OpenCV "
         f"{summary['opencv']}.",
         "",
         f"Each cell: {cell} (frames from the person's reappearance to the next locked hit; "
-        "never: not within frame 200). A hit is a box centre within max(20 px, h/2) of the truth.",
+        "never: not within frame 200). A hit is a box centre within max(20 px, h/2) of the truth. "
+        "Look-alike runs: lock recall / false-lock frames / frames on the copy (the target nearer "
+        "the copy than the person, and not a hit) / whether the crossing's last frame was locked "
+        "on the person (held) or not (lost).",
         "",
         "| protocol | " + " | ".join(TRACKERS) + " |",
         "|---|" + "---|" * len(TRACKERS),
@@ -368,6 +404,13 @@ def write_markdown(summary: dict, path: Path) -> None:
         cells = []
         for tracker in TRACKERS:
             r = figures[tracker]
+            if r.get("ended_on_person"):
+                cells.append(
+                    f"{r['lock_recall']:.3f} / {r['false_lock_frames']} / "
+                    f"copy {sum(r['frames_on_copy'])} / "
+                    + ", ".join("held" if v else "lost" for v in r["ended_on_person"])
+                )
+                continue
             cells.append(
                 f"{r['lock_recall']:.3f} / {r['false_lock_frames']} / "
                 f"{r['locked_while_hidden'] if r['recovery_frames'] else '-'} / "
@@ -377,7 +420,8 @@ def write_markdown(summary: dict, path: Path) -> None:
     lines += [
         "",
         "By protocol group: mean lock recall / false-lock frames (sum) / locked while hidden "
-        "(sum) / spans recovered.",
+        "(sum) / spans recovered; look-alikes: mean lock recall / false-lock frames (sum) / "
+        "frames on the copy (sum) / crossings held.",
         "",
         "| group (runs) | " + " | ".join(TRACKERS) + " |",
         "|---|" + "---|" * len(TRACKERS),
@@ -386,6 +430,13 @@ def write_markdown(summary: dict, path: Path) -> None:
         cells = []
         for tracker in TRACKERS:
             g = figures[tracker]
+            if g.get("crossings"):
+                cells.append(
+                    f"{g['mean_lock_recall']:.3f} / {g['false_lock_frames']} / "
+                    f"copy {g['frames_on_copy']} / "
+                    f"{g['crossings_ended_on_person']} of {g['crossings']} held"
+                )
+                continue
             spans = f"{g['spans_recovered']} of {g['spans']}" if g["spans"] else "-"
             hidden = g["locked_while_hidden"] if g["spans"] else "-"
             cells.append(
@@ -431,7 +482,7 @@ def plot(summary: dict, path: Path) -> None:
     names = list(groups)
     x = np.arange(len(names))
     width = 0.8 / len(TRACKERS)
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(max(9, 1.1 * len(names)), 6.5), sharex=True)
     for i, tracker in enumerate(TRACKERS):
         offset = (i - (len(TRACKERS) - 1) / 2) * width
         recall = [groups[g][tracker]["mean_lock_recall"] for g in names]
@@ -552,7 +603,7 @@ def _jsonable(options: dict) -> dict:
     lock = "the true box" if "lock_box" in options else "a tap at the true centre"
     out = {"lock": f"{lock} of frame 0"}
     for key, value in options.items():
-        if key in ("occlude", "remove"):
+        if key in ("occlude", "remove", "lookalike"):
             out[key] = [list(v) for v in value]
         elif key != "lock_box":
             out[key] = value

@@ -101,9 +101,82 @@ def test_a_missing_peers_folder_exits_2(tmp_path, capsys):
 
 def test_protocols_cover_each_span_length_at_each_place_inside_the_labelled_frames():
     truth = np.tile([10.0, 5.0, 17.0, 42.0], (201, 1))
-    names = [p.name for p in peers_track.protocols(truth)]
-    assert names[:2] == ["box", "tap"] and len(names) == 2 + 9 + 9 + 3
+    todo = peers_track.protocols(truth)
+    names = [p.name for p in todo]
+    assert names[:2] == ["box", "tap"] and len(names) == 2 + 9 + 9 + 3 + 5 + 3
     assert [p.name for p in peers_track.protocols(truth, quick=True)] == ["box", "tap"]
-    for p in peers_track.protocols(truth):
+    for p in todo:
+        assert p.group in peers_track.GROUPS
         for a, b in p.options.get("occlude", ()) + p.options.get("remove", ()):
             assert b - a + 1 in peers_track.SPAN_LENGTHS and b < peers_track.LAST_FRAME
+        for a, b in p.options.get("lookalike", ()):
+            assert 0 < a < b <= peers_track.LAST_FRAME
+    leaves = [p for p in todo if "leave" in p.options]
+    assert [p.group for p in leaves] == [f"leave{i}" for i in range(1, 6)]
+    assert [p.options["leave"] for p in leaves] == [1, 2, 3, 4, 5]
+    crossings = [p for p in todo if p.group == "lookalike"]
+    assert len({p.options["lookalike"] for p in crossings}) == 3
+
+
+def test_lookalike_runs_are_summed_per_group_and_written_as_held_or_lost(tmp_path):
+    def figures(on_copy, ended):
+        return {
+            "lock_recall": 0.9,
+            "false_lock_frames": 2,
+            "locked_while_hidden": 0,
+            "recovery_frames": [],
+            "frames_on_copy": on_copy,
+            "ended_on_person": ended,
+            "hits_not_locked": 0,
+        }
+
+    runs = {
+        "lookalike40:70": {t: figures([3], [False]) for t in peers_track.TRACKERS},
+        "lookalike100:130": {t: figures([0], [True]) for t in peers_track.TRACKERS},
+    }
+    groups = peers_track.group_figures(runs, {name: "lookalike" for name in runs})
+    emts = groups["lookalike"][peers_track.EMTS]
+    assert emts["frames_on_copy"] == 3 and emts["crossings_ended_on_person"] == 1
+    assert emts["crossings"] == 2 and emts["spans"] == 0
+    timing = {t: {"ms_mean": 1.0, "ratio_to_emts": 1.0} for t in peers_track.TRACKERS}
+    summary = {
+        "runs": runs,
+        "timing": timing,
+        "groups": groups,
+        "command": "python benchmarks/peers_track.py",
+        "commit": "0" * 40,
+        "machine": {"cpu": "cpu", "cores": 2},
+        "opencv": "4.x",
+        "not_run": {},
+    }
+    peers_track.write_markdown(summary, tmp_path / "README.md")
+    text = (tmp_path / "README.md").read_text()
+    assert "| lookalike40:70 | 0.900 / 2 / copy 3 / lost |" in text
+    assert "| lookalike (2) | 0.900 / 4 / copy 3 / 1 of 2 held |" in text
+
+
+def test_a_peer_runs_through_the_leave_and_lookalike_protocols():
+    """The scorer drives a peer through a leave path and a look-alike crossing; the run's
+    figures carry the leave span and the crossing."""
+    rng = np.random.default_rng(3)
+    ground = np.clip(128 + 30 * rng.normal(0, 1, (256, 320)), 0, 255).astype(np.uint8)
+    frames, truth = [], []
+    for t in range(70):
+        view = ground.copy()
+        x, y = int(80 + 0.6 * t), int(70 + 0.2 * t)
+        view[y - 12 : y + 12, x - 5 : x + 5] = 30
+        frames.append(np.repeat(view[..., None], 3, axis=2))
+        truth.append([x - 5, y - 12, 10, 24])
+    truth = np.array(truth, float)
+    for options in ({"leave": 1}, {"lookalike": ((5, 15),)}):
+        peer, _ = _peer([(True, (150, 100, 20, 48))] * 69)
+        config = track_eval.TrackEvalConfig(lock_box=(150, 104, 20, 48), fps=10, **options)
+        timed = peers_track.Timed(peer)
+        figures = peers_track.summarize_run(
+            track_eval.evaluate_track(frames, truth, config, timed), timed.seconds
+        )
+        assert figures["frames_timed"] == 70
+        if "leave" in options:
+            assert len(figures["recovery_frames"]) == 1 and figures["ended_on_person"] == []
+        else:
+            assert figures["recovery_frames"] == [] and len(figures["ended_on_person"]) == 1

@@ -94,6 +94,8 @@ def _cmd_eval_track(args: argparse.Namespace) -> int:
         occlude=tuple(parse_span(t) for t in args.occlude or []),
         remove=tuple(parse_span(t) for t in args.remove or []),
         gust=args.gust,
+        leave=args.leave,
+        lookalike=tuple(parse_span(t) for t in args.lookalike or []),
         fps=args.fps,
     )
     out.mkdir(parents=True, exist_ok=True)
@@ -105,12 +107,25 @@ def _cmd_eval_track(args: argparse.Namespace) -> int:
         f"{report['centre_error_px']['median']} px, first lock at frame "
         f"{report['first_lock_frame']}"
     )
+    if "leave" in report:
+        leave = report["leave"]
+        print(
+            f"leave path {leave['path']}: pan from frame {leave['pan_from']}, out through the "
+            f"{leave['exit']} on frames {leave['out_of_view'][0]}:{leave['out_of_view'][1]}, "
+            f"back through the {leave['entry']}, framed again on frame {leave['framed_again']}"
+        )
     for span in report["hidden_spans"]:
         print(
             f"{span['kind']} {span['frames'][0]}:{span['frames'][1]}: locked "
             f"{span['locked_frames_after_vanishing']} frames after vanishing, "
             f"{span['relocks_while_hidden']} relocks while hidden, recovered after "
             f"{span['recovery_frames']} frames"
+        )
+    for span in report["lookalike_spans"]:
+        print(
+            f"lookalike {span['frames'][0]}:{span['frames'][1]}: target on the copy on "
+            f"{span['frames_on_copy']} frames, locked on the person on "
+            f"{span['locked_on_person_frames']}, ended on the person: {span['ended_on_person']}"
         )
     print(f"report: {out}/report.md")
     return 0
@@ -123,9 +138,11 @@ def add_track(eval_sub) -> None:
         description="Tap the person (by default at the ground truth's centre on the first "
         "frame of --frames) and measure: lock recall (target centre within max(20 px, h/2) "
         "of the truth), false-lock frames, centre error, first-lock frame, and for every "
-        "--occlude/--remove span how long the lock stayed, whether anything else was locked "
-        "and how many frames the recovery took. Writes report.md, report.json, frames.jsonl "
-        "and timeline.png.",
+        "--occlude/--remove/--leave span how long the lock stayed, whether anything else was "
+        "locked and how many frames the recovery took; for every --lookalike span the frames "
+        "the target was on the copy and whether it ended on the person. Writes report.md, "
+        "report.json, frames.jsonl and timeline.png (and contact.png, delivered frames, with "
+        "--leave or --lookalike).",
     )
     _add_labelled_clip(p)
     lock = p.add_mutually_exclusive_group()
@@ -155,6 +172,24 @@ def add_track(eval_sub) -> None:
     )
     p.add_argument(
         "--gust", type=INDEX, metavar="SEED", help="warp the clip along a gusty camera path"
+    )
+    p.add_argument(
+        "--leave",
+        type=int,
+        metavar="PATH",
+        help="leave-and-return: a 2x zoomed-in camera window follows the person, pans until "
+        "they leave the view, goes around and brings them back elsewhere. PATH 1: out left, "
+        "back from the top; 2: out right, back from the top; 3: out the top, back from the "
+        "left; 4: out the top-left corner, back from the left; 5: out the top-right corner, "
+        "back from the right; 6: out the bottom, back from the left (planned from the ground "
+        "truth; refused where the person is never in the part of the frame the path needs)",
+    )
+    p.add_argument(
+        "--lookalike",
+        action="append",
+        metavar="A:B",
+        help="on frames A..B a copy of the person walks across them (at right angles, at "
+        "their speed, over their position on the middle frame) (repeatable)",
     )
     add_input_model(p)
     p.add_argument("--verifier", help="ONNX verifier (default: the shipped model)")

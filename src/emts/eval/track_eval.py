@@ -14,6 +14,20 @@ visible person at all. Stress tests, applied to the frames before the pipeline s
   out of view).
 * ``gust=SEED``: every frame (and its ground truth) is warped along a gusty camera path of
   the curriculum's camera model (``emts.synth.camera.CameraPath``).
+* ``leave=PATH``: leave-and-return (:mod:`emts.eval.track_stress`): the frames are a camera
+  window of half their width and height (zoomed in 2x) that follows the person, pans so that
+  they leave the view through one edge or corner, goes around out of view and brings them
+  back through another (path 1: out left, back through the top; 2: out right, back through
+  the top; 3: out the top, back from the left; 4: out the top-left corner, back from the left;
+  5: out the top-right corner, back from the right; 6: out the bottom, back from the left),
+  then frames them again. The path is planned from the ground truth; the frames out of view
+  are a hidden span of kind ``leave``; a box partly outside the window is truncated to it.
+* ``lookalike=[(a, b)]``: on frames a..b a copy of the person (cut from the current frame
+  under a feathered mask) walks across them: a straight walk in the scene (carried by ORB
+  homographies) at their own speed, at right angles to their direction, over their position
+  on the span's middle frame. The person stays visible; per span it reports the frames the
+  target was on the copy (nearer it than the person, and not a hit) and whether the span
+  ended locked on the person.
 
 For each hidden span it reports how many frames the mode stayed ``locked`` after the person
 vanished, whether anything else was locked meanwhile, and the **recovery**: frames from the
@@ -34,6 +48,15 @@ import numpy as np
 from tqdm import tqdm
 
 from emts.errors import BadInputError
+from emts.eval.track_stress import (
+    LeavePlan,
+    LookalikePlan,
+    chain,
+    paste_lookalike,
+    plan_leave,
+    plan_lookalike,
+    require_labelled,
+)
 from emts.io import open_source
 from emts.pipeline import Pipeline
 
@@ -45,6 +68,7 @@ _ORB_FEATURES = 1500
 # the most frames a MOTChallenge file may number (9 h at 30 fps; its rows take 32 MB)
 MAX_GT_FRAMES = 1_000_000
 _REMOVE_MARGIN = 1.0  # a removed person's box grows by this fraction of h: their shadow goes
+_THUMB = 0.5  # the contact sheet's thumbnails: delivered frames at this scale
 
 
 # ----------------------------------------------------------------------------- ground truth
@@ -182,11 +206,18 @@ class StressedClip:
     Attributes:
         truth: ``(n, 4)`` boxes in the delivered frames' px (NaN = absent).
         hidden: per frame, True where the person is hidden by a stress test.
+        spans: the hidden spans, ``(kind, first, last)``.
+        copies: ``(n, 4)`` the look-alike's boxes in the delivered frames' px (NaN: none), or
+            None without look-alikes; ``lookalike_spans``: their frames ``(first, last)``.
+        sheet: frames worth a thumbnail (the leave path's and look-alikes' moments).
     """
 
     truth: np.ndarray
     hidden: np.ndarray
     spans: list[tuple[str, int, int]] = field(default_factory=list)
+    copies: np.ndarray | None = None
+    lookalike_spans: list[tuple[int, int]] = field(default_factory=list)
+    sheet: list[int] = field(default_factory=list)
 
 
 def scene_homographies(frames: Iterable[np.ndarray], upto: int) -> list[np.ndarray]:
@@ -207,11 +238,16 @@ def stressed_frames(
     remove: list[tuple[int, int]] = (),
     gust: int | None = None,
     homographies: list[np.ndarray] | None = None,
+    leave: LeavePlan | None = None,
+    lookalike: list[LookalikePlan] = (),
 ) -> tuple[Iterator[np.ndarray], StressedClip]:
     """Apply the stress tests lazily; the returned clip's arrays are filled as frames pass.
 
     ``homographies`` (frame t-1 -> t, from :func:`scene_homographies`) anchor occluders in
-    the scene; they are needed when ``occlude`` is given.
+    the scene; they are needed when ``occlude`` is given. ``leave`` (:func:`plan_leave`) and
+    ``lookalike`` (:func:`plan_lookalike`) are planned beforehand. Order: the occluders,
+    removals and look-alikes edit the source frame (a look-alike is cut from the unedited
+    one), then the leave window crops it, then the gust warps it.
     """
     n = len(truth)
     clip = StressedClip(truth.copy(), np.zeros(n, bool))
@@ -221,6 +257,19 @@ def stressed_frames(
     for a, b in remove:
         clip.spans.append(("remove", a, b))
         clip.hidden[a : b + 1] = True
+    if leave is not None:
+        a, b = leave.span
+        clip.spans.append(("leave", a, b))
+        clip.hidden[a : b + 1] = True
+        clip.sheet += leave.sheet
+    if lookalike:
+        clip.copies = np.full((n, 4), np.nan)
+        for plan in lookalike:
+            a, b = plan.span
+            clip.lookalike_spans.append((a, b))
+            mid = (a + b) // 2
+            clip.sheet += [a, (a + mid) // 2, max(a, mid - 2), mid, (mid + b + 1) // 2, b]
+    clip.sheet = sorted(set(clip.sheet))
     if occlude and homographies is None:
         raise ValueError("occluders need the scene homographies")
 
@@ -228,16 +277,27 @@ def stressed_frames(
         path = None
         patches: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         for index, frame in enumerate(frames):
-            frame = np.ascontiguousarray(frame)
+            frame = original = np.ascontiguousarray(frame)
             for a, b in occlude:
                 if index == a:
                     patches[a] = _occluder(frame, truth, a, b, homographies)
                 if a <= index <= b and a in patches:
-                    frame = _paste(frame, *patches[a], _chain(homographies, a, index))
+                    frame = _paste(frame, *patches[a], chain(homographies, a, index))
             for a, b in remove:
                 if a <= index <= b and index < n:
                     mask = _person_mask(frame.shape, truth[index], _REMOVE_MARGIN)
                     frame = _inpaint(frame, mask)
+            copy = None
+            for plan in lookalike:
+                if plan.box(index) is not None:
+                    copy = plan.box(index)
+                    frame = paste_lookalike(frame, original, truth[index], copy)
+            if leave is not None:
+                frame = leave.crop(frame, index)
+                if index < n:
+                    clip.truth[index] = leave.map_box(truth[index], index)
+                if copy is not None:
+                    copy = leave.map_box(copy, index)
             if gust is not None:
                 if path is None:
                     path = _gust_path(frame.shape, gust)
@@ -246,24 +306,28 @@ def stressed_frames(
                     pose = path.step()
                 size = (frame.shape[1], frame.shape[0])
                 frame = cv2.warpAffine(frame, pose[:2], size, borderMode=cv2.BORDER_REFLECT_101)
-                if index < n and np.all(np.isfinite(truth[index])):
-                    corners = _box_corners(truth[index]) @ pose[:2, :2].T + pose[:2, 2]
-                    low, high = corners.min(axis=0), corners.max(axis=0)
-                    clip.truth[index] = [*low, *(high - low)]
-                    centre = (low + high) / 2
-                    if not (0 <= centre[0] < size[0] and 0 <= centre[1] < size[1]):
-                        clip.truth[index] = np.nan  # shaken out of the view: not visible
+                if index < n:
+                    clip.truth[index] = _warped_box(clip.truth[index], pose, size)
+                if copy is not None:
+                    copy = _warped_box(copy, pose, size)
+            if copy is not None and index < n:
+                clip.copies[index] = copy
             yield frame
 
     return generate(), clip
 
 
-def _chain(homographies: list[np.ndarray], a: int, t: int) -> np.ndarray:
-    """Homography frame a -> frame t."""
-    h = np.eye(3)
-    for i in range(a + 1, min(t, len(homographies) - 1) + 1):
-        h = homographies[i] @ h
-    return h
+def _warped_box(box: np.ndarray, pose: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """``box`` carried by the affine ``pose``: the bounds of its corners; NaN when its centre
+    is shaken out of the ``size`` view (not visible)."""
+    if not np.all(np.isfinite(box)):
+        return np.full(4, np.nan)
+    corners = _box_corners(box) @ pose[:2, :2].T + pose[:2, 2]
+    low, high = corners.min(axis=0), corners.max(axis=0)
+    centre = (low + high) / 2
+    if not (0 <= centre[0] < size[0] and 0 <= centre[1] < size[1]):
+        return np.full(4, np.nan)
+    return np.array([*low, *(high - low)])
 
 
 def _occluder(frame: np.ndarray, truth: np.ndarray, a: int, b: int, homographies):
@@ -274,7 +338,7 @@ def _occluder(frame: np.ndarray, truth: np.ndarray, a: int, b: int, homographies
         box = truth[t]
         if not np.all(np.isfinite(box)):
             continue
-        back = np.linalg.inv(_chain(homographies, a, t))
+        back = np.linalg.inv(chain(homographies, a, t))
         corners = _project(back, _box_corners(box))
         low, high = corners.min(axis=0), corners.max(axis=0)
         mask |= _person_mask(frame.shape, np.array([*low, *(high - low)]), _OCCLUDER_MARGIN)
@@ -316,6 +380,8 @@ class TrackEvalConfig:
     occlude: tuple[tuple[int, int], ...] = ()
     remove: tuple[tuple[int, int], ...] = ()
     gust: int | None = None
+    leave: int | None = None  # a leave-and-return path (emts.eval.track_stress.LEAVE_PATHS)
+    lookalike: tuple[tuple[int, int], ...] = ()
     fps: float | None = None
     lost_grace: int = 8  # frames the mode may stay "locked" after the person vanished
     recovery_limit: int = 5  # frames after reappearance within which the lock must be back
@@ -335,13 +401,23 @@ def evaluate_track(
     """Run the pipeline over ``source`` with the stress tests; return the report dict."""
     c = config
     _require_a_usable_row(truth)
-    size, count = _clip_extent(source, c.fps, max((b for _, b in c.remove), default=0))
+    last = c.last if c.last is not None else int(np.flatnonzero(np.isfinite(truth[:, 0]))[-1])
+    upto = max((b for _, b in (*c.remove, *c.lookalike)), default=0)
+    size, count, fps = _clip_extent(source, c.fps, last if c.leave is not None else upto)
     truth = _in_view(truth, size)
     last = c.last if c.last is not None else int(np.flatnonzero(np.isfinite(truth[:, 0]))[-1])
     if not 0 <= c.first <= c.lock_frame <= last:
         raise BadInputError(f"the lock frame {c.lock_frame} is outside --frames {c.first}:{last}")
     _check_spans(c, last)
     _check_spans_in_clip("remove", c.remove, count)
+    _check_spans_in_clip("lookalike", c.lookalike, count)
+    for span in c.lookalike:
+        require_labelled(truth, span)
+    leave = None
+    if c.leave is not None:
+        if size is None:
+            raise BadInputError("--leave: the clip has no readable frame")
+        leave = plan_leave(truth, size, c.leave, c.lock_frame, min(last, count - 1), fps)
     lock_box = c.lock_box
     point = c.lock_point
     if (
@@ -354,16 +430,28 @@ def evaluate_track(
     pipeline = pipeline or Pipeline.default(auto_lock=False)
     per_frame = []
     homographies = None
-    if c.occlude:
+    if c.occlude or c.lookalike:
         with open_source(source, fps=c.fps) as frames:
-            homographies = scene_homographies(frames, max(b for _, b in c.occlude))
+            homographies = scene_homographies(frames, max(b for _, b in (*c.occlude, *c.lookalike)))
         _check_spans_in_clip("occlude", c.occlude, len(homographies))
+    lookalikes = [
+        plan_lookalike(truth, span, homographies, turn=1 - 2 * (i % 2))
+        for i, span in enumerate(c.lookalike)
+    ]
+    thumbnails: dict[int, np.ndarray] = {}
     sink = records_path.open("w") if records_path else None
     seen = -1  # the last frame the clip delivered
     with open_source(source, fps=c.fps) as frames:
         pipeline.fps = frames.fps
         stream, clip = stressed_frames(
-            frames, truth, list(c.occlude), list(c.remove), c.gust, homographies
+            frames,
+            truth,
+            list(c.occlude),
+            list(c.remove),
+            c.gust,
+            homographies,
+            leave,
+            lookalikes,
         )
         try:
             for index, frame in enumerate(
@@ -381,6 +469,8 @@ def evaluate_track(
                 result = pipeline.step(frame)
                 if index < c.first or index < c.lock_frame:
                     continue
+                if index in clip.sheet:
+                    thumbnails[index] = _thumbnail(frame)
                 row = _judge(index, result, clip)
                 per_frame.append(row)
                 if sink:
@@ -405,14 +495,30 @@ def evaluate_track(
         "source": next((r["lock_source"] for r in per_frame if r["lock_source"]), None),
     }
     report["frames"] = [c.first, last]
-    report["stress"] = {"occlude": list(c.occlude), "remove": list(c.remove), "gust": c.gust}
+    report["stress"] = {
+        "occlude": list(c.occlude),
+        "remove": list(c.remove),
+        "gust": c.gust,
+        "leave": c.leave,
+        "lookalike": [list(span) for span in c.lookalike],
+    }
+    if leave is not None:
+        report["leave"] = leave.summary()
+    for plan, span in zip(lookalikes, report["lookalike_spans"], strict=True):
+        span["copy"] = plan.summary()
     report["per_frame"] = per_frame
+    report["thumbnails"] = thumbnails  # delivered frames, half size; not written to JSON
     return report
 
 
-def _clip_extent(source, fps: float | None, upto: int) -> tuple[tuple[int, int] | None, int]:
-    """(w, h) of the clip's first readable frame (None: none) and how many of its frames
-    0..``upto`` there are (a pass over those frames only)."""
+def _thumbnail(frame: np.ndarray) -> np.ndarray:
+    small = cv2.resize(frame, None, fx=_THUMB, fy=_THUMB, interpolation=cv2.INTER_AREA)
+    return small if small.ndim == 3 else cv2.cvtColor(small, cv2.COLOR_GRAY2BGR)
+
+
+def _clip_extent(source, fps: float | None, upto: int):
+    """(w, h) of the clip's first readable frame (None: none), how many of its frames
+    0..``upto`` there are (a pass over those frames only) and its frame rate."""
     size, count = None, 0
     with open_source(source, fps=fps) as frames:
         for frame in frames:
@@ -421,7 +527,8 @@ def _clip_extent(source, fps: float | None, upto: int) -> tuple[tuple[int, int] 
             count += 1
             if count > upto and size is not None:
                 break
-    return size, count
+        rate = frames.fps
+    return size, count, rate
 
 
 def _in_view(truth: np.ndarray, size: tuple[int, int] | None) -> np.ndarray:
@@ -457,9 +564,10 @@ def _in_view(truth: np.ndarray, size: tuple[int, int] | None) -> np.ndarray:
 
 
 def _check_spans(c: TrackEvalConfig, last: int) -> None:
-    """Every --occlude/--remove span within the frames evaluated, ``c.first``..``last``."""
+    """Every --occlude/--remove/--lookalike span within the frames evaluated,
+    ``c.first``..``last``."""
     why = "--frames" if c.last is not None else "to the ground truth's last labelled frame"
-    for kind, spans in (("occlude", c.occlude), ("remove", c.remove)):
+    for kind, spans in (("occlude", c.occlude), ("remove", c.remove), ("lookalike", c.lookalike)):
         for a, b in spans:
             if a < c.first or b > last:
                 raise BadInputError(
@@ -484,7 +592,7 @@ def _judge(index: int, result, clip: StressedClip) -> dict:
     if result.target is not None and np.all(np.isfinite(truth)):
         error = float(np.hypot(*(_centre(result.target.box) - _centre(truth))))
     on_person = visible and error is not None and error <= radius
-    return {
+    row = {
         "frame": index,
         "mode": result.mode,
         "visible": visible,
@@ -500,6 +608,18 @@ def _judge(index: int, result, clip: StressedClip) -> dict:
         "event": result.event,
         "lock_source": result.lock_source,
     }
+    if clip.copies is not None:  # look-alikes: where the copy is, and whether it holds the lock
+        copy = clip.copies[index] if index < len(clip.copies) else np.full(4, np.nan)
+        row["copy"] = None
+        row["on_copy"] = False
+        if np.all(np.isfinite(copy)):
+            row["copy"] = [round(float(v), 2) for v in copy]
+            if result.target is not None and error is not None:
+                # nearer the copy than the person, and not a hit: where the two overlap, a
+                # target on either is on the person
+                to_copy = float(np.hypot(*(_centre(result.target.box) - _centre(copy))))
+                row["on_copy"] = to_copy < error and not on_person
+    return row
 
 
 def _summarize(rows: list[dict], clip: StressedClip, c: TrackEvalConfig) -> dict:
@@ -540,6 +660,23 @@ def _summarize(rows: list[dict], clip: StressedClip, c: TrackEvalConfig) -> dict
                 and recovery <= c.recovery_limit,
             }
         )
+    lookalikes = []
+    for a, b in clip.lookalike_spans:
+        inside = [by_frame[i] for i in range(a, b + 1) if i in by_frame]
+        end = by_frame.get(b)
+        ended = None if end is None else bool(end["hit"] and end["mode"] == "locked")
+        on_copy = sum(r["on_copy"] for r in inside)
+        lookalikes.append(
+            {
+                "kind": "lookalike",
+                "frames": [a, b],
+                "frames_on_copy": on_copy,
+                "locked_on_person_frames": sum(r["hit"] and r["mode"] == "locked" for r in inside),
+                "first_frame_on_copy": next((r["frame"] for r in inside if r["on_copy"]), None),
+                "ended_on_person": ended,
+                "ok": on_copy == 0 and ended is True,
+            }
+        )
     p_values = [r["p_human"] for r in rows if r["p_human"] is not None]
     return {
         "lock_recall": round(hits / max(len(visible), 1), 4),
@@ -564,6 +701,7 @@ def _summarize(rows: list[dict], clip: StressedClip, c: TrackEvalConfig) -> dict
             else None,
         },
         "hidden_spans": spans,
+        "lookalike_spans": lookalikes,
     }
 
 
@@ -585,11 +723,23 @@ def plot_timeline(report: dict, path: Path, title: str) -> None:
     )
     for kind, a, b in [(s["kind"], *s["frames"]) for s in report["hidden_spans"]]:
         ax.axvspan(a - 0.5, b + 0.5, color="#8888ff", alpha=0.2, label=f"person hidden ({kind})")
+    for a, b in [s["frames"] for s in report.get("lookalike_spans", [])]:
+        ax.axvspan(a - 0.5, b + 0.5, color="#ff9933", alpha=0.2, label="look-alike crossing")
+    if any(r.get("copy") for r in rows):
+        to_copy = [
+            np.nan
+            if not (r.get("copy") and r["box"])
+            else float(np.hypot(*(_centre(r["box"]) - _centre(r["copy"]))))
+            for r in rows
+        ]
+        ax.plot(frames, to_copy, color="#d2691e", lw=1, ls=":", label="target to the copy")
     ax.plot(frames, errors, color="black", lw=1, label="centre error")
     ax.plot(frames, radius, color="red", lw=1, ls="--", label="success radius")
     ax.set_ylabel("px (input)")
     ax.set_yscale("symlog", linthresh=20)
-    ax.legend(loc="upper right", fontsize=8)
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))
+    ax.legend(unique.values(), unique.keys(), loc="upper right", fontsize=8)
     ax.set_title(title, fontsize=10)
     for r in rows:
         band.axvspan(r["frame"] - 0.5, r["frame"] + 0.5, color=colours.get(r["mode"], "white"))
@@ -600,13 +750,66 @@ def plot_timeline(report: dict, path: Path, title: str) -> None:
     plt.close(fig)
 
 
+def contact_sheet(report: dict, path: Path) -> bool:
+    """The thumbnails ``evaluate_track`` kept (the leave path's and look-alikes' moments) in
+    one PNG: truth green, look-alike magenta, the reported target yellow (dashed when not
+    ``locked``). False when there are none."""
+    thumbnails = report.get("thumbnails") or {}
+    if not thumbnails:
+        return False
+    by_frame = {r["frame"]: r for r in report["per_frame"]}
+    tiles = []
+    for index in sorted(thumbnails):
+        tile = thumbnails[index].copy()
+        row = by_frame.get(index, {})
+        for key, colour in (("truth", (60, 220, 60)), ("copy", (220, 60, 220))):
+            if row.get(key):
+                _draw_box(tile, row[key], colour)
+        if row.get("box"):
+            _draw_box(tile, row["box"], (0, 215, 255), dashed=row.get("mode") != "locked")
+        hidden = " hidden" if row.get("hidden") else ""
+        label = f"{index} {row.get('mode', '')}{hidden}"
+        (width, height), _ = cv2.getTextSize(label, cv2.FONT_HERSHEY_SIMPLEX, 0.4, 1)
+        cv2.rectangle(tile, (0, 0), (width + 6, height + 8), (0, 0, 0), -1)
+        cv2.putText(tile, label, (3, height + 3), cv2.FONT_HERSHEY_SIMPLEX, 0.4, (255, 255, 255), 1)
+        tiles.append(cv2.copyMakeBorder(tile, 2, 2, 2, 2, cv2.BORDER_CONSTANT, value=(0, 0, 0)))
+    height = max(t.shape[0] for t in tiles)
+    width = max(t.shape[1] for t in tiles)
+    tiles = [cv2.copyMakeBorder(t, 0, height - t.shape[0], 0, width - t.shape[1], 0) for t in tiles]
+    columns = 3 if len(tiles) <= 6 else 4
+    tiles += [np.zeros_like(tiles[0])] * (-len(tiles) % columns)
+    rows = [np.hstack(tiles[i : i + columns]) for i in range(0, len(tiles), columns)]
+    cv2.imwrite(str(path), np.vstack(rows))
+    return True
+
+
+def _draw_box(image: np.ndarray, box, colour, dashed: bool = False) -> None:
+    x, y, w, h = (float(v) * _THUMB for v in box)
+    corners = [(x, y), (x + w, y), (x + w, y + h), (x, y + h)]
+    for (x0, y0), (x1, y1) in zip(corners, corners[1:] + corners[:1], strict=True):
+        pieces = 6 if dashed else 1
+        for k in range(pieces):
+            if dashed and k % 2:
+                continue
+            a, b = k / pieces, (k + 1) / pieces
+            cv2.line(
+                image,
+                (round(x0 + (x1 - x0) * a), round(y0 + (y1 - y0) * a)),
+                (round(x0 + (x1 - x0) * b), round(y0 + (y1 - y0) * b)),
+                colour,
+                1,
+                cv2.LINE_AA,
+            )
+
+
 def write_report(report: dict, out: Path, command: str, clip_name: str) -> None:
-    """``report.json`` (per-frame rows without the ground truth), ``report.md`` and
-    ``timeline.png`` in ``out``."""
+    """``report.json`` (per-frame rows without the ground truth), ``report.md``,
+    ``timeline.png`` and, with a leave path or look-alikes, ``contact.png`` in ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     # The ground truth stays in frames.jsonl: a report may be shared, the clip's labels not.
     rows = [{k: v for k, v in r.items() if k != "truth"} for r in report["per_frame"]]
     shareable = {"command": command, **report, "per_frame": rows}
+    shareable.pop("thumbnails", None)
     (out / "report.json").write_text(json.dumps(shareable, indent=1))
     s = report
     title = (
@@ -643,5 +846,33 @@ def write_report(report: dict, out: Path, command: str, clip_name: str) -> None:
                 f"{span['relocks_while_hidden']} | {span['recovery_frames']} | {span['ok']} |"
             )
         lines.append("")
+    if s.get("leave"):
+        leave = s["leave"]
+        lines += [
+            f"Leave path {leave['planned']}: the window (1/{leave['zoom']:g} of the frame) pans "
+            f"from frame {leave['pan_from']}; the person leaves through the "
+            f"{leave['exit']}, is out of view on frames {leave['out_of_view'][0]}-"
+            f"{leave['out_of_view'][1]}, comes back through the {leave['entry']} and is framed "
+            f"again on frame {leave['framed_again']} (pan at most {leave['max_pan_px']} px a "
+            "frame).",
+            "",
+        ]
+    if s.get("lookalike_spans"):
+        lines += [
+            "| look-alike | frames | copy's walk (deg, px/frame) | frames on the copy "
+            "| first on the copy | locked on the person | ended on the person | ok |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for span in s["lookalike_spans"]:
+            walk = span.get("copy", {})
+            lines.append(
+                f"| crossing | {span['frames'][0]}-{span['frames'][1]} | "
+                f"{walk.get('direction_deg')}, {walk.get('speed_px_per_frame')} | "
+                f"{span['frames_on_copy']} | {span['first_frame_on_copy']} | "
+                f"{span['locked_on_person_frames']} | {span['ended_on_person']} | {span['ok']} |"
+            )
+        lines.append("")
     lines.append("![timeline](timeline.png)")
+    if contact_sheet(report, out / "contact.png"):
+        lines += ["", "![delivered frames](contact.png)"]
     (out / "report.md").write_text("\n".join(lines) + "\n")
