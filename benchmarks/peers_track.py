@@ -23,7 +23,10 @@ Protocols (person12 frames 0-200, the labelled ones, at 10 fps; lock on frame 0)
   edge, 4: top-left corner, 5: top-right corner), goes around out of view and brings them
   back elsewhere (1, 2: top edge; 3, 4: left edge; 5: right edge), tap;
 * ``lookalikeA:B``: a copy of the person crosses them on frames A..B (40:70, 100:130 and
-  160:190; three runs, group ``lookalike``), tap.
+  160:190; three runs, group ``lookalike``), tap;
+* ``shadeF``: a tap at frame F (200, 230, 260), scored to frame 299 on our labels of frames
+  202-300 (``benchmarks/labels/``; ``--no-labels``: not run): the canopy's shade, sunlit
+  stripes and the walker's long shadow, frames no part of EMTS was tuned on.
 
 Per run: lock recall, false-lock frames, frames ``locked`` while the person is hidden,
 recovery (frames from the reappearance to the next locked hit; None: never) and the mean ms
@@ -36,7 +39,7 @@ The weights are read from ``--peers`` (``../shared/peers``), never copied. Write
 OUT/peers.json, OUT/README.md and OUT/peers.png. About 7 minutes on 2 cores.
 
     python benchmarks/peers_track.py [--clip ../shared/data/uav123-person12]
-        [--peers ../shared/peers] [--out reports/peers] [--quick]
+        [--peers ../shared/peers] [--out reports/peers] [--quick] [--no-labels]
 """
 
 from __future__ import annotations
@@ -62,6 +65,10 @@ SPAN_LENGTHS = (10, 20, 30)
 GUST_SEEDS = (1, 2, 3)
 LEAVE_PATHS = (1, 2, 3, 4, 5)  # emts.eval.track_stress.LEAVE_PATHS 1-5 fit person12
 LOOKALIKE_SPANS = ((40, 70), (100, 130), (160, 190))
+# frames 200-299 (our labels, benchmarks/labels/: never tuned on): the canopy's shade and the
+# walker's long shadow; a tap at each of these frames, scored to frame 299
+SHADE_TAPS = (200, 230, 260)
+SHADE_LAST = 299
 EMTS = "EMTS"
 PEER_FILES = {
     "VitTrack": {"net": "vittrack/object_tracking_vittrack_2023sep.onnx"},
@@ -84,6 +91,7 @@ GROUPS = (
     "gust",
     *(f"leave{p}" for p in LEAVE_PATHS),
     "lookalike",
+    "shade",
 )
 COLOURS = {EMTS: "tab:green", "VitTrack": "tab:blue", "NanoTrack v2": "tab:orange"}
 
@@ -272,6 +280,11 @@ def protocols(truth: np.ndarray, quick: bool = False) -> list[Protocol]:
         Protocol(f"lookalike{a}:{b}", "lookalike", {"lookalike": ((a, b),)})
         for a, b in LOOKALIKE_SPANS
     ]
+    if len(truth) > SHADE_LAST:
+        out += [
+            Protocol(f"shade{f}", "shade", {"lock_frame": f, "first": f, "last": SHADE_LAST})
+            for f in SHADE_TAPS
+        ]
     return out
 
 
@@ -308,7 +321,8 @@ def run_protocol(protocol: Protocol, frames: Path, truth: np.ndarray, factories)
     from emts.eval.track_eval import TrackEvalConfig, evaluate_track
     from emts.pipeline import Pipeline
 
-    config = TrackEvalConfig(lock_frame=0, first=0, last=LAST_FRAME, fps=FPS, **protocol.options)
+    frames_and_lock = {"lock_frame": 0, "first": 0, "last": LAST_FRAME, **protocol.options}
+    config = TrackEvalConfig(fps=FPS, **frames_and_lock)
     emts = Timed(Pipeline.default(auto_lock=False))
     report = evaluate_track(frames, truth, config, emts)
     out = {EMTS: summarize_run(report, emts.seconds)}
@@ -385,7 +399,9 @@ def write_markdown(summary: dict, path: Path) -> None:
         "the person out (out of view); gusts warp the clip along a gusty camera path; leave paths "
         "are a 2x zoomed-in window that pans the person out of view through one edge and back "
         "through another (`emts eval track --leave P`); look-alikes paste a copy of the person "
-        "walking across them (`--lookalike A:B`).",
+        "walking across them (`--lookalike A:B`); shade runs tap at frame 200, 230 or 260 and "
+        "are scored to frame 299 on our labels of frames 202-300 (`benchmarks/labels/`, frames "
+        "nothing was tuned on: the canopy's shade, sunlit stripes, the walker's long shadow).",
         "",
         f"`{summary['command']}` at commit `{summary['commit'][:12]}` on "
         f"{summary['machine']['cpu']} ({summary['machine']['cores']} cores), OpenCV "
@@ -539,6 +555,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peers", default="../shared/peers", type=Path)
     parser.add_argument("--out", default="reports/peers", type=Path)
     parser.add_argument("--quick", action="store_true", help="the plain protocols only")
+    parser.add_argument(
+        "--no-labels",
+        action="store_true",
+        help="without our labels of frames 202-300 (benchmarks/labels/): no shade runs",
+    )
     args = parser.parse_args(argv)
     try:
         factories = peer_factories(args.peers)
@@ -555,6 +576,11 @@ def main(argv: list[str] | None = None) -> int:
 
     cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_ERROR)
     truth = read_ground_truth(truth_path)
+    if not args.no_labels:  # frames 202-300, labelled by us (benchmarks/labels/)
+        sys.path.insert(0, str(Path(__file__).resolve().parent / "labels"))
+        from person12_gt import full_ground_truth
+
+        truth = full_ground_truth(args.clip)
     todo = protocols(truth, args.quick)
     runs = {}
     for protocol in tqdm(todo, desc="peers_track", unit="protocol"):
