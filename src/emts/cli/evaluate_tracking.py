@@ -98,8 +98,17 @@ def _cmd_eval_track(args: argparse.Namespace) -> int:
         lookalike=tuple(parse_span(t) for t in args.lookalike or []),
         fps=args.fps,
     )
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
-    report = evaluate_track(args.clip, truth, config, pipeline, out / "frames.jsonl")
+    records = out / "frames.jsonl"
+    try:
+        report = evaluate_track(args.clip, truth, config, pipeline, records)
+    except BadInputError:  # refused before a frame was scored: leave no empty files behind
+        if records.is_file() and records.stat().st_size == 0:
+            records.unlink()
+        if created and not any(out.iterdir()):
+            out.rmdir()
+        raise
     write_report(report, out, " ".join(["emts", *sys.argv[1:]]), _clip_name(args.clip))
     print(
         f"lock recall {report['lock_recall']:.3f} over {report['visible_frames']} visible "
