@@ -39,11 +39,13 @@ def build_runner(
     network_size: tuple[int, int] | None = None,
     warp_at: str | None = None,
     coarse_pass: bool = True,
+    auto_lock: bool = True,
 ):
     """(the pipeline :func:`run_bench` times, the model files it runs): Stages A-E with the detector
     ``model`` or the shipped one of ``precision`` and ``backend``; Stages A and B without one.
     ``warp_at``: Stage B's warp for the detector (:class:`emts.config.ChannelConfig`; None: the
-    model's own); ``coarse_pass``: as :func:`emts.stages.c_detect.stage.detector_stage`."""
+    model's own); ``coarse_pass``: as :func:`emts.stages.c_detect.stage.detector_stage`;
+    ``auto_lock``: the pipeline locks on its own (False: only on :meth:`Pipeline.lock`)."""
     from emts.apps.detect import check_run_size
     from emts.config import ChannelConfig
     from emts.stages.b_channels import default_reference_for
@@ -81,7 +83,7 @@ def build_runner(
     coarse = getattr(stage, "coarse", None)
     models["coarse pass"] = "x".join(map(str, coarse.network_size)) if coarse else "none"
     pipeline = Pipeline(
-        stage, verifier, auto_lock=True, threads=threads, channel_config=channel_config
+        stage, verifier, auto_lock=auto_lock, threads=threads, channel_config=channel_config
     )
     return pipeline, models
 
