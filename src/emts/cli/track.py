@@ -220,8 +220,9 @@ def add_serve(sub) -> None:
         help="ground-station web page: live annotated video, click to lock (needs [serve])",
         description="Track SOURCE as emts track does and serve a page on HOST:PORT: GET / the "
         "page (click the person to lock, drag a box, Unlock), GET /stream.mjpg the annotated "
-        "video, GET /state the latest emts track JSON line, GET /status the run, POST /lock "
-        '{"x", "y"[, "w", "h"]} in input pixels, POST /unlock. Runs until Ctrl-C.',
+        "video, GET /state the latest emts track JSON line, GET /status the run (and the last "
+        'tap\'s outcome: lock or no_target), POST /lock {"x", "y"[, "w", "h"]} in input pixels, '
+        "POST /unlock. Runs until Ctrl-C.",
     )
     p.add_argument("source", metavar="SOURCE")
     p.add_argument(
