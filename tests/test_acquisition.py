@@ -261,22 +261,77 @@ def test_a_blob_with_its_shadow_below_is_cut_to_the_person_around_the_tap():
     np.testing.assert_allclose(plain[[1, 3]], [199.5, 30], atol=1.5)
 
 
-def test_tap_on_flat_ground_uses_the_default_box_and_a_drawn_box_is_kept():
+def test_tap_on_flat_ground_is_refused_and_a_drawn_box_is_kept():
     acquisition = LockAcquisition(auto_lock=False)
     acquisition.request(Tap.make(100, 100))
-    assert _step(acquisition, np.full((512, 640), 90, np.uint8)).lock.source == "tap:default"
-    acquisition.request(Tap.make(0, 0, box=(90, 80, 20, 40)))
-    decision = _step(acquisition, _ground())
-    assert decision.lock.source == "tap:box"
+    decision = _step(acquisition, np.full((512, 640), 90, np.uint8))
+    assert decision == AcquisitionDecision(refused="no_target")  # no lock, no default box
+    assert not acquisition.pending and acquisition.last_source is None  # the tap is spent
+    acquisition.request(Tap.make(0, 0, box=(90, 80, 20, 40)))  # a drag there does lock
+    decision = _step(acquisition, np.full((512, 640), 90, np.uint8))
+    assert decision.lock.source == "tap:box" and decision.refused is None
     np.testing.assert_allclose(decision.lock.centre, [100, 100])
+
+
+def test_a_tap_on_nothing_keeps_the_lock_the_operator_had():
+    person = Candidate(np.array([300.0, 200.0]), np.array([12.0, 30.0]), 0.9, E[0])
+    flat = _with_person(np.full((512, 640), 90, np.uint8), 300, 200)
+    acquisition = LockAcquisition(auto_lock=False)
+    acquisition.request(Tap.make(301, 203))
+    assert _step(acquisition, flat).lock.source == "tap:blob"  # nobody detected yet: waits
+    assert acquisition.waiting
+    acquisition.request(Tap.make(500, 400))  # a stray tap on empty ground
+    decision = _step(acquisition, flat, mode="locked")
+    assert decision.refused == "no_target" and decision.lock is None and not decision.release
+    assert acquisition.last_source == "tap:blob" and acquisition.waiting  # all as it was
+    # an auto-lock awaiting the verifier stays provisional, and this frame's verdict counts
+    auto = LockAcquisition(auto_lock=True)
+    for _ in range(3):
+        _step(auto, _ground(), [person])
+    assert auto.provisional and auto.last_source == "auto"
+    auto.request(Tap.make(500, 400))
+    decision = _step(auto, flat, [person], mode="locked", p_human=0.1)
+    assert decision == AcquisitionDecision(release=True, refused="no_target")
+
+
+def test_a_pipeline_tap_on_nothing_says_no_target_and_keeps_the_lock():
+    frame = _with_person(np.full((512, 640), 90, np.uint8), 300, 200)
+    pipeline = Pipeline(None, None, auto_lock=False)
+    pipeline.lock(500, 400)  # nobody there, nothing locked yet
+    result = pipeline.step(frame)
+    assert (result.mode, result.event, result.tap, result.target) == (
+        "search",
+        "no_target",
+        "no_target",
+        None,
+    )
+    pipeline.lock(300, 200)  # the person
+    result = pipeline.step(frame)
+    assert (result.event, result.tap, result.lock_source) == ("lock", "lock", "tap:blob")
+    box = result.target.box
+    pipeline.lock(500, 400)
+    result = pipeline.step(frame)
+    assert (result.mode, result.event, result.tap) == ("locked", "no_target", "no_target")
+    assert result.lock_source == "tap:blob"
+    np.testing.assert_allclose(result.target.box, box, atol=1.0)
+    result = pipeline.step(frame)  # said on the tap's frame only
+    assert (result.event, result.tap) == (None, None)
+    pipeline.lock(0, 0, box=(480, 380, 20, 40))  # a box on empty ground: as the operator says
+    result = pipeline.step(frame)
+    assert (result.event, result.tap, result.lock_source) == ("lock", "lock", "tap:box")
 
 
 def test_a_tap_off_the_frame_locks_without_an_error():
     # a person half out of the frame, or a tap at the edge carried out by the camera's motion
-    for x, y in ((-3.0, 100.0), (645.0, 520.0), (-40.0, -40.0)):
+    frame = _with_person(_with_person(_ground(), 6, 100), 634, 500)
+    for x, y in ((-3.0, 100.0), (645.0, 520.0)):
         acquisition = LockAcquisition(auto_lock=False)
         acquisition.request(Tap.make(x, y))
-        assert _step(acquisition, _with_person(_ground(), 6, 100)).lock is not None
+        assert _step(acquisition, frame).lock is not None
+    # far off it, nobody is within reach of the point: refused, not an error
+    acquisition = LockAcquisition(auto_lock=False)
+    acquisition.request(Tap.make(-40.0, -40.0))
+    assert _step(acquisition, frame).refused == "no_target"
     # the visible half of a person at the left edge is measured
     box = blob_box(_with_person(_ground(), 6, 100), np.array([-3.0, 100.0]), AcquisitionConfig())
     assert box is not None and box[0] < 12
@@ -286,8 +341,9 @@ def test_a_tap_on_the_last_frame_shown_is_carried_by_the_camera_motion():
     acquisition = LockAcquisition(auto_lock=False)
     acquisition.request(Tap.make(300, 200, on_last_frame=True))
     shift = np.array([[1.0, 0.0, 15.0], [0.0, 1.0, -4.0]])
-    decision = _step(acquisition, np.full((512, 640), 90, np.uint8), motion=shift)
-    np.testing.assert_allclose(decision.lock.centre, [315, 196])
+    frame = _with_person(np.full((512, 640), 90, np.uint8), 315, 196)  # where it went
+    decision = _step(acquisition, frame, motion=shift)
+    np.testing.assert_allclose(decision.lock.centre, [315, 196], atol=1.0)
 
 
 # ----------------------------------------------------------------------------- the tracker
@@ -403,7 +459,7 @@ def test_an_accepted_auto_lock_says_lock_once_and_no_search_line_names_a_source(
 
 def test_an_unlock_says_unlock_and_the_next_lines_name_no_source():
     pipeline = Pipeline(WalkingDetector(), None, auto_lock=False)
-    results = _run(pipeline, 5, tap_at=(1, 160.0, 200.0))
+    results = _run(pipeline, 5, tap_at=(1, 149.0, 205.0))  # on the person (149.3, 205.3)
     assert results[1].event == "lock" and results[1].lock_source.startswith("tap")
     pipeline.unlock()
     after = pipeline.step(_ground(5))

@@ -69,8 +69,14 @@ class Peer:
         return found
 
     def command(self, camera, command: int, *params: float, target=(1, 100)):
+        self.send(command, *params, target=target)
+        return self.ack(camera, command)
+
+    def send(self, command: int, *params: float, target=(1, 100)) -> None:
         params = list(params) + [0.0] * (7 - len(params))
         self.link.mav.command_long_send(*target, command, 0, *params)
+
+    def ack(self, camera, command: int):
         return self.wait(
             "COMMAND_ACK", camera, lambda ack: ack.command == command and ack.target_system == 255
         )
@@ -91,10 +97,22 @@ class RecordingPipeline:
         self.unlocks += 1
 
 
-def _result(mode: str, box=None):
+def _result(mode: str, box=None, tap=None):
     """A stand-in FrameResult: what MavlinkCamera reads of one."""
     target = None if box is None else SimpleNamespace(box=np.array(box, float))
-    return SimpleNamespace(mode=mode, target=target)
+    return SimpleNamespace(mode=mode, target=target, tap=tap)
+
+
+def _received(peer, camera, pipeline, count: int) -> None:
+    """Poll ``camera`` until ``pipeline`` (a RecordingPipeline) has ``count`` locks."""
+    _until(lambda: camera.poll() or len(pipeline.locks) >= count, "the command received")
+
+
+def _until(condition, what: str) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} within {TIMEOUT} s"
+        time.sleep(0.002)
 
 
 @pytest.fixture
@@ -214,9 +232,12 @@ def test_track_commands_reach_the_pipeline_in_input_pixels(link):
     ack = peer.command(camera, m.MAV_CMD_CAMERA_TRACK_POINT, 0.5, 0.5, 0.0)
     assert ack.result == m.MAV_RESULT_TEMPORARILY_REJECTED  # no frame yet: nothing to tap on
     camera(_result("search"), (640, 480))
-    ack = peer.command(camera, m.MAV_CMD_CAMERA_TRACK_POINT, 0.25, 0.75, 0.0)
-    assert ack.result == m.MAV_RESULT_ACCEPTED
+    peer.send(m.MAV_CMD_CAMERA_TRACK_POINT, 0.25, 0.75, 0.0)
+    _received(peer, camera, pipeline, 1)
     assert pipeline.locks[-1] == (159.5, 359.5, None, True)
+    assert peer.drain("COMMAND_ACK", 0.05) == []  # answered by the frame that takes the tap
+    camera(_result("locked", [150, 340, 20, 40], tap="lock"), (640, 480))
+    assert peer.ack(camera, m.MAV_CMD_CAMERA_TRACK_POINT).result == m.MAV_RESULT_ACCEPTED
     ack = peer.command(camera, m.MAV_CMD_CAMERA_TRACK_RECTANGLE, 0.25, 0.25, 0.35, 0.45)
     assert ack.result == m.MAV_RESULT_ACCEPTED
     x, y, box, _ = pipeline.locks[-1]
@@ -251,10 +272,12 @@ def test_track_point_locks_the_real_pipeline_and_stop_unlocks():
         camera(result, (640, 512))
         assert result.mode == "search"
         nx, ny = (box[0] + box[2] / 2) / 640, (box[1] + box[3] / 2) / 512
-        assert peer.command(camera, m.MAV_CMD_CAMERA_TRACK_POINT, nx, ny).result == 0
+        peer.send(m.MAV_CMD_CAMERA_TRACK_POINT, nx, ny)
+        _until(lambda: camera.poll() or pipeline.acquisition.pending, "the tap received")
         result = pipeline.step(frame)
         camera(result, (640, 512))
         assert result.mode == "locked" and result.target is not None
+        assert peer.ack(camera, m.MAV_CMD_CAMERA_TRACK_POINT).result == m.MAV_RESULT_ACCEPTED
         x, y, w, h = result.target.box
         cx, cy = box[0] + box[2] / 2 - 0.5, box[1] + box[3] / 2 - 0.5
         assert x <= cx <= x + w and y <= cy <= y + h
@@ -264,6 +287,50 @@ def test_track_point_locks_the_real_pipeline_and_stop_unlocks():
         assert peer.command(camera, m.MAV_CMD_CAMERA_STOP_TRACKING).result == 0
         result = pipeline.step(frame)
         assert result.mode == "search" and result.target is None
+    peer.close()
+
+
+def test_a_track_point_on_nothing_fails_says_why_and_keeps_the_lock():
+    frame, box = _scene_with_person(np.random.default_rng(3))
+    frame[40:200, 40:200] = 150  # flat ground: nothing detected, nothing stands out
+    pipeline = Pipeline(None, None, auto_lock=False)
+    peer = Peer()
+    with MavlinkCamera(f"udpout:127.0.0.1:{peer.port}", pipeline) as camera:
+        peer.wait("HEARTBEAT", camera)
+        pipeline.lock(box[0] + box[2] / 2 - 0.5, box[1] + box[3] / 2 - 0.5)
+        locked = pipeline.step(frame)
+        camera(locked, (640, 512))
+        assert locked.mode == "locked"
+        peer.send(m.MAV_CMD_CAMERA_TRACK_POINT, 120 / 640, 120 / 512)
+        _until(lambda: camera.poll() or pipeline.acquisition.pending, "the tap received")
+        assert peer.drain("COMMAND_ACK", 0.05) == []
+        result = pipeline.step(frame)
+        camera(result, (640, 512))
+        assert (result.tap, result.event, result.mode) == ("no_target", "no_target", "locked")
+        assert peer.ack(camera, m.MAV_CMD_CAMERA_TRACK_POINT).result == m.MAV_RESULT_FAILED
+        text = peer.wait("STATUSTEXT", camera)
+        assert text.severity == m.MAV_SEVERITY_WARNING and text.text == "EMTS: no target there"
+        np.testing.assert_allclose(result.target.box, locked.target.box, atol=1.0)
+        status = peer.wait("CAMERA_TRACKING_IMAGE_STATUS", camera)
+        assert status.tracking_status == m.CAMERA_TRACKING_STATUS_FLAGS_ACTIVE  # still tracking
+    peer.close()
+
+
+def test_a_waiting_track_point_is_answered_when_replaced_or_at_close():
+    peer, pipeline = Peer(), RecordingPipeline()
+    camera = MavlinkCamera(f"udpout:127.0.0.1:{peer.port}", pipeline)
+    peer.wait("HEARTBEAT", camera)
+    camera(_result("search"), (640, 480))
+    peer.send(m.MAV_CMD_CAMERA_TRACK_POINT, 0.5, 0.5)
+    _received(peer, camera, pipeline, 1)
+    camera(None, None)  # a frame that could not be processed took no tap: still waiting
+    assert peer.drain("COMMAND_ACK", 0.05) == []
+    peer.send(m.MAV_CMD_CAMERA_TRACK_POINT, 0.25, 0.5)  # a second tap replaces the first
+    assert peer.ack(camera, m.MAV_CMD_CAMERA_TRACK_POINT).result == m.MAV_RESULT_ACCEPTED
+    assert len(pipeline.locks) == 2
+    camera.close()  # no frame took the second one: the ground station is not left waiting
+    ack = peer.ack(None, m.MAV_CMD_CAMERA_TRACK_POINT)
+    assert ack.result == m.MAV_RESULT_TEMPORARILY_REJECTED
     peer.close()
 
 

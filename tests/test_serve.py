@@ -141,6 +141,34 @@ def test_lock_and_unlock_are_applied_between_frames(clip):
     assert not station.running
 
 
+def test_a_tap_on_nothing_is_answered_no_target_in_status_and_a_drag_still_locks(calm_clip):
+    station = _station(calm_clip.frames[:20], loop=True, pace=True, fps=30.0).start()
+    client = TestClient(create_app(station))
+    try:
+        _wait(lambda: client.get("/state").json(), "a first frame")
+        assert client.get("/status").json()["tap"] is None  # no tap yet
+        # empty ground above the person (who stays near 338-354 x 97-134): nothing stands out
+        answer = client.post("/lock", json={"x": 320, "y": 60})
+        assert answer.status_code == 202
+        first = answer.json()["queued"]["id"]
+        tap = _wait(
+            lambda: (t := client.get("/status").json()["tap"]) and t["id"] == first and t,
+            "the tap's outcome",
+        )
+        assert tap["result"] == "no_target" and client.get("/state").json()["mode"] == "search"
+        box = {"x": 310, "y": 40, "w": 20, "h": 40}  # a box drawn there is the operator's word
+        second = client.post("/lock", json=box).json()["queued"]["id"]
+        assert second == first + 1
+        tap = _wait(
+            lambda: (t := client.get("/status").json()["tap"]) and t["id"] == second and t,
+            "the box's outcome",
+        )
+        assert tap["result"] == "lock"
+        _wait(lambda: client.get("/state").json().get("lock_source") == "tap:box", "the box")
+    finally:
+        station.stop()
+
+
 @pytest.mark.parametrize(
     "body",
     [
@@ -315,6 +343,14 @@ def test_page_streams_and_a_click_locks_the_person(
                 "document.getElementById('mode').textContent === 'locked'", timeout=15_000
             )
             locked_after = time.monotonic() - tapped
+            # a click on empty ground above the person: "No target there", the lock kept
+            page.mouse.click(rect["x"] + 320 * scale, rect["y"] + 60 * scale)
+            page.wait_for_function(
+                "document.getElementById('notice').textContent.startsWith('No target there')",
+                timeout=10_000,
+            )
+            assert page.locator("#notice").is_visible()
+            assert page.locator("#mode").text_content() == "locked"
         finally:
             browser.close()
     import urllib.request

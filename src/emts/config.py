@@ -275,8 +275,7 @@ class AcquisitionConfig:
     tap_size_limits: tuple[float, float] = (6.0, 120.0)  # blob sides clipped to this range
     tap_max_aspect: float = 0.45  # a wider blob (w/h) is a person with their shadow: narrowed
     tap_min_aspect: float = 0.3  # a narrower one may hold a shadow below or above: shortened
-    # ... else a box of this (w, h) centred on the point: a person ~40 px tall at 640x512.
-    tap_default_size: tuple[float, float] = (16.0, 40.0)
+    # ... else nothing: a tap with neither under the point is refused ("no_target"), not locked
     # A tap's lock made where nothing was detected (no embedding yet) moves onto the first
     # detection under the tapped point, carried with the track
     tap_wait_frames: int = 10  # ... within this many frames (0 -> never) ...

@@ -114,12 +114,20 @@ class FrameResult:
             (a lock is reported: a tap, a drag, an auto-lock the verifier accepted; with
             ``lock_source``), ``"relock"`` (``reacquire`` -> ``locked``, or the lock moved onto
             a new origin), ``"lost"`` (``locked`` -> ``reacquire``), ``"dropped"`` (reacquire
-            gave up, a re-lock was rejected or the frame size changed: -> ``search``) or
-            ``"unlock"`` (:meth:`Pipeline.unlock`: -> ``search``); else None.
+            gave up, a re-lock was rejected or the frame size changed: -> ``search``),
+            ``"unlock"`` (:meth:`Pipeline.unlock`: -> ``search``) or ``"no_target"`` (an
+            operator's tap on this frame found neither a detection nor a region standing out
+            from the ground under the point: no lock was made, the mode and a lock already
+            held are unchanged; said only where none of the others is, since those tell of
+            the mode -- ``tap`` says it either way); else None.
         lock_source: how the current lock was made (``"tap:detection"``, ``"tap:blob"``,
-            ``"tap:box"``, ``"tap:default"``, ``"auto"``); None while ``mode`` is ``search``.
+            ``"tap:box"``, ``"auto"``); None while ``mode`` is ``search``.
         unseen: while ``mode`` is ``reacquire``, the frames since the person was last seen
             (the tracker gives up at ``TrackerConfig.give_up_after``); else None.
+        tap: what became of an operator tap (:meth:`Pipeline.lock`) applied on this frame:
+            ``"lock"`` (locked on it) or ``"no_target"`` (refused: nothing there); None when
+            no tap was applied on this frame. For whoever sent the tap and waits on its
+            outcome (the ground station's page, a MAVLink ``COMMAND_ACK``).
     """
 
     index: int
@@ -134,6 +142,7 @@ class FrameResult:
     event: str | None = None
     lock_source: str | None = None
     unseen: int | None = None
+    tap: str | None = None
 
 
 class Pipeline:
@@ -278,7 +287,11 @@ class Pipeline:
         """Operator tap at input pixel (x, y), applied with the next :meth:`step`.
 
         The lock is made at once on the person under the point (see
-        :mod:`emts.stages.acquisition`), whether or not the detector sees them.
+        :mod:`emts.stages.acquisition`), whether or not the detector sees them: the
+        detection under it, else the region under it that stands out from the local ground.
+        Where there is neither (a tap on empty ground), no lock is made: that frame's
+        :attr:`FrameResult.tap` (and, unless something else happened, its ``event``) is
+        ``"no_target"``, and a lock already held is kept. A ``box`` always locks.
 
         Args:
             x: the tapped point's x, input px, on the next frame given to :meth:`step` (or on
@@ -411,7 +424,13 @@ class Pipeline:
         else:
             mode = state.mode
         event = reported_event(self._reported, mode, None if provisional else state.event, unlocked)
+        if event is None and decision.refused is not None:  # the mode's own events come first
+            event = decision.refused
         self._reported = mode
+        tap = None
+        if tapped:
+            tap = decision.refused if decision.refused is not None else "lock"
+
         ms["total"] = (time.perf_counter() - start) * 1e3
         return FrameResult(
             index=front.index,
@@ -426,6 +445,7 @@ class Pipeline:
             event=event,
             lock_source=self.acquisition.last_source if mode != "search" else None,
             unseen=state.misses if mode == "reacquire" else None,
+            tap=tap,
         )
 
 
@@ -435,6 +455,9 @@ def reported_event(
     """The event of a frame whose reported mode went from ``before`` to ``after``
     (``search`` / ``locked`` / ``reacquire``): what a user reading the modes needs told, so
     that every lock, loss, re-lock, give-up and unlock carries one.
+
+    A refused tap (``"no_target"``, :attr:`FrameResult.event`) changes no mode and is not
+    decided here: :meth:`Pipeline.step` reports it only on a frame where this gives None.
 
     Args:
         before: the mode the previous frame reported.

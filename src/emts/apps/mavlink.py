@@ -18,8 +18,14 @@ What goes out:
 
 What comes in (each ``COMMAND_LONG`` / ``COMMAND_INT`` addressed to this component or to all
 is answered with ``COMMAND_ACK``): ``MAV_CMD_CAMERA_TRACK_POINT`` (normalized x, y ->
-``pipeline.lock`` at that input pixel, on the frame last processed),
-``MAV_CMD_CAMERA_TRACK_RECTANGLE`` (-> ``pipeline.lock`` with that box),
+``pipeline.lock`` at that input pixel, on the frame last processed; answered once the next
+frame has taken the tap: ``MAV_RESULT_ACCEPTED`` if it locked, ``MAV_RESULT_FAILED`` plus a
+``STATUSTEXT`` (WARNING) "EMTS: no target there" if nothing was detected and nothing stood
+out from the ground under the point -- no lock made, a lock held kept; a tap replaced by a
+later track or stop command before any frame took it is answered ``ACCEPTED`` then, one
+still waiting when the link closes ``TEMPORARILY_REJECTED``),
+``MAV_CMD_CAMERA_TRACK_RECTANGLE`` (-> ``pipeline.lock`` with that box; a box always locks,
+answered at once),
 ``MAV_CMD_CAMERA_STOP_TRACKING`` (-> ``pipeline.unlock()``), the two requests and the interval
 command above. Anything else addressed to us is answered ``MAV_RESULT_UNSUPPORTED``.
 
@@ -247,6 +253,9 @@ class GimbalFollow:
         return pitch_rate, yaw_rate
 
 
+_LATER = object()  # a command handler's answer: the ACK waits for the next frame
+
+
 def _text_field(text: str, length: int) -> list[int]:
     return list(text.encode()[:length].ljust(length, b"\0"))
 
@@ -307,12 +316,17 @@ class MavlinkCamera:
         self._following = False
         self._gimbal_configured = False
         self.commands = 0  # commands answered (for the summary and tests)
+        # a TRACK_POINT given to the pipeline, answered once a frame has taken it:
+        # (command, the sender's system, component)
+        self._tap_ack: tuple[int, int, int] | None = None
         self.poll()
 
     # -- per frame -----------------------------------------------------------------------
     def __call__(self, result, size: tuple[int, int] | None) -> None:
         """Once per frame: ``result`` a FrameResult (None: the frame could not be processed),
         ``size`` the frame's (W, H)."""
+        if result is not None:  # this frame took the tap queued before it (a skipped one: not)
+            self._answer_tap(getattr(result, "tap", None))
         self.poll()
         if size is not None:
             self.size = (int(size[0]), int(size[1]))
@@ -437,6 +451,25 @@ class MavlinkCamera:
                 break
             self._handle(message)
 
+    def _answer_tap(self, outcome: str | None) -> None:
+        """Answer the TRACK_POINT waiting for a frame: ``outcome`` is the frame's
+        :attr:`emts.pipeline.FrameResult.tap` (None: no tap taken, e.g. a stand-in pipeline
+        or one dropped by an unlock from elsewhere -- accepted, as before)."""
+        if self._tap_ack is None:
+            return
+        m = self.m
+        command, system, component = self._tap_ack
+        self._tap_ack = None
+        result = m.MAV_RESULT_FAILED if outcome == "no_target" else m.MAV_RESULT_ACCEPTED
+        self._ack(command, result, system, component)
+        if outcome == "no_target":
+            self.mav.statustext_send(m.MAV_SEVERITY_WARNING, b"EMTS: no target there")
+            log.info("mavlink: track point found no target there; not locked")
+
+    def _ack(self, command: int, result: int, system: int, component: int) -> None:
+        self.mav.command_ack_send(command, result, 0, 0, system, component)
+        self.commands += 1
+
     def _handle(self, message) -> None:
         if message.target_system not in (0, self.system) or message.target_component not in (
             0,
@@ -455,18 +488,14 @@ class MavlinkCamera:
         }
         handler = handlers.get(message.command)
         result = m.MAV_RESULT_UNSUPPORTED if handler is None else handler(params)
+        sender = (message.get_srcSystem(), message.get_srcComponent())
+        if result is _LATER:  # a tap: answered by the frame that takes it (_answer_tap)
+            self._tap_ack = (message.command, *sender)
+            return
         after = None
         if isinstance(result, tuple):
             result, after = result
-        self.mav.command_ack_send(
-            message.command,
-            result,
-            0,
-            0,
-            message.get_srcSystem(),
-            message.get_srcComponent(),
-        )
-        self.commands += 1
+        self._ack(message.command, result, *sender)
         if after is not None:  # a requested message goes out after its ACK
             after()
 
@@ -476,16 +505,17 @@ class MavlinkCamera:
         width, height = self.size
         return nx * width - 0.5, ny * height - 0.5
 
-    def _track_point(self, params) -> int:
+    def _track_point(self, params) -> int | object:
         m = self.m
         if self.size is None:  # no frame processed yet: nothing to tap on
             return m.MAV_RESULT_TEMPORARILY_REJECTED
         point = self._camera_point(params[0], params[1])
         if point is None:
             return m.MAV_RESULT_DENIED
+        self._answer_tap(None)  # a tap still waiting for a frame is replaced by this one
         self.pipeline.lock(*point, on_last_frame=True)
         log.info("mavlink: track point %.1f, %.1f (input px)", *point)
-        return m.MAV_RESULT_ACCEPTED
+        return _LATER
 
     def _track_rectangle(self, params) -> int:
         m = self.m
@@ -499,11 +529,13 @@ class MavlinkCamera:
         width, height = self.size
         box = (x0 * width, y0 * height, (x1 - x0) * width, (y1 - y0) * height)
         centre = (box[0] + box[2] / 2 - 0.5, box[1] + box[3] / 2 - 0.5)
+        self._answer_tap(None)  # replaced, likewise
         self.pipeline.lock(*centre, box=box, on_last_frame=True)
         log.info("mavlink: track rectangle %s (input px)", [round(v, 1) for v in box])
         return m.MAV_RESULT_ACCEPTED
 
     def _stop_tracking(self, params) -> int:
+        self._answer_tap(None)  # dropped before a frame took it (what it asked is done)
         self.pipeline.unlock()
         log.info("mavlink: stop tracking")
         return self.m.MAV_RESULT_ACCEPTED
@@ -558,10 +590,14 @@ class MavlinkCamera:
         )
 
     def close(self) -> None:
-        """Answer what has arrived since the last frame, stop the gimbal if we were steering
-        it, and close the link."""
+        """Answer what has arrived since the last frame (a tap no frame took:
+        ``TEMPORARILY_REJECTED``), stop the gimbal if we were steering it, and close the link."""
         try:
             self.poll()
+            if self._tap_ack is not None:
+                command, system, component = self._tap_ack
+                self._tap_ack = None
+                self._ack(command, self.m.MAV_RESULT_TEMPORARILY_REJECTED, system, component)
             if self._following:
                 self._send_rates(0.0, 0.0)
                 self._following = False

@@ -13,9 +13,14 @@ unless told otherwise:
   ``target`` {``box``, ``score``, ``p_human``, ``verified``, ``measured_by``}, ``ms``, and
   ``event`` / ``lock_source`` when present); ``null`` before the first frame.
 * ``GET /status``      the run: ``running`` | ``ended`` | ``error`` (+ ``error``), the source,
-  the input size (W, H), fps, frames processed, whether it loops.
+  the input size (W, H), fps, frames processed, whether it loops, and ``tap``: what became
+  of the last tap the pipeline applied, ``{"id", "frame", "result"}`` with ``result``
+  ``"lock"`` or ``"no_target"`` (nothing detected and nothing standing out from the ground
+  under the point: no lock made, a lock held kept), or null before any.
 * ``POST /lock``       ``{"x": .., "y": ..}``: a tap at that input pixel of the frame last
   shown, or ``{"x", "y", "w", "h"}``: a box (x, y its top-left corner, as ``--lock X,Y,W,H``).
+  Answered 202 ``{"queued": {"x", "y", "box", "id"}}``: the tap's outcome is ``/status``'s
+  ``tap`` once its ``id`` is this one (the page says "No target there" for ``no_target``).
 * ``POST /unlock``     drop the lock (with auto-lock on, EMTS may lock again on its own).
 
 A request body over :data:`MAX_BODY_BYTES` is answered 413 unread. A looped source whose
@@ -97,6 +102,7 @@ class _Command:
 
     unlock: bool = False
     tap: LockRequest | None = None
+    id: int = 0  # a tap's number (POST /lock's answer, /status's ``tap``)
 
 
 class _LiveFrames(FrameSource):
@@ -177,6 +183,9 @@ class GroundStation:
         self.current = None  # the frame being processed (pipeline thread only)
         self._guard = threading.Lock()
         self._commands: deque[_Command] = deque()
+        self._taps = 0  # taps queued so far (their ids)
+        self._applied: int | None = None  # the tap applied, its outcome not seen (pipeline)
+        self._tap: dict | None = None  # the outcome of the last tap applied
         self._line: dict | None = None
         self._jpeg: bytes | None = None
         self._version = 0  # +1 per published frame
@@ -222,8 +231,14 @@ class GroundStation:
             line = record(result, index)
             jpeg = _encode_jpeg(annotate(frame, result, index))
             self.shown += 1
+        outcome = None
+        if result is not None and self._applied is not None and result.tap is not None:
+            outcome = {"id": self._applied, "frame": index, "result": result.tap}
+            self._applied = None
         with self._guard:
             self._line = line
+            if outcome is not None:
+                self._tap = outcome
             if jpeg is not None:
                 self._jpeg = jpeg
             if size is not None:
@@ -241,11 +256,13 @@ class GroundStation:
                     return
                 command = self._commands.popleft()
             if command.unlock:
-                self.pipeline.unlock()
+                self.pipeline.unlock()  # (a tap applied before it is dropped: no outcome)
+                self._applied = None
                 log.info("serve: unlock")
             else:
                 tap = command.tap
                 self.pipeline.lock(tap.x, tap.y, box=tap.box, on_last_frame=True)
+                self._applied = command.id  # the last one applied is the one the frame takes
                 log.info("serve: lock at %.1f, %.1f (input px), box %s", tap.x, tap.y, tap.box)
 
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
@@ -271,6 +288,7 @@ class GroundStation:
                 "loop": self.loop,
                 "frames": self._processed,
                 "pending": len(self._commands),
+                "tap": self._tap,
             }
 
     def frame(self, after: int = 0) -> tuple[int, bytes] | None:
@@ -284,10 +302,11 @@ class GroundStation:
     def running(self) -> bool:
         return self._thread.is_alive()
 
-    def request_lock(self, x: float, y: float, box=None) -> LockRequest:
+    def request_lock(self, x: float, y: float, box=None) -> tuple[LockRequest, int]:
         """Queue a tap at input pixel (x, y) of the frame last shown, or a lock on ``box``
-        ``(x, y, w, h)`` (input px, top-left corner and size). BadInputError: not a point of
-        the image, no frame shown yet, or the source has ended."""
+        ``(x, y, w, h)`` (input px, top-left corner and size); return it and its id (what
+        :meth:`status`'s ``tap`` names once a frame has taken it). BadInputError: not a point
+        of the image, no frame shown yet, or the source has ended."""
         values = (x, y) if box is None else tuple(box)
         if not all(math.isfinite(v) for v in values):
             raise BadInputError("x, y (and w, h) must be finite numbers")
@@ -316,8 +335,9 @@ class GroundStation:
         if pending >= MAX_PENDING_COMMANDS:
             raise NotNow("too many requests waiting for the pipeline; try again")
         with self._guard:
-            self._commands.append(_Command(tap=tap))
-        return tap
+            self._taps += 1
+            self._commands.append(_Command(tap=tap, id=self._taps))
+            return tap, self._taps
 
     def request_unlock(self) -> None:
         """Queue an unlock (applied before the next frame)."""
@@ -416,14 +436,14 @@ def create_app(station: GroundStation):
             box = None
             if "w" in body or "h" in body:
                 box = (x, y, _number(body, "w"), _number(body, "h"))
-            tap = station.request_lock(x, y, box)
+            tap, number = station.request_lock(x, y, box)
         except NotNow as error:
             return JSONResponse({"error": str(error)}, status_code=409)
         except BadInputError as error:
             return JSONResponse({"error": str(error)}, status_code=400)
         except ClientDisconnect:  # gone mid-body: nobody to answer, nothing to log
             return Response(status_code=400)
-        queued = {"x": round(tap.x, 2), "y": round(tap.y, 2), "box": tap.box}
+        queued = {"x": round(tap.x, 2), "y": round(tap.y, 2), "box": tap.box, "id": number}
         return JSONResponse({"queued": queued}, status_code=202)
 
     async def unlock(request: Request):

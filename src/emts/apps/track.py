@@ -97,10 +97,11 @@ def record(result: FrameResult, index: int | None = None) -> dict:
     ``target``: ``box`` [x, y, w, h] input px, detector ``score`` (None when no detection was
     associated), verifier ``p_human`` and ``verified``, ``measured_by`` (what placed the box:
     ``detection``, ``appearance``, ``both``, ``relock``, or None while coasting). ``event``:
-    ``lock`` / ``relock`` / ``lost`` on the frame where that happened; ``unseen`` (in
-    ``reacquire``): frames since the person was last seen; ``lock_source`` says
-    how the lock was made (``tap:detection``, ``tap:blob``, ``tap:box``, ``tap:default``,
-    ``auto``).
+    ``lock`` / ``relock`` / ``lost`` / ``dropped`` / ``unlock`` on the frame where that
+    happened, or ``no_target`` where an operator's tap found nothing to lock on (no lock made;
+    :attr:`emts.pipeline.FrameResult.event`); ``unseen`` (in ``reacquire``): frames since the
+    person was last seen; ``lock_source`` says how the lock was made (``tap:detection``,
+    ``tap:blob``, ``tap:box``, ``auto``).
     """
     target = None
     if result.target is not None:
@@ -140,6 +141,7 @@ class TrackSummary:
     detector: str | None = None  # what --model auto picked (emts.modality), if it did
     incomplete: str | None = None  # the source ended before its declared length (FrameSource)
     dropped: int = 0  # a live stream's frames never processed: newer ones came first
+    no_target: str | None = None  # the --lock tap found nothing to lock on: where, when
     ms: dict[str, Reservoir] = field(
         default_factory=lambda: {s: Reservoir() for s in (*STAGES, "total")}
     )
@@ -162,6 +164,8 @@ class TrackSummary:
             + (f", {self.dropped} stale live frames dropped" if self.dropped else "")
             + (f"; incomplete input: {self.incomplete}" if self.incomplete else ""),
         ]
+        if self.no_target:
+            lines.append(f"no lock: the tap {self.no_target} found no target there")
         if self.detector:
             lines.append(f"detector: {self.detector} (picked from the frames by --model auto)")
         lines.append("stage   median ms   p90 ms")
@@ -211,6 +215,18 @@ def _fmt(value: float) -> str:
     return f"{float(value):.2f}"
 
 
+def _no_target(lock: LockRequest, index: int) -> str:
+    """Say that ``lock``'s tap found nothing on frame ``index`` (a warning); return where."""
+    log.warning(
+        "frame %d: no target at (%g, %g): nothing detected there and nothing stands out from "
+        "the ground; tap on the person or give a box X,Y,W,H",
+        index,
+        lock.x,
+        lock.y,
+    )
+    return f"at ({lock.x:g}, {lock.y:g}) on frame {index}"
+
+
 def run_track(
     source,
     lock: LockRequest,
@@ -249,6 +265,7 @@ def run_track(
     completed = False
     tap_checked = lock.auto
     first_skip = None
+    tap_sent = False  # --lock's tap given to the pipeline, its outcome not seen yet
     with open_source(source, fps=fps, placeholders=True) as frames:
         pipeline.fps = frames.fps  # Stage E's descriptors depend on the frame rate
         news = getattr(frames, "news", None)  # emts.live.LiveSource
@@ -264,6 +281,7 @@ def run_track(
                     tap_checked = True
                 if not lock.auto and index == lock.frame:
                     pipeline.lock(lock.x, lock.y, box=lock.box)
+                    tap_sent = True
                 try:
                     if isinstance(frame, UnreadableFrame):
                         raise BadInputError(frame.reason)
@@ -282,6 +300,10 @@ def run_track(
                         )
                     continue
                 line = record(result, index)
+                if tap_sent:  # the frame that took --lock's tap (a skipped one leaves it)
+                    tap_sent = False
+                    if result.tap == "no_target":
+                        summary.no_target = _no_target(lock, index)
                 if news:  # a live stream: what happened since the previous line
                     dropped, event = news()
                     summary.dropped += dropped

@@ -150,7 +150,8 @@ def add_track(sub) -> None:
         "reconnects for 30 s when it drops, and its lines add dropped/stream). Writes one "
         "JSON object per frame: {frame, mode, target: {box, score, p_human, verified, "
         "measured_by} or null, ms: {A..E}} plus event/lock_source when a lock is made, lost "
-        "or re-made; boxes in the input's pixels.",
+        "or re-made (event no_target: a tap found nothing to lock on); boxes in the input's "
+        "pixels.",
     )
     p.add_argument("source", metavar="SOURCE", help="video, folder, glob, camera:N or stream URL")
     p.add_argument(
@@ -159,7 +160,9 @@ def add_track(sub) -> None:
         help="'auto' (lock on its own on someone walking, once the verifier accepts them, "
         "section 6.7; a person standing still is not auto-locked: tap them), X,Y[@FRAME]: "
         "operator tap at input pixel X,Y on frame FRAME (default 0), locking at once on the "
-        "person under the point, or X,Y,W,H[@FRAME]: lock on exactly that box",
+        "person under the point (where nothing is detected and nothing stands out from the "
+        "ground: no lock, a warning, event no_target), or X,Y,W,H[@FRAME]: lock on exactly "
+        "that box",
     )
     p.add_argument("--out", help="annotated video (e.g. annotated.mp4)")
     p.add_argument(
@@ -217,8 +220,9 @@ def add_serve(sub) -> None:
         help="ground-station web page: live annotated video, click to lock (needs [serve])",
         description="Track SOURCE as emts track does and serve a page on HOST:PORT: GET / the "
         "page (click the person to lock, drag a box, Unlock), GET /stream.mjpg the annotated "
-        "video, GET /state the latest emts track JSON line, GET /status the run, POST /lock "
-        '{"x", "y"[, "w", "h"]} in input pixels, POST /unlock. Runs until Ctrl-C.',
+        "video, GET /state the latest emts track JSON line, GET /status the run (and the last "
+        'tap\'s outcome: lock or no_target), POST /lock {"x", "y"[, "w", "h"]} in input pixels, '
+        "POST /unlock. Runs until Ctrl-C.",
     )
     p.add_argument("source", metavar="SOURCE")
     p.add_argument(

@@ -9,7 +9,9 @@ frame's camera motion, so nothing outside the stages calls into D or E.
   under the point: the detection whose box holds the point if there is one (unless its box is
   more than 1.5x as wide as the blob under the point: then the blob's box, with the
   detection's embedding), else the appearance blob around the point (a dark or bright region
-  that stands out from the local ground), else a default-sized box centred on the point. A
+  that stands out from the local ground). A tap with neither under the point locks on nothing:
+  the decision says ``refused="no_target"``, the tap is spent and a lock the operator had is
+  kept unchanged (a tap on empty ground gave a lock a gimbal would follow; issue 56). A
   tap with a box (a drag, or a ground station's rectangle) uses the box as given. A tap made
   on the frame last shown is carried to the next frame by that frame's camera motion. A lock
   made where nothing was detected (a stream's first frame: nothing has moved yet) waits up to
@@ -72,6 +74,9 @@ class AcquisitionDecision:
     Attributes:
         lock: lock on this target now (this frame's WORKING px), or None.
         release: drop the current lock (a provisional auto-lock the verifier rejected).
+        refused: ``"no_target"`` when this frame's operator tap found neither a detection nor
+            a blob under the point: no lock was made for it (the rest of the decision is the
+            frame's own, as if no tap had come), else None.
 
     Whether the current lock is still provisional (awaiting the verifier, reported as not
     locked yet) is :attr:`LockAcquisition.provisional`.
@@ -79,6 +84,7 @@ class AcquisitionDecision:
 
     lock: LockCommand | None = None
     release: bool = False
+    refused: str | None = None
 
 
 NOTHING = AcquisitionDecision()
@@ -262,15 +268,21 @@ class LockAcquisition:
                 in its heights (:meth:`emts.stages.e_verify.VerificationSchedule.travel_now`); an
                 auto-lock that went less than ``autolock_min_travel`` is released.
         """
+        refused = None
         if self._tap is not None:
             tap, self._tap = self._tap, None
-            self.provisional = self.relocking = False
-            self._history = []
-            self._waiting = None
             recentre = not colour or self.config.tap_recentre_colour
             command = self._tap_lock(tap, geometry, working, motion, candidates, recentre)
-            self.last_source = command.source
-            return AcquisitionDecision(lock=command)
+            if command is not None:
+                return AcquisitionDecision(lock=command)
+            refused = "no_target"  # nothing there: what was locked (or waiting) stays so
+        decision = self._untapped(working, motion, candidates, tracker_mode, p_human, track, travel)
+        return decision if refused is None else replace(decision, refused=refused)
+
+    def _untapped(
+        self, working, motion, candidates, tracker_mode, p_human, track, travel
+    ) -> AcquisitionDecision:
+        """The decision of a frame without a tap's lock (see :meth:`step`)."""
         if self._waiting is not None:
             command = None
             if tracker_mode == "locked":
@@ -295,7 +307,9 @@ class LockAcquisition:
         return self._auto_lock(motion, candidates)
 
     # ------------------------------------------------------------------ internals
-    def _tap_lock(self, tap, geometry, working, motion, candidates, recentre) -> LockCommand:
+    def _tap_lock(self, tap, geometry, working, motion, candidates, recentre) -> LockCommand | None:
+        """The lock for ``tap`` (and the acquisition state it starts), or None: nothing
+        under the point (the state left as it was)."""
         c = self.config
         if not recentre:
             c = replace(c, tap_recentre_offset=0.0)
@@ -307,9 +321,16 @@ class LockAcquisition:
             centre = box[:2] + box[2:] / 2
             if tap.on_last_frame:
                 centre = motion[:, :2] @ centre + motion[:, 2]
-            return LockCommand(centre, box[2:], None, "tap:box")
-        command = self._point_lock(point, working, candidates, c)
-        if command.embedding is None and self.config.tap_wait_frames > 0:
+            command = LockCommand(centre, box[2:], None, "tap:box")
+        else:
+            command = self._point_lock(point, working, candidates, c)
+            if command is None:
+                return None
+        self.provisional = self.relocking = False
+        self._history = []
+        self._waiting = None
+        self.last_source = command.source
+        if tap.box is None and command.embedding is None and self.config.tap_wait_frames > 0:
             # nobody detected under the finger yet (the first frame of a stream has no
             # motion): look for the detection under the same point of the track a while
             # (not where a detection was set aside as far wider than the person: the blob's
@@ -331,7 +352,7 @@ class LockAcquisition:
         centre = motion[:, :2] @ track[0] + motion[:, 2]  # last frame's track, carried
         point = centre + offset
         command = self._point_lock(point, working, candidates, as_detected)
-        if command.source != "tap:detection":
+        if command is None or command.source != "tap:detection":
             return None
         self._waiting = None
         box = np.array([*(command.centre - command.size / 2), *command.size])
@@ -343,9 +364,9 @@ class LockAcquisition:
             command = replace(command, centre=centre, size=size)
         return command
 
-    def _point_lock(self, point, working, candidates, c) -> LockCommand:
+    def _point_lock(self, point, working, candidates, c) -> LockCommand | None:
         """The lock for a tap at ``point`` (WORKING px): the detection under it, the blob
-        under it, or a default box (see the module's doc)."""
+        under it, or None when there is neither (see the module's doc)."""
         under = [
             k
             for k in candidates
@@ -370,7 +391,7 @@ class LockAcquisition:
         if blob is not None:
             centre, size = around_tap(point, blob[:2], blob[2:], c)
             return LockCommand(centre, size, None, "tap:blob")
-        return LockCommand(point, np.array(c.tap_default_size, float), None, "tap:default")
+        return None
 
     def _auto_lock(self, motion: np.ndarray, candidates: list[Candidate]) -> AcquisitionDecision:
         # §6.7: the strongest detection, spatially stable for 3 consecutive frames.
