@@ -68,7 +68,8 @@ def _cmd_batch_track(args: argparse.Namespace) -> int:
     if not quiet:
         said = ", ".join(f"{n} {s}" for s, n in _tally(result.rows).items())
         md, js = result.table
-        print(f"{len(result.rows)} flights: {said}; wrote {md}, {js}", file=sys.stderr)
+        flights = f"{len(result.rows)} flight" + ("" if len(result.rows) == 1 else "s")
+        print(f"{flights}: {said}; wrote {md}, {js}", file=sys.stderr)
     if result.failed:
         return FLIGHT_FAILED
     return INCOMPLETE_INPUT if result.incomplete else 0
