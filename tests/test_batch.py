@@ -7,12 +7,16 @@ import json
 import logging
 import os
 import shutil
+import signal
+import subprocess
 import sys
+from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
 
+import emts
 from emts.apps.batch import SUMMARY_SUFFIX, Flight, done_summary, find_flights, flight_names
 from emts.cli import main
 from emts.errors import BadInputError
@@ -251,3 +255,28 @@ def test_flights_that_share_a_stem_get_names_of_their_own(tmp_path):
     assert names[1].startswith("day2-flight-") and names[2].startswith("day2-flight-")
     assert len(set(names)) == 4
     assert flight_names(paths) == names  # the same on every run
+
+
+def test_sigterm_ends_a_batch_like_ctrl_c_with_the_table_written(ray_session, tmp_path):
+    """In a process of its own (its own local Ray instance): Ray's handler would abort it."""
+    folder = tmp_path / "long"
+    folder.mkdir()
+    for seed in range(2):
+        _write_video(folder / f"long{seed}.mp4", 200, seed, size=(96, 80))
+    out = tmp_path / "results"
+    source = str(Path(emts.__file__).parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")])}
+    argv = [sys.executable, "-m", "emts.cli", "batch", "track", str(folder), "--out", str(out)]
+    run = subprocess.Popen([*argv, "--workers", "1"], stderr=subprocess.PIPE, text=True, env=env)
+    said = []
+    for line in run.stderr:  # the flights are submitted right after this line
+        said.append(line)
+        if "to track on" in line:
+            run.send_signal(signal.SIGTERM)
+            break
+    said += run.stderr.readlines()
+    assert run.wait(timeout=60) == 143, said
+    assert "interrupted (SIGTERM)" in said[-1]
+    table = _table(out)
+    assert "interrupted" in {row["status"] for row in table.values()}
+    assert {row["status"] for row in table.values()} <= {"ok", "interrupted"}

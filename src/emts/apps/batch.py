@@ -15,10 +15,12 @@ runtime, loads without it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
+import signal
 import socket
 import sys
 import time
@@ -353,21 +355,82 @@ def progress_line(row: dict) -> str:
     return text + (f"; incomplete input: {row['incomplete']}" if row.get("incomplete") else "")
 
 
+class _Signals:
+    """The SIGTERM and SIGHUP handlers in force before Ray started, put back once it has:
+    Ray's own abort the process, where the command's end it as Ctrl-C does (the flights still
+    running cancelled, the table written). Each handler put back records what it raises, since
+    a Ray wait turns that into a plain KeyboardInterrupt and the signal's number is lost."""
+
+    def __init__(self) -> None:
+        numbers = [getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)]
+        self.before = {number: signal.getsignal(number) for number in numbers}
+        self.raised: BaseException | None = None
+
+    def _recording(self, handler):
+        def handle(signum, frame):
+            try:
+                handler(signum, frame)
+            except BaseException as error:
+                self.raised = error
+                raise
+
+        return handle
+
+    def _install(self, recording: bool) -> None:
+        for number, handler in self.before.items():
+            if handler is None:  # not installed from Python: left as it is
+                continue
+            if recording and callable(handler):
+                handler = self._recording(handler)
+            with contextlib.suppress(ValueError):  # not the main thread: nothing to do
+                signal.signal(number, handler)
+
+    def put_back(self) -> None:
+        self._install(recording=True)
+
+    def restore(self) -> None:
+        self._install(recording=False)
+
+
+def _check_answers(address: str) -> None:
+    """Refuse a HOST:PORT where nothing listens, in one line: Ray would retry for minutes."""
+    host, colon, port = address.split("://", 1)[-1].rpartition(":")
+    if not colon or not port.isdigit():  # "auto": Ray looks for the cluster itself
+        return
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=10):
+            pass
+    except OSError as error:
+        raise BadInputError(
+            f"nothing answers at the Ray cluster address {address} ({error.strerror or error}); "
+            "is `ray start --head` running there?"
+        ) from None
+
+
 def _start_ray(ray, address: str | None, cores: int) -> bool:
     """Join the cluster at ``address``, or start a local instance on ``cores`` CPUs; False
     (nothing started) when this process is connected already (an embedding program, tests)."""
     if ray.is_initialized():
         return False
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing sent anywhere
+    if address:
+        _check_answers(address)
     quiet = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
     try:
         if address:
             ray.init(address=address, **quiet)
         else:
-            ray.init(num_cpus=cores, object_store_memory=LOCAL_OBJECT_STORE, **quiet)
+            # "local": a new instance, never a cluster that RAY_ADDRESS or `ray start` names
+            ray.init("local", num_cpus=cores, object_store_memory=LOCAL_OBJECT_STORE, **quiet)
     except (ConnectionError, RuntimeError, ValueError) as error:
         where = f"the Ray cluster at {address}" if address else "a local Ray instance"
-        raise BadInputError(f"cannot start or join {where}: {_one_line(error)}") from None
+        hint = ""
+        if address and os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
+            hint = (
+                " (a cluster with Ray's token authentication, the default of `ray start`: set "
+                "RAY_AUTH_MODE=token and copy the head's ~/.ray/auth_token here)"
+            )
+        raise BadInputError(f"cannot start or join {where}: {_one_line(error)}{hint}") from None
     return True
 
 
@@ -417,7 +480,6 @@ def run_batch(
     """
     ray = import_ray()
     out = Path(out).absolute()
-    out.mkdir(parents=True, exist_ok=True)
     rows: dict[str, dict] = {}
     todo = []
     for flight in flights:
@@ -435,7 +497,11 @@ def run_batch(
     if rows:
         done = f"{len(rows)} of {_flights(len(flights))} done earlier"
         say(f"{done}, skipped ({_listing_names(rows)})")
+    signals = _Signals()
     started = _start_ray(ray, address, local_cores()) if todo else False
+    if started:
+        signals.put_back()
+    out.mkdir(parents=True, exist_ok=True)
     running: dict = {}
     bar = None
     try:
@@ -468,9 +534,11 @@ def run_batch(
                 rows[flight.name] = row
                 bar.update(1)
                 say(f"[{len(rows)}/{len(flights)}] {progress_line(row)}")
-    except BaseException:
+    except BaseException as stop:
         for ref in running:
             ray.cancel(ref, force=True)
+        if isinstance(stop, KeyboardInterrupt) and signals.raised not in (None, stop):
+            raise signals.raised from None  # SIGTERM or SIGHUP, said as such
         raise
     finally:
         if bar is not None:
@@ -481,12 +549,14 @@ def run_batch(
                 "flight": flight.name,
                 "source": flight.source,
                 "status": "interrupted",
-                "reason": "the batch stopped before this flight finished; run it again to finish",
+                "reason": "the batch stopped before this flight was reported done; run it again "
+                "(what is done is skipped)",
             }
             ordered.append(row)
         table = write_table(out, ordered, command)
         if started:
             ray.shutdown()
+            signals.restore()
     return BatchResult(ordered, table)
 
 
