@@ -52,6 +52,7 @@ def ray_session():
     ray = pytest.importorskip("ray")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     ray.init(
+        "local",  # a new instance, whatever RAY_ADDRESS or an earlier `ray start` say
         num_cpus=2,
         include_dashboard=False,
         log_to_driver=False,
