@@ -119,6 +119,7 @@ def add_batch(sub) -> None:
     p.add_argument(
         "--workers",
         type=POSITIVE,
+        metavar="N",
         help="flights tracked at a time (default: the CPUs of the machine or cluster divided "
         "by --threads)",
     )
