@@ -281,3 +281,25 @@ def test_sigterm_ends_a_batch_like_ctrl_c_with_the_table_written(ray_session, tm
     table = _table(out)
     assert "interrupted" in {row["status"] for row in table.values()}
     assert {row["status"] for row in table.values()} <= {"ok", "interrupted"}
+
+
+def test_more_threads_than_a_node_has_cpus_still_runs(
+    ray_session, flights_folder, tmp_path, capsys
+):
+    out = tmp_path / "results"
+    code, err = _batch(
+        capsys, str(flights_folder / "bravo.mp4"), "--out", str(out), "--threads", "3"
+    )
+    assert code == 0, err  # each task asks Ray for the node's 2 CPUs, not 3 it would wait for
+    assert "2 CPUs, 1 at a time" in err
+    assert _table(out)["bravo"]["status"] == "ok"
+
+
+@pytest.mark.parametrize("argv", [["--workers", "0"], ["--workers", "x"], []])
+def test_bad_arguments_are_one_line_and_exit_2(argv, tmp_path, capsys):
+    if argv:
+        argv = [str(tmp_path), "--out", str(tmp_path / "out"), *argv]
+    with pytest.raises(SystemExit) as stop:
+        main(["batch", "track", *argv])
+    assert stop.value.code == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1

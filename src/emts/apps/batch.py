@@ -472,7 +472,8 @@ def run_batch(
     command: str | None = None,
 ) -> BatchResult:
     """Track ``flights`` as Ray tasks, at most ``workers`` at a time (default: the cluster's
-    CPUs // ``threads``), each asking Ray for ``threads`` CPUs; write the table.
+    CPUs // ``threads``), each asking Ray for ``threads`` CPUs (at most a node's); write the
+    table.
 
     Flights done earlier are skipped unless ``force``. One line per finished flight (and a
     progress bar on a terminal) on stderr unless ``quiet``. On Ctrl-C the flights still
@@ -507,10 +508,13 @@ def run_batch(
     try:
         if todo:
             cpus = int(ray.cluster_resources().get("CPU", 1))
-            cap = workers or max(1, cpus // threads)
+            # a task asking for more CPUs than any node has would wait for ever: a node's all
+            largest = max(n["Resources"].get("CPU", 0) for n in ray.nodes() if n["Alive"])
+            each = max(1, min(threads, int(largest)))
+            cap = workers or max(1, cpus // each)
             where = f"the Ray cluster at {address}" if address else "Ray"
             say(f"{_flights(len(todo))} to track on {where}: {cpus} CPUs, {cap} at a time")
-            task = ray.remote(track_flight).options(num_cpus=threads, max_retries=0)
+            task = ray.remote(track_flight).options(num_cpus=each, max_retries=0)
             bar = tqdm(  # disable=None: a bar on a terminal only
                 total=len(flights),
                 initial=len(rows),
