@@ -18,7 +18,7 @@ import sys
 from collections.abc import Iterator
 
 from emts import __version__
-from emts.cli import bench, detect, evaluate, export, synth, track, train
+from emts.cli import batch, bench, detect, evaluate, export, synth, track, train
 from emts.errors import EmtsError
 
 
@@ -64,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_demo(sub)
     track.add_track(sub)
     track.add_serve(sub)
+    batch.add_batch(sub)
     synth.add_synth(sub)
     train.add_train(sub)
     export.add_ensemble(sub)
