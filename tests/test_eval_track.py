@@ -120,7 +120,7 @@ def test_auto_lock_is_scored_from_the_first_frame_without_a_tap():
 def test_the_written_report_leaves_the_clips_labels_out(tmp_path):
     import json
 
-    from emts.eval.track_eval import write_report
+    from emts.eval.track_report import write_report
 
     frames, truth = _clip(12)
     report = evaluate_track(
@@ -276,7 +276,7 @@ def test_a_lookalike_refuses_spans_it_cannot_use():
 def test_the_protocol_reports_leave_and_lookalike_spans(tmp_path):
     import json
 
-    from emts.eval.track_eval import write_report
+    from emts.eval.track_report import write_report
 
     frames, truth = _walker()
     pipeline = Pipeline(None, None, auto_lock=False)

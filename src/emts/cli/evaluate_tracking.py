@@ -58,7 +58,8 @@ def _add_labelled_clip(p: argparse.ArgumentParser) -> None:
 def _cmd_eval_track(args: argparse.Namespace) -> int:
     require_train_extra()
     from emts.apps.track import LockRequest
-    from emts.eval.track_eval import TrackEvalConfig, evaluate_track, parse_span, write_report
+    from emts.eval.track_eval import TrackEvalConfig, evaluate_track, parse_span
+    from emts.eval.track_report import write_report
     from emts.pipeline import Pipeline
     from emts.stages.e_verify import Verifier
     from emts.stages.e_verify import default_model_path as default_verifier
