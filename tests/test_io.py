@@ -177,3 +177,27 @@ def test_an_iterable_of_arrays_takes_the_given_frame_rate():
     frames = [np.zeros((8, 8), np.uint8)] * 3
     assert open_source(frames).fps == 30
     assert open_source(frames, fps=10).fps == 10
+
+
+def test_a_signal_during_a_held_block_is_handled_after_it():
+    import os
+    import signal
+    import threading
+
+    from emts.io import signals_held
+
+    handled = []
+    previous = signal.signal(signal.SIGTERM, lambda n, _frame: handled.append(n))
+    try:
+        with signals_held():
+            # sent from another thread, as the kernel may deliver it to any thread
+            sender = threading.Thread(target=os.kill, args=(os.getpid(), signal.SIGTERM))
+            sender.start()
+            sender.join()
+            for _ in range(10_000):  # bytecodes at which Python would run a handler
+                pass
+            assert handled == []
+        assert handled == [signal.SIGTERM]
+        assert signal.getsignal(signal.SIGTERM) is not None
+    finally:
+        signal.signal(signal.SIGTERM, previous)

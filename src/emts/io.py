@@ -65,20 +65,34 @@ _ENDING_SIGNALS = tuple(
 
 @contextlib.contextmanager
 def signals_held() -> Iterator[None]:
-    """Hold SIGINT, SIGTERM and SIGHUP until the block ends (where the platform can).
+    """Hold SIGINT, SIGTERM and SIGHUP until the block ends.
 
     Wrap the writes of one frame's outputs (its JSON line and its video frame) so that an
     interrupt lands between frames, never between the two: both files then hold the same
-    frames. A signal that arrives meanwhile is delivered when the block ends.
+    frames. A signal that arrives meanwhile is raised again when the block ends.
+
+    The handlers are swapped for ones that only note the signal (masking it would not do: a
+    signal masked in the main thread is delivered to another of the process's threads --
+    onnxruntime's, OpenCV's -- and Python runs its handler in the main thread at the next
+    bytecode, inside the block). Outside the main thread the block holds nothing.
     """
-    if not hasattr(signal, "pthread_sigmask"):  # Windows
+    caught: list[int] = []
+    previous = {}
+    try:
+        for number in _ENDING_SIGNALS:
+            previous[number] = signal.signal(number, lambda n, _frame: caught.append(n))
+    except ValueError:  # not the main thread: signals are the main thread's business
+        for number, handler in previous.items():
+            signal.signal(number, signal.SIG_DFL if handler is None else handler)
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _ENDING_SIGNALS)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for number, handler in previous.items():  # (None: set outside Python; the default)
+            signal.signal(number, signal.SIG_DFL if handler is None else handler)
+        for number in dict.fromkeys(caught):
+            signal.raise_signal(number)
 
 
 def check_fps(fps: float) -> float:
