@@ -1,8 +1,9 @@
 """Stage D: the locked target in stabilized coordinates (§3.5, eqs. 6-7).
 
 Modules: :mod:`.tracker` (:class:`~emts.stages.d_track.tracker.TargetTracker`, the modes),
-:mod:`.kalman` (the filter), :mod:`.types` (what it takes and says); the target's look is
-:mod:`emts.stages.appearance`.
+:mod:`.relock` (the reacquire mode's re-lock paths), :mod:`.identity` (the colour signature
+and the re-find anywhere), :mod:`.kalman` (the filter), :mod:`.types` (what it takes and
+says); the target's look is :mod:`emts.stages.appearance`.
 
 ``G_t = H(M_t) G_{t-1}`` accumulates the camera motion since lock (``G_0 = I``). Measurements
 are mapped through ``G_t^-1`` into the stabilized frame, where a constant-velocity Kalman

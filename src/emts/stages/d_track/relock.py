@@ -1,0 +1,281 @@
+"""Stage D's reacquire mode: where a lost target can be by now and the ways it is found
+again (:class:`Reacquisition`, a part of :class:`~emts.stages.d_track.tracker.TargetTracker`;
+the modes and their reasons: :mod:`emts.stages.d_track`).
+
+The re-lock paths, in the order tried each lost frame: the frozen look matched near the
+coasted prediction by a region that walks; a detection anywhere with the lock's colours
+chained over frames (:mod:`.identity`); a detection near the prediction with the frozen
+embedding; one held there for 3 frames. On colour frames each needs the lock's colours.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from emts.stages.a_ego_motion import local_ground_motion
+from emts.stages.appearance import AppearanceView, own_share_of_weight
+from emts.stages.d_track.identity import colour_signature, similarity
+
+
+def _normalize(vector: np.ndarray) -> np.ndarray:
+    return vector / max(float(np.linalg.norm(vector)), 1e-12)
+
+
+class Reacquisition:
+    """The reacquire mode's methods of :class:`~emts.stages.d_track.tracker.TargetTracker`
+    (its state lives there)."""
+
+    def _relock_radius(self) -> float:
+        """How far from the coasted prediction the target can be by now (stabilized px): a
+        body height, growing per frame since the last measurement by ``relock_growth``
+        heights or ``relock_walk`` times the walk's speed (before the loss, when lost),
+        whichever is more, at most ``relock_max_radius``."""
+        c = self.config
+        height = max(float(self.x[5]) / self._scale(), 1.0)
+        velocity = self._lost_velocity if self.mode == "reacquire" else self.x[2:4]
+        walk = c.relock_walk * float(np.hypot(*velocity))
+        return min(c.relock_max_radius, height + max(c.relock_growth * height, walk) * self.misses)
+
+    def _try_relock(self, candidates, measurements, gammas, view):
+        c = self.config
+        self.misses += 1
+        peak = None
+        # 1. Appearance: the frozen template matched near the coasted prediction, by a region
+        # that *moves* the same way over consecutive frames. An occluder, or ground that looks
+        # like the target, stays put in stabilized coordinates and never re-locks.
+        if view is not None and self.frozen_appearance is not None:
+            self.appearance.restore(self.frozen_appearance)
+            floor = max(c.appearance_threshold, c.relock_floor * (self.typical_peak or 1.0))
+            found = self._peaks(view, self._search_radius(self._relock_radius()), floor)
+            if self.typical_contrast is not None:  # flat ground or a smooth occluder: not them
+                least = c.contrast_drop * self.typical_contrast
+                found = [f for f in found if f[2] >= least and not self._surged(f[2])]
+            found = [f for f in found if self._ahead_of_the_walk(f[1])]
+            # ... on colour frames, by a region holding a good part of the look's own-target
+            # samples: the parallax of a canopy's edge moves it over the ground like a walker
+            if found and c.relock_own_share > 0:
+                found = [f for f in found if self._own_enough(view, f[1], c.relock_own_share)]
+            peak = max((f[0] for f in found), default=None)
+            moving = self._moving_match([f[1] for f in found], view)
+            if moving is not None and not self._is_them(view, moving[0], self.x[4:6]):
+                moving = None
+            if moving is not None:
+                self._relock(moving[0], self.x[4:6], None, rebuild=False)
+                self.x[2:4] = moving[1]  # the chain's own velocity: it is walking
+                # The template stays the frozen one, the look from before the loss (captured
+                # afresh here, in tree shade, it drifted off the person as they left the
+                # shade); its running peak and contrast restart from here.
+                self.typical_peak = self.typical_contrast = self.reference_contrast = None
+                return None, peak
+        if not candidates:
+            self._spatial_streak = 0
+            self._refinder.step([], [], lambda before, after: False)  # (a frame passes)
+            return None, peak
+        # the identity of every detection (colour frames): is it the person locked?
+        similarities = self._similarities(view, candidates)
+        inside = [
+            i
+            for i, (g, m) in enumerate(zip(gammas, measurements, strict=True))
+            if g < c.relock_gate
+            and np.hypot(*(m[:2] - self.x[:2])) <= self._relock_radius()
+            and self._like(similarities[i])
+        ]
+        refound = self._refind(measurements, similarities, view)
+        if refound is not None:
+            index, velocity = refound
+            m = measurements[index]
+            self._relock(m[:2], m[2:], None, rebuild=False)
+            self.x[2:4] = velocity
+            self.typical_peak = self.typical_contrast = self.reference_contrast = None
+            return index, peak
+        if not inside:
+            self._spatial_streak = 0
+            return None, peak
+        # 2. A detection with the frozen embedding, inside the re-lock gate (never anywhere).
+        if self.has_embedding:
+            similarities = {
+                i: float(self.frozen_template @ candidates[i].embedding) for i in inside
+            }
+            best = max(similarities, key=similarities.get)
+            if similarities[best] > c.relock_similarity:
+                m = measurements[best]
+                self._relock(m[:2], m[2:], candidates[best].embedding, rebuild=False)
+                return best, peak
+        # 3. Spatial persistence inside the re-lock gate for 3 frames (template rebuilt).
+        self._spatial_streak += 1
+        nearest = min(inside, key=lambda i: gammas[i])
+        if self._spatial_streak >= c.relock_frames:
+            m = measurements[nearest]
+            self._relock(m[:2], m[2:], candidates[nearest].embedding, rebuild=True)
+            if view is not None:
+                self._capture(view)
+                self.typical_peak = self.typical_contrast = self.reference_contrast = None
+            return nearest, peak
+        return None, peak
+
+    def _similarities(self, view, candidates) -> list[float | None]:
+        """Each candidate's colour-signature similarity to the lock's (None: no signature)."""
+        if self._signature is None or view is None or self.config.identity_min <= 0:
+            return [None] * len(candidates)
+        out = []
+        for k in candidates:
+            signature = colour_signature(view, k.centre, k.size, self.config.appearance)
+            out.append(None if signature is None else similarity(signature, self._signature))
+        return out
+
+    def _like(self, similarity_: float | None) -> bool:
+        """Is a region of this similarity to the lock's signature (None: it has none) the
+        person locked? Without a signature of the lock (gray frames), any region may be."""
+        if self._signature is None or self.config.identity_min <= 0:
+            return True
+        return similarity_ is not None and similarity_ >= self.config.identity_min
+
+    def _is_them(self, view, position: np.ndarray, size: np.ndarray) -> bool:
+        """Does the region at stabilized ``position`` (WORKING ``size``) have the lock's
+        colour signature? True where there is none to compare."""
+        if self._signature is None or view is None or self.config.identity_min <= 0:
+            return True
+        signature = colour_signature(view, self._to_image(position), size, self.config.appearance)
+        if signature is None:
+            return False  # too few of the person's own colours there (flat ground, a shadow)
+        return similarity(signature, self._signature) >= self.config.identity_min
+
+    def _refind(self, measurements, similarities, view) -> tuple[int, np.ndarray] | None:
+        """(candidate, velocity) where the person is found again anywhere in the frame."""
+        if not self.config.refind_frames or self._signature is None or view is None:
+            return None
+        positions = [m[:2] for m in measurements]
+
+        def walks(before: np.ndarray, after: np.ndarray) -> bool:
+            return self._moves_on_its_ground([before, after], view)
+
+        # A walker (at least walk_speed[0] stabilized px a frame at pace_fps), moving at most
+        # refind_step body heights a frame at pace_fps (1.5 m/s is ~0.1 h at 10 fps), plus a
+        # quarter height of detection jitter
+        c = self.config
+        rate = c.pace_fps / self.fps
+        height = max(float(self.x[5]) / self._scale(), 1.0)
+        self._refinder.pace = c.walk_speed[0] * rate
+        self._refinder.reach = (0.25 * height, c.refind_step * height * rate)
+        return self._refinder.step(positions, similarities, walks)
+
+    def _ahead_of_the_walk(self, position: np.ndarray) -> bool:
+        """Is ``position`` (stabilized px) where a person hidden while walking can be now?
+
+        The re-lock region grows along the walk before the loss, not isotropically: the coast
+        slows down (``coast_velocity_keep``), so a person who kept walking is ahead of the
+        prediction, up to the re-lock radius; behind it by at most half a body height, and
+        aside by at most a body height (or half the radius once that is larger).
+        """
+        speed = float(np.hypot(*self._lost_velocity))
+        if speed < self.config.walk_speed[0]:  # no walk to follow: the isotropic radius
+            return True
+        height = max(float(self.x[5]) / self._scale(), 1.0)
+        radius = self._relock_radius()
+        along_unit = self._lost_velocity / speed
+        offset = position - self.x[:2]
+        along = float(offset @ along_unit)
+        aside = abs(float(offset[0] * along_unit[1] - offset[1] * along_unit[0]))
+        return -height / 2 <= along <= radius and aside <= max(height, radius / 2)
+
+    def _own_enough(self, view: AppearanceView, centre: np.ndarray, ratio: float) -> bool:
+        """Does the template's region at stabilized ``centre`` hold at least ``ratio`` x the
+        (frozen) template's share of own-target samples? True without a colour mask."""
+        look = self.appearance
+        if look.weight is None:
+            return True
+        here = look.own_share_at(view.image, view.from_working, self._to_image(centre))
+        return here is None or here >= ratio * own_share_of_weight(look.weight, look.look)
+
+    def _peaks(self, view: AppearanceView, radius: float, floor: float):
+        """Local NCC maxima (peak, stabilized centre) within ``radius`` stabilized px."""
+        found = self.appearance.peaks(
+            view.image,
+            view.from_working,
+            self._to_image(self.x[:2]),
+            radius * self._scale(),
+            floor,
+        )
+        return [(p, self._from_image(centre), contrast) for p, centre, contrast in found]
+
+    def _moving_match(
+        self, positions: list[np.ndarray], view: AppearanceView
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """(position, velocity) of a match that continues a chain of matches moving like a
+        walker, or None.
+
+        A match extends the previous frame's chain whose predicted next position (last
+        position + last step) is nearest, within ``TrackerConfig.relock_consistency`` px plus a
+        third of
+        the step; every step must be between ``walk_speed`` bounds (stabilized px/frame).
+        ``relock_appearance_frames`` consistent steps re-lock. Hopping between static
+        look-alikes gives steps that disagree; an occluder gives no step at all.
+        """
+        c = self.config
+        low, high = c.walk_speed
+        chains = []
+        for position in positions:
+            best = None
+            for chain in self._appearance_streak:
+                step = position - chain[-1]
+                speed = float(np.hypot(*step))
+                if not low <= speed <= high:
+                    continue
+                if len(chain) >= 2:
+                    expected = chain[-1] - chain[-2]
+                    miss = float(np.hypot(*(step - expected)))
+                    if miss > self.config.relock_consistency + speed / 3:
+                        continue
+                else:
+                    miss = 0.0
+                if best is None or miss < best[0]:
+                    best = (miss, chain)
+            chain = [*(best[1] if best else []), position]
+            chains.append(chain[-(c.relock_appearance_frames + 1) :])
+        self._appearance_streak = chains
+        for chain in chains:
+            if len(chain) <= c.relock_appearance_frames:
+                continue
+            # A walker covers ground; a look-alike edge swaying with parallax creeps.
+            pace = float(np.hypot(*(chain[-1] - chain[0]))) / (len(chain) - 1)
+            if pace >= self.relock_min_pace() and self._moves_on_its_ground(chain, view):
+                return chain[-1], chain[-1] - chain[-2]
+        return None
+
+    def relock_min_pace(self) -> float:
+        """Least stabilized px/frame of an appearance re-lock chain at the stream's frame rate
+        (the same walking speed covers fewer px a frame at a higher rate)."""
+        return self.config.relock_min_pace * self.config.pace_fps / self.fps
+
+    def _moves_on_its_ground(self, chain: list[np.ndarray], view: AppearanceView) -> bool:
+        """Does the match move relative to the ground around it (not only in stabilized
+        coordinates, which drift off the ground plane in oblique views)?
+
+        The ground's own motion from t-1 to t is the median LK flow of corners in a ring
+        around the match; the match must differ from it by ``walk_speed[0]`` (image px).
+        """
+        if self._previous is None or view.working is None:
+            return False
+        previous_working, previous_g = self._previous
+        before = previous_g[:2, :2] @ chain[-2] + previous_g[:2, 2]  # image px at t-1
+        after = self._to_image(chain[-1])
+        size = (float(self.x[4]), float(self.x[5]))
+        ground = local_ground_motion(previous_working, view.working, before, size)
+        if ground is None:
+            return False
+        return float(np.hypot(*((after - before) - ground))) >= self.config.walk_speed[0]
+
+    def _relock(self, centre, size, embedding, rebuild: bool) -> None:
+        """Re-initialize at a new origin: position from the measurement, velocity zero."""
+        self.mode = "locked"
+        self.kf.start(centre, size, self.config.lock_covariance)
+        if embedding is not None and (rebuild or not self.has_embedding):
+            self.template, self.has_embedding = _normalize(embedding), True
+        self._spatial_streak = 0
+        self._appearance_streak = []
+        self._refinder.reset()
+        self._anchor_offsets = []
+        self._vetoes = 0  # a veto of the track before is not one of this new origin
+        self._verified = False
+        self._trail.clear()
+        self.misses = 0
