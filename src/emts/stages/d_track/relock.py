@@ -113,36 +113,41 @@ class Reacquisition:
             return nearest, peak
         return None, peak
 
+    @property
+    def _identity_on(self) -> bool:
+        """Is there a colour signature of the lock to compare regions with (colour frames)?"""
+        return self._signature is not None and self.config.identity_min > 0
+
+    def _similarity_at(self, view, centre: np.ndarray, size: np.ndarray) -> float | None:
+        """The colour-signature similarity of the box ``size`` around ``centre`` (WORKING px)
+        to the lock's; None where the box has no signature (too few of a person's own
+        colours: flat ground, a shadow)."""
+        signature = colour_signature(view, centre, size, self.config.appearance)
+        return None if signature is None else similarity(signature, self._signature)
+
     def _similarities(self, view, candidates) -> list[float | None]:
-        """Each candidate's colour-signature similarity to the lock's (None: no signature)."""
-        if self._signature is None or view is None or self.config.identity_min <= 0:
+        """Each candidate's :meth:`_similarity_at` (all None without an identity check)."""
+        if not self._identity_on or view is None:
             return [None] * len(candidates)
-        out = []
-        for k in candidates:
-            signature = colour_signature(view, k.centre, k.size, self.config.appearance)
-            out.append(None if signature is None else similarity(signature, self._signature))
-        return out
+        return [self._similarity_at(view, k.centre, k.size) for k in candidates]
 
     def _like(self, similarity_: float | None) -> bool:
         """Is a region of this similarity to the lock's signature (None: it has none) the
         person locked? Without a signature of the lock (gray frames), any region may be."""
-        if self._signature is None or self.config.identity_min <= 0:
+        if not self._identity_on:
             return True
         return similarity_ is not None and similarity_ >= self.config.identity_min
 
     def _is_them(self, view, position: np.ndarray, size: np.ndarray) -> bool:
         """Does the region at stabilized ``position`` (WORKING ``size``) have the lock's
         colour signature? True where there is none to compare."""
-        if self._signature is None or view is None or self.config.identity_min <= 0:
+        if not self._identity_on or view is None:
             return True
-        signature = colour_signature(view, self._to_image(position), size, self.config.appearance)
-        if signature is None:
-            return False  # too few of the person's own colours there (flat ground, a shadow)
-        return similarity(signature, self._signature) >= self.config.identity_min
+        return self._like(self._similarity_at(view, self._to_image(position), size))
 
     def _refind(self, measurements, similarities, view) -> tuple[int, np.ndarray] | None:
         """(candidate, velocity) where the person is found again anywhere in the frame."""
-        if not self.config.refind_frames or self._signature is None or view is None:
+        if not self.config.refind_frames or not self._identity_on or view is None:
             return None
         positions = [m[:2] for m in measurements]
 
