@@ -201,6 +201,56 @@ def test_lock_before_any_frame_is_409(clip):
     assert client.post("/lock", json={"x": 1, "y": 1}).status_code == 409
 
 
+def test_a_recorded_source_waits_for_its_first_viewer(clip):
+    station = _station(clip.frames[:4], start="viewer").start()
+    client = TestClient(create_app(station))
+    try:
+        time.sleep(0.2)  # nothing plays while nobody watches
+        status = client.get("/status").json()
+        assert status["status"] == "waiting" and status["frames"] == 0
+        answer = client.post("/lock", json={"x": 1, "y": 1})
+        assert answer.status_code == 409 and "page" in answer.json()["error"]
+        assert client.get("/").status_code == 200  # the first viewer
+        _wait(lambda: client.get("/status").json()["status"] == "ended", "the clip played")
+        assert client.get("/state").json()["frame"] == 3  # from its first frame to its last
+    finally:
+        station.stop()
+
+
+def test_a_station_that_never_had_a_viewer_stops_cleanly(clip):
+    station = _station(clip.frames[:4], start="viewer").start()
+    station.stop()
+    assert station.status()["status"] == "stopped" and not station.running
+
+
+def test_serve_waits_for_a_viewer_on_files_and_starts_live_sources_at_once(clip, monkeypatch):
+    import emts.apps.serve as serve_module
+
+    started = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_bind(host, port):  # record the choice made, serve nothing
+        raise Stop
+
+    monkeypatch.setattr(serve_module, "bind", fake_bind)
+    real = serve_module.GroundStation
+
+    def spy(*args, **kwargs):
+        station = real(*args, **kwargs)
+        started["station"] = station
+        return station
+
+    monkeypatch.setattr(serve_module, "GroundStation", spy)
+    pipeline = Pipeline.default(auto_lock=False)
+    for start, expected in (("auto", "viewer"), ("now", "now"), ("viewer", "viewer")):
+        with pytest.raises(Stop):
+            serve_module.serve(list(clip.frames[:2]), pipeline, start=start)
+        assert started["station"].start_on == expected, start
+    assert not started["station"].live  # frames in memory: recorded
+
+
 def test_page_is_self_contained():
     page = TestClient(create_app(_station([np.zeros((8, 8), np.uint8)]))).get("/")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")

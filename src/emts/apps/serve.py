@@ -12,7 +12,8 @@ unless told otherwise:
 * ``GET /state``       the latest ``emts track`` JSON line (same schema: ``frame``, ``mode``,
   ``target`` {``box``, ``score``, ``p_human``, ``verified``, ``measured_by``}, ``ms``, and
   ``event`` / ``lock_source`` when present); ``null`` before the first frame.
-* ``GET /status``      the run: ``running`` | ``ended`` | ``error`` (+ ``error``), the source,
+* ``GET /status``      the run: ``waiting`` (for the first viewer) | ``running`` | ``ended`` |
+  ``error`` (+ ``error``), the source,
   the input size (W, H), fps, frames processed, whether it loops, and ``tap``: what became
   of the last tap the pipeline applied, ``{"id", "frame", "result"}`` with ``result``
   ``"lock"`` or ``"no_target"`` (nothing detected and nothing standing out from the ground
@@ -22,6 +23,11 @@ unless told otherwise:
   Answered 202 ``{"queued": {"x", "y", "box", "id"}}``: the tap's outcome is ``/status``'s
   ``tap`` once its ``id`` is this one (the page says "No target there" for ``no_target``).
 * ``POST /unlock``     drop the lock (with auto-lock on, EMTS may lock again on its own).
+
+A recorded source (a file or folder) waits for its first viewer by default: the tracking
+starts when the page or ``/stream.mjpg`` is first opened, so the person who watches sees the
+flight from its first frame (``start="now"``: at once; a camera or stream, or a station with
+MAVLink, starts at once by default).
 
 A request body over :data:`MAX_BODY_BYTES` is answered 413 unread. A looped source whose
 whole pass gave no usable frame (e.g. a 1x1 image) stops the station with one error line
@@ -161,6 +167,10 @@ class GroundStation:
         hooks: more per-frame hooks (see :data:`emts.apps.track.FrameHook`), e.g. a
             :class:`emts.apps.mavlink.MavlinkCamera`; called on the pipeline's thread.
         pace: play files at their frame rate (False: as fast as the pipeline goes; tests).
+        start: ``"now"`` (tracking starts with :meth:`start`) or ``"viewer"`` (:meth:`start`
+            waits: the tracking starts when the first viewer opens the page or the video,
+            :meth:`viewer_arrived`; until then ``/status`` says ``waiting``), so that a
+            recorded flight plays from its first frame for the person who watches it.
 
     Example:
         >>> station = GroundStation("flight.mp4", Pipeline.default())  # doctest: +SKIP
@@ -175,7 +185,11 @@ class GroundStation:
         loop: bool = False,
         hooks: Iterable[FrameHook] = (),
         pace: bool = True,
+        start: str = "now",
     ) -> None:
+        if start not in ("now", "viewer"):
+            raise BadInputError(f"start must be 'now' or 'viewer', not {start!r}")
+        self.start_on = start
         self.source, self.pipeline, self.fps = source, pipeline, fps
         self.loop, self.hooks, self.pace = loop, tuple(hooks), pace
         self._frames = _LiveFrames(self, open_source(source, fps=fps, placeholders=True))
@@ -199,9 +213,34 @@ class GroundStation:
 
     # -- the pipeline's thread -------------------------------------------------------------
     def start(self) -> GroundStation:
-        self._status = "running"
+        """Start tracking now, or (``start="viewer"``) when the first viewer arrives."""
+        if self.start_on == "viewer":
+            with self._guard:
+                if self._status == "starting":
+                    self._status = "waiting"
+            return self
+        return self._begin()
+
+    def viewer_arrived(self) -> None:
+        """A viewer opened the page or the video: start a station that waits for one."""
+        if self._status == "waiting":
+            self._begin()
+
+    def _begin(self) -> GroundStation:
+        with self._guard:
+            if self._status not in ("starting", "waiting"):
+                return self  # started already (or stopped)
+            self._status = "running"
         self._thread.start()
         return self
+
+    @property
+    def live(self) -> bool:
+        """Is the source live (a camera or a stream, which plays whether watched or not)?"""
+        from emts.live import LiveSource
+
+        first = self._frames.first
+        return isinstance(first, LiveSource) or first.description.startswith(_CAMERA_PREFIX)
 
     def _run(self) -> None:
         try:
@@ -268,6 +307,9 @@ class GroundStation:
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
         """Stop after the frame being processed (idempotent)."""
         self.stopping.set()
+        with self._guard:
+            if self._status == "waiting":  # never started: no thread to wait for
+                self._status = "stopped"
         if self._thread.is_alive():
             self._thread.join(timeout)
 
@@ -316,6 +358,8 @@ class GroundStation:
             raise NotNow(f"the tracking stopped ({self._error}); there is nothing to lock on")
         if size is None and self._status in ("ended", "stopped"):
             raise NotNow(f"the source has {self._status} without a frame to lock on")
+        if size is None and self._status == "waiting":
+            raise NotNow("the video starts when the page or /stream.mjpg is opened")
         if size is None:
             raise NotNow("no frame has been shown yet; try again in a moment")
         if not self.running:
@@ -374,6 +418,7 @@ def create_app(station: GroundStation):
     page = page_html()
 
     async def index(request: Request):
+        station.viewer_arrived()
         return HTMLResponse(page, headers={"Cache-Control": "no-store"})
 
     async def state(request: Request):
@@ -383,6 +428,7 @@ def create_app(station: GroundStation):
         return JSONResponse(station.status(), headers={"Cache-Control": "no-store"})
 
     async def stream(request: Request):
+        station.viewer_arrived()
         boundary = "emtsframe"
 
         async def parts():
@@ -399,7 +445,7 @@ def create_app(station: GroundStation):
                         + jpeg
                         + b"\r\n"
                     )
-                elif station.running or station.status()["status"] == "starting":
+                elif station.running or station.status()["status"] in ("starting", "waiting"):
                     await asyncio.sleep(STREAM_POLL_S)
                 else:  # ended, the last frame sent: the page keeps showing it
                     return
@@ -551,14 +597,25 @@ def serve(
     loop: bool = False,
     mavlink: str | None = None,
     follow=None,
+    start: str = "auto",
 ) -> int:
     """Run the ground station until Ctrl-C / SIGTERM (the CLI's ``emts serve``).
+
+    ``start``: ``"now"``, ``"viewer"`` (the video starts when the page is first opened), or
+    ``"auto"``: ``"viewer"`` for a recorded source (file, folder) without MAVLink, ``"now"``
+    for a live one (camera, stream) or with MAVLink (a ground station may command it with no
+    page open).
 
     Bad input -- a missing source, a host or port it cannot listen on, a bad MAVLink
     connection, no ``[serve]`` extra -- raises BadInputError before anything starts.
     """
     uvicorn = _require_serve_extra()
+    if start not in ("auto", "now", "viewer"):
+        raise BadInputError(f"--start must be auto, now or viewer, not {start!r}")
     station = GroundStation(source, pipeline, fps=fps, loop=loop)
+    if start == "auto":
+        start = "now" if station.live or mavlink else "viewer"
+    station.start_on = start
     sock = bind(host, port)
     with contextlib.ExitStack() as stack:
         stack.callback(sock.close)
@@ -583,6 +640,7 @@ def serve(
 
         server = Server(config)
         station.start()
-        print(f"emts serve: {url_of(sock)} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+        waits = " (the video starts when the page is opened)" if start == "viewer" else ""
+        print(f"emts serve: {url_of(sock)}{waits} (Ctrl-C to stop)", file=sys.stderr, flush=True)
         server.run(sockets=[sock])
     return 0

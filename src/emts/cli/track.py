@@ -211,6 +211,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         loop=args.loop,
         mavlink=args.mavlink,
         follow=follow,
+        start=args.start,
     )
 
 
@@ -238,6 +239,15 @@ def add_serve(sub) -> None:
         "the page to the network, with no authentication)",
     )
     p.add_argument("--loop", action="store_true", help="play a file source again and again")
+    p.add_argument(
+        "--start",
+        choices=["auto", "viewer", "now"],
+        default="auto",
+        help="when the tracking starts: viewer (when the page or /stream.mjpg is first opened, "
+        "so a recorded flight plays from its first frame for whoever watches), now, or auto: "
+        "viewer for a file or folder, now for a camera or stream and with --mavlink "
+        "(default: %(default)s)",
+    )
     p.add_argument(
         "--no-auto-lock", action="store_true", help="lock only on the operator's click or box"
     )
