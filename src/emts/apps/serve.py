@@ -367,14 +367,12 @@ class GroundStation:
         width, height = size
         if box is None:
             tap = LockRequest(False, float(x), float(y))
-            inside = -0.5 <= x <= width - 0.5 and -0.5 <= y <= height - 0.5
         else:
             bx, by, bw, bh = (float(v) for v in box)
             if bw <= 0 or bh <= 0:
                 raise BadInputError("the box needs w, h > 0")
             tap = LockRequest(False, bx + bw / 2, by + bh / 2, 0, (bx, by, bw, bh))
-            inside = 0 <= tap.x <= width and 0 <= tap.y <= height
-        if not inside:
+        if not tap.inside(size):
             raise BadInputError(f"({tap.x:g}, {tap.y:g}) is outside the {width}x{height} image")
         if pending >= MAX_PENDING_COMMANDS:
             raise NotNow("too many requests waiting for the pipeline; try again")

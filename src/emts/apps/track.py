@@ -70,16 +70,20 @@ class LockRequest:
             return cls(False, x + w / 2, y + h / 2, frame, (x, y, w, h))
         return cls(False, numbers[0], numbers[1], frame)
 
-    def check_inside(self, size: tuple[int, int], index: int) -> None:
-        """Refuse a tap outside a ``size`` (W, H) image (BadInputError), as ``emts serve``
-        refuses a click: a point must lie on a pixel (centres 0..W-1, edges -0.5..W-0.5), a
-        box's centre within the image. ``index``: the frame it is checked on, for the message."""
+    def inside(self, size: tuple[int, int]) -> bool:
+        """Does the tap land on a ``size`` (W, H) image: a point on a pixel (centres 0..W-1,
+        edges -0.5..W-0.5), a box's centre within the image (the rule ``emts track``,
+        ``emts serve`` and MAVLink share)."""
         width, height = size
         if self.box is None:
-            inside = -0.5 <= self.x <= width - 0.5 and -0.5 <= self.y <= height - 0.5
-        else:
-            inside = 0 <= self.x <= width and 0 <= self.y <= height
-        if not inside:
+            return -0.5 <= self.x <= width - 0.5 and -0.5 <= self.y <= height - 0.5
+        return 0 <= self.x <= width and 0 <= self.y <= height
+
+    def check_inside(self, size: tuple[int, int], index: int) -> None:
+        """Refuse a tap outside a ``size`` (W, H) image (BadInputError; :meth:`inside`).
+        ``index``: the frame it is checked on, for the message."""
+        width, height = size
+        if not self.inside(size):
             what = "box centred at" if self.box is not None else "tap at"
             raise BadInputError(
                 f"the {what} ({self.x:g}, {self.y:g}) is outside frame {index}, a {width}x{height} "
