@@ -340,7 +340,9 @@ def server(calm_clip, tmp_path, ground_station_link):
     for i, frame in enumerate(calm_clip.frames):
         cv2.imwrite(str(folder / f"{i:03d}.png"), frame)
     command = [sys.executable, "-m", "emts.cli", "serve", str(folder), "--port", "0"]
-    command += ["--fps", "10", "--no-auto-lock"]
+    # --start viewer: the clip (5 s) plays from when the page opens, however slow the browser's
+    # start (with --mavlink it would start at once)
+    command += ["--fps", "10", "--no-auto-lock", "--start", "viewer"]
     command += ["--mavlink", f"udpout:127.0.0.1:{ground_station_link[1]}"]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     try:
