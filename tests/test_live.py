@@ -186,6 +186,8 @@ def test_track_survives_the_server_restarting_and_says_so_in_the_json(server, tm
         hook.frames += 1
 
     hook.frames = 0
+    hook.idle = lambda: idle.append(hook.frames)  # MAVLink's poll, while no frame comes
+    idle: list[int] = []
     source = live.LiveSource(server.url, "test stream", reconnect_timeout=3.0)
     try:
         summary = run_track(
@@ -205,3 +207,56 @@ def test_track_survives_the_server_restarting_and_says_so_in_the_json(server, tm
     assert len(lines) - marked[0] >= 10, "frames did not flow again after the reconnect"
     assert source.ended == "timeout"
     assert "ended by timeout" in summary.text()
+    assert len([f for f in idle if f == 6]) >= 2, "no idle() calls during the outage"
+
+
+class _FakeCamera:
+    """A stand-in for ``cv2.VideoCapture(index)``: ``frames`` frames, then unplugged (every
+    read fails and the camera cannot be opened again)."""
+
+    plugged = True
+    opened: list[int] = []
+
+    def __init__(self, index, *args) -> None:
+        self.index = index
+        self.left = 8 if _FakeCamera.plugged else 0
+        _FakeCamera.opened.append(index)
+
+    def isOpened(self) -> bool:  # noqa: N802 (OpenCV's name)
+        return _FakeCamera.plugged
+
+    def get(self, prop) -> float:
+        return 25.0
+
+    def read(self):
+        time.sleep(0.01)
+        if self.left <= 0:
+            _FakeCamera.plugged = False  # unplugged after its frames
+            return False, None
+        self.left -= 1
+        return True, np.full((48, 64, 3), self.left, np.uint8)
+
+    def release(self) -> None:
+        pass
+
+
+def test_a_camera_is_a_live_source_that_is_reconnected_when_unplugged(monkeypatch, caplog):
+    monkeypatch.setattr(live.cv2, "VideoCapture", _FakeCamera)
+    _FakeCamera.plugged, _FakeCamera.opened = True, []
+    waited = []
+    with open_source("camera:3", reconnect_timeout=0.6) as frames:
+        assert isinstance(frames, live.LiveSource) and frames.fps == 25.0
+        frames.on_wait = lambda: waited.append(time.monotonic())
+        got = list(frames)
+    assert _FakeCamera.opened[0] == 3 and len(_FakeCamera.opened) >= 2  # reconnect tried
+    assert 1 <= len(got) <= 8  # the newest frames, stale ones dropped
+    assert frames.ended == "timeout" and "did not come back" in frames.incomplete
+    assert waited, "on_wait was not called while the camera was gone"
+    assert any("unplugged" in r.getMessage() for r in caplog.records)
+
+
+def test_a_camera_that_cannot_be_opened_is_one_line(monkeypatch):
+    monkeypatch.setattr(live.cv2, "VideoCapture", _FakeCamera)
+    _FakeCamera.plugged = False
+    with pytest.raises(BadInputError, match="camera 5 could not be opened .no camera there"):
+        open_source("camera:5")

@@ -328,6 +328,7 @@ def open_source(
     source: str | int | Path | Iterable[np.ndarray],
     fps: float | None = None,
     placeholders: bool = False,
+    reconnect_timeout: float | None = None,
 ) -> FrameSource:
     """Open a frame source.
 
@@ -342,6 +343,8 @@ def open_source(
             for a video or camera it replaces the rate the container reports.
         placeholders: image folders and globs yield an :class:`UnreadableFrame` in place of
             an unreadable image instead of skipping it (frame numbers stay the files').
+        reconnect_timeout: a live source's (stream, camera) seconds of reconnecting before
+            it gives up; 0 = for ever (None: :data:`emts.live.DEFAULT_RECONNECT_TIMEOUT_S`).
 
     Raises:
         BadInputError: the source does not exist, cannot be read, or holds no frames; ``fps``
@@ -351,19 +354,19 @@ def open_source(
         fps = check_fps(fps)
     if isinstance(source, FrameSource):
         return source
+    from emts import live  # here: live imports this module
+
+    timeout = live.DEFAULT_RECONNECT_TIMEOUT_S if reconnect_timeout is None else reconnect_timeout
     if isinstance(source, int) and not isinstance(source, bool):
-        return VideoSource(source, f"camera {source}", fps)
+        return live.open_live(source, fps, timeout)
     if isinstance(source, str | Path):
         text = str(source)
         if not text.strip():  # Path("") is the current folder
             raise BadInputError("the source is an empty name; name a video, folder or camera")
-        from emts import live  # here: live imports this module
-
         if live.is_stream_url(text) or live.is_gstreamer_pipeline(text):
-            return live.open_live(text, fps)
+            return live.open_live(text, fps, timeout)
         if text.startswith(CAMERA_PREFIX):
-            index = _camera_index(text)
-            return VideoSource(index, f"camera {index}", fps)
+            return live.open_live(_camera_index(text), fps, timeout)
         path = Path(text)
         sequence_fps = DEFAULT_FPS if fps is None else fps
         if path.is_dir():  # a folder named "2024" beats camera 2024
@@ -374,7 +377,7 @@ def open_source(
                 return ImageSequenceSource([path], f"image {text}", sequence_fps, placeholders)
             return VideoSource(text, f"video {text}", fps)
         if isinstance(source, str) and text.isdigit() and not path.exists():
-            return VideoSource(int(text), f"camera {int(text)}", fps)
+            return live.open_live(int(text), fps, timeout)
         if path.exists():  # a FIFO, a device, a socket: reading may never return
             raise BadInputError(f"{text} is not a regular file or folder")
         if _GLOB_CHARACTERS & set(text):

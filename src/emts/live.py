@@ -1,10 +1,12 @@
-"""Live stream sources: rtsp / http MJPEG / udp / tcp / rtmp URLs and GStreamer pipelines.
+"""Live sources: rtsp / http MJPEG / udp / tcp / rtmp URLs, GStreamer pipelines and cameras.
 
 A grabber thread reads the stream continuously and keeps only the newest frame, so a tracker
 slower than the stream always works on the present, never on a queue of stale frames; the
-frames it never saw are counted as ``dropped``. When the stream drops, the grabber reconnects
-with backoff and says so; after ``reconnect_timeout`` seconds without a frame it gives up and
-the iteration ends.
+frames it never saw are counted as ``dropped``. When the stream drops (or a camera is
+unplugged), the grabber reconnects with backoff and says so; after ``reconnect_timeout``
+seconds without a frame it gives up and the iteration ends. While the consumer waits for a
+frame, :attr:`LiveSource.on_wait` is called every quarter second (the MAVLink component's
+heartbeat and commands go on during a reconnect).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import cv2
 import numpy as np
@@ -62,8 +64,8 @@ class LiveSource(FrameSource):
     the stream reconnected. ``length`` is None.
 
     Args:
-        target: a URL (see :data:`URL_SCHEMES`; ``rtsp://...?tcp`` forces RTSP over TCP) or a
-            GStreamer pipeline ending in ``appsink``.
+        target: a URL (see :data:`URL_SCHEMES`; ``rtsp://...?tcp`` forces RTSP over TCP), a
+            GStreamer pipeline ending in ``appsink``, or a camera index.
         description: how messages name the stream.
         fps: the stream's frame rate if known better than what it reports.
         reconnect_timeout: seconds to keep trying after the stream drops; 0 = for ever.
@@ -80,7 +82,7 @@ class LiveSource(FrameSource):
 
     def __init__(
         self,
-        target: str,
+        target: str | int,
         description: str,
         fps: float | None = None,
         reconnect_timeout: float = DEFAULT_RECONNECT_TIMEOUT_S,
@@ -89,10 +91,12 @@ class LiveSource(FrameSource):
         self.reconnect_timeout = float(reconnect_timeout)
         if not math.isfinite(self.reconnect_timeout) or self.reconnect_timeout < 0:
             raise BadInputError("the reconnect timeout must be a number of seconds >= 0")
-        self._gstreamer = is_gstreamer_pipeline(target)
-        self._tcp = target.lower().startswith(("rtsp://", "rtsps://")) and target.endswith(
-            TCP_OPTION
-        )
+        # called (no arguments) every _WAIT_SLICE_S while the consumer waits for a frame
+        self.on_wait: Callable[[], None] | None = None
+        self._camera = isinstance(target, int)
+        text = "" if self._camera else target
+        self._gstreamer = is_gstreamer_pipeline(text)
+        self._tcp = text.lower().startswith(("rtsp://", "rtsps://")) and text.endswith(TCP_OPTION)
         self._target = target[: -len(TCP_OPTION)] if self._tcp else target
         self._lock = threading.Condition()
         self._frame: np.ndarray | None = None  # the newest frame not yet yielded
@@ -102,7 +106,8 @@ class LiveSource(FrameSource):
         self.ended: str | None = None  # why the stream ended ("timeout"), else None
         self._capture = self._open()
         if self._capture is None:
-            raise BadInputError(f"{description} could not be opened (no stream there?)")
+            what = "camera" if self._camera else "stream"
+            raise BadInputError(f"{description} could not be opened (no {what} there?)")
         if fps is not None:
             self.fps = check_fps(fps)
         else:
@@ -113,7 +118,9 @@ class LiveSource(FrameSource):
 
     def _open(self) -> cv2.VideoCapture | None:
         """A capture of the stream, or None if it cannot be opened now."""
-        if self._gstreamer:
+        if self._camera:
+            capture = cv2.VideoCapture(self._target)
+        elif self._gstreamer:
             capture = cv2.VideoCapture(self._target, cv2.CAP_GSTREAMER)
         else:
             params = [
@@ -152,7 +159,8 @@ class LiveSource(FrameSource):
             if self._stopped:
                 break
             capture.release()
-            log.warning("%s dropped; reconnecting", self.description)
+            what = "stopped delivering frames (unplugged?)" if self._camera else "dropped"
+            log.warning("%s %s; reconnecting", self.description, what)
             capture = self._reconnect()
             with self._lock:
                 self._capture = capture
@@ -196,13 +204,24 @@ class LiveSource(FrameSource):
 
     def __iter__(self) -> Iterator[np.ndarray]:
         while True:
-            with self._lock:
-                while self._frame is None and self.ended is None and not self._stopped:
-                    self._lock.wait(_WAIT_SLICE_S)
-                frame, self._frame = self._frame, None
+            frame = self._next()
             if frame is None:
                 return
             yield frame
+
+    def _next(self) -> np.ndarray | None:
+        """The newest frame not yet yielded, waiting for one (None: the stream ended), calling
+        :attr:`on_wait` every wait slice, outside the lock."""
+        while True:
+            with self._lock:
+                if self._frame is None and self.ended is None and not self._stopped:
+                    self._lock.wait(_WAIT_SLICE_S)
+                frame, self._frame = self._frame, None
+                over = frame is None and (self.ended is not None or self._stopped)
+            if frame is not None or over:
+                return frame
+            if self.on_wait is not None:
+                self.on_wait()
 
     def news(self) -> tuple[int, str | None]:
         """(frames dropped since the last call, ``"reconnected"`` if the stream reconnected
@@ -223,9 +242,14 @@ class LiveSource(FrameSource):
 
 
 def open_live(
-    text: str, fps: float | None = None, reconnect_timeout: float = DEFAULT_RECONNECT_TIMEOUT_S
+    text: str | int,
+    fps: float | None = None,
+    reconnect_timeout: float = DEFAULT_RECONNECT_TIMEOUT_S,
 ) -> LiveSource:
-    """A :class:`LiveSource` for a URL or GStreamer pipeline (the caller checked which)."""
+    """A :class:`LiveSource` for a URL, a GStreamer pipeline or a camera index (the caller
+    checked which)."""
+    if isinstance(text, int):
+        return LiveSource(text, f"camera {text}", fps, reconnect_timeout)
     if is_gstreamer_pipeline(text):
         if not gstreamer_available():
             raise BadInputError(

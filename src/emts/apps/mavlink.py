@@ -31,7 +31,9 @@ command above. Anything else addressed to us is answered ``MAV_RESULT_UNSUPPORTE
 
 Nothing runs in the background: :meth:`MavlinkCamera.poll` reads what has arrived and sends
 the heartbeat when due, and :meth:`MavlinkCamera.__call__` (once per frame, from
-:func:`emts.apps.track.run_track`) polls too, so commands are answered between frames.
+:func:`emts.apps.track.run_track`) polls too, so commands are answered between frames; while
+a live stream reconnects, :func:`emts.apps.track.run_track` calls :meth:`MavlinkCamera.idle`
+(a poll) every quarter second, so the component never falls silent.
 
 Normalized image coordinates: 0 is the left/top *edge* of the image, 1 the right/bottom edge;
 input pixel ``i`` has its centre at ``i`` (edges at -0.5 and W - 0.5), as everywhere in EMTS,
@@ -427,6 +429,10 @@ class MavlinkCamera:
         self.mav.command_long_send(*self.gimbal_target, command, 0, *params)
 
     # -- between frames ------------------------------------------------------------------
+    def idle(self) -> None:
+        """While no frame comes (a live stream reconnecting): heartbeat and commands go on."""
+        self.poll()
+
     def poll(self) -> None:
         """Send the heartbeat when due and answer everything that has arrived (no waiting)."""
         now = self.clock()

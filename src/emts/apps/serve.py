@@ -124,6 +124,7 @@ class _LiveFrames(FrameSource):
         self.fps = first.fps
         self.length = None if station.loop else first.length
         self.paced = station.pace and not first.description.startswith(_CAMERA_PREFIX)
+        self.on_wait = None  # run_track's: passed on to a live source (its outages)
 
     def __iter__(self) -> Iterator[np.ndarray | UnreadableFrame]:
         station = self.station
@@ -132,6 +133,8 @@ class _LiveFrames(FrameSource):
         while frames is not None:
             yielded = 0
             shown = station.shown
+            if hasattr(frames, "on_wait"):
+                frames.on_wait = self.on_wait
             with frames:
                 for frame in frames:
                     if self.paced:
@@ -153,7 +156,12 @@ class _LiveFrames(FrameSource):
                     f"{self.description}: no usable frame in a whole pass ({why}); not looping "
                     "over it"
                 )
-            frames = open_source(station.source, fps=station.fps, placeholders=True)
+            frames = open_source(
+                station.source,
+                fps=station.fps,
+                placeholders=True,
+                reconnect_timeout=station.reconnect_timeout,
+            )
 
 
 class GroundStation:
@@ -171,6 +179,8 @@ class GroundStation:
             waits: the tracking starts when the first viewer opens the page or the video,
             :meth:`viewer_arrived`; until then ``/status`` says ``waiting``), so that a
             recorded flight plays from its first frame for the person who watches it.
+        reconnect_timeout: a live source's seconds of reconnecting before it gives up (0: for
+            ever; None: :data:`emts.live.DEFAULT_RECONNECT_TIMEOUT_S`).
 
     Example:
         >>> station = GroundStation("flight.mp4", Pipeline.default())  # doctest: +SKIP
@@ -186,13 +196,16 @@ class GroundStation:
         hooks: Iterable[FrameHook] = (),
         pace: bool = True,
         start: str = "now",
+        reconnect_timeout: float | None = None,
     ) -> None:
         if start not in ("now", "viewer"):
             raise BadInputError(f"start must be 'now' or 'viewer', not {start!r}")
         self.start_on = start
         self.source, self.pipeline, self.fps = source, pipeline, fps
         self.loop, self.hooks, self.pace = loop, tuple(hooks), pace
-        self._frames = _LiveFrames(self, open_source(source, fps=fps, placeholders=True))
+        self.reconnect_timeout = reconnect_timeout
+        first = open_source(source, fps=fps, placeholders=True, reconnect_timeout=reconnect_timeout)
+        self._frames = _LiveFrames(self, first)
         self.stopping = threading.Event()
         self.current = None  # the frame being processed (pipeline thread only)
         self._guard = threading.Lock()
@@ -286,6 +299,13 @@ class GroundStation:
             self._version += 1
         for hook in self.hooks:
             hook(result, size)
+
+    def idle(self) -> None:
+        """No frame yet (a live source reconnecting): the other hooks' ``idle`` (MAVLink), and
+        the operator's commands wait for the next frame."""
+        for hook in self.hooks:
+            if getattr(hook, "idle", None) is not None:
+                hook.idle()
 
     def apply_commands(self) -> None:
         """Apply the queued taps and unlocks (called by the pipeline thread between frames)."""
@@ -596,6 +616,7 @@ def serve(
     mavlink: str | None = None,
     follow=None,
     start: str = "auto",
+    reconnect_timeout: float | None = None,
 ) -> int:
     """Run the ground station until Ctrl-C / SIGTERM (the CLI's ``emts serve``).
 
@@ -610,7 +631,9 @@ def serve(
     uvicorn = _require_serve_extra()
     if start not in ("auto", "now", "viewer"):
         raise BadInputError(f"--start must be auto, now or viewer, not {start!r}")
-    station = GroundStation(source, pipeline, fps=fps, loop=loop)
+    station = GroundStation(
+        source, pipeline, fps=fps, loop=loop, reconnect_timeout=reconnect_timeout
+    )
     if start == "auto":
         start = "now" if station.live or mavlink else "viewer"
     station.start_on = start

@@ -253,7 +253,9 @@ def run_track(
     replacement for a video's own. An interrupted run (an exception, Ctrl-C, or SIGTERM/SIGHUP
     through the command line) still finishes the video, the JSON lines and the timeline.
     ``hook``: called after each frame (see :data:`FrameHook`); the JSON lines do not change.
-    ``boxes``: also write the target's box per frame in an evaluation format (closed here).
+    A hook with an ``idle()`` method has it called while a live source waits for a frame (a
+    stream reconnecting), at least every quarter second. ``boxes``: also write the target's
+    box per frame in an evaluation format (closed here).
     With ``--model auto`` (:mod:`emts.modality`) the line of the frame where the detector is
     picked carries ``"detector": "default" | "thermal"``, and the summary says which.
     From a live stream (:class:`emts.live.LiveSource`) a line carries ``"dropped": N`` when N
@@ -273,6 +275,8 @@ def run_track(
     with open_source(source, fps=fps, placeholders=True) as frames:
         pipeline.fps = frames.fps  # Stage E's descriptors depend on the frame rate
         news = getattr(frames, "news", None)  # emts.live.LiveSource
+        if hasattr(frames, "on_wait") and getattr(hook, "idle", None) is not None:
+            frames.on_wait = hook.idle  # a live source's outage: MAVLink's heartbeat goes on
         writer = VideoWriter(out, fps=frames.fps) if out else None
         lines = JsonlWriter(jsonl) if jsonl else None
         try:

@@ -178,7 +178,8 @@ def open_stream(args: argparse.Namespace):
     reads its ``incomplete`` afterwards (:func:`finished`)."""
     from emts.io import open_source
 
-    return open_source(args.source, fps=args.fps, placeholders=True)
+    timeout = getattr(args, "reconnect_timeout", None)
+    return open_source(args.source, fps=args.fps, placeholders=True, reconnect_timeout=timeout)
 
 
 def finished(frames) -> int:

@@ -14,6 +14,7 @@ from emts.cli.common import (
     add_precision,
     channel_config,
     finished,
+    float_in,
     int_in,
     model_inputs,
     open_stream,
@@ -21,6 +22,7 @@ from emts.cli.common import (
 )
 from emts.errors import BadInputError
 from emts.io import check_outputs, check_png, check_video_suffix
+from emts.live import DEFAULT_RECONNECT_TIMEOUT_S
 
 
 def _gimbal_follow(args: argparse.Namespace):
@@ -41,6 +43,14 @@ def _gimbal_follow(args: argparse.Namespace):
 def _add_stream_options(p: argparse.ArgumentParser) -> None:
     """The pipeline and drone options that ``emts track`` and ``emts serve`` share."""
     add_network_options(p)
+    p.add_argument(
+        "--reconnect-timeout",
+        type=float_in(0, 86400),
+        metavar="S",
+        help="a live source (stream URL, camera) that drops is reconnected with backoff for "
+        "this many seconds before the run ends (exit 3); 0 keeps trying for ever "
+        f"(default: {DEFAULT_RECONNECT_TIMEOUT_S:g})",
+    )
     p.add_argument("--verifier", help="ONNX verifier (default: the shipped model)")
     p.add_argument("--no-verifier", action="store_true", help="run without Stage E")
     p.add_argument(
@@ -146,8 +156,9 @@ def add_track(sub) -> None:
         description="Track one person through SOURCE (video file, image folder, quoted glob, "
         "camera:N, or a live stream: rtsp://, rtsps://, rtmp://, http(s):// MJPEG, udp://, "
         "tcp:// URL, rtsp://...?tcp for RTSP over TCP, or a quoted GStreamer pipeline ending in "
-        "appsink where OpenCV has GStreamer; a live stream is read newest-frame-first, "
-        "reconnects for 30 s when it drops, and its lines add dropped/stream). Writes one "
+        "appsink where OpenCV has GStreamer; a live source -- stream or camera -- is read "
+        "newest-frame-first, reconnects for --reconnect-timeout s when it drops, and its lines "
+        "add dropped/stream). Writes one "
         "JSON object per frame: {frame, mode, target: {box, score, p_human, verified, "
         "measured_by} or null, ms: {A..E}} plus event/lock_source when a lock is made, lost "
         "or re-made (event no_target: a tap found nothing to lock on); boxes in the input's "
@@ -212,6 +223,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         mavlink=args.mavlink,
         follow=follow,
         start=args.start,
+        reconnect_timeout=args.reconnect_timeout,
     )
 
 
