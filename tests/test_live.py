@@ -260,3 +260,40 @@ def test_a_camera_that_cannot_be_opened_is_one_line(monkeypatch):
     _FakeCamera.plugged = False
     with pytest.raises(BadInputError, match="camera 5 could not be opened .no camera there"):
         open_source("camera:5")
+
+
+def test_a_udp_mpeg_ts_stream_on_loopback_yields_frames(tmp_path):
+    """A real ``udp://`` stream: MPEG-2 in MPEG-TS (written by OpenCV's FFmpeg), sent in
+    1316-byte datagrams (7 TS packets, as streaming tools send them) over loopback."""
+    path = tmp_path / "clip.ts"
+    writer = cv2.VideoWriter(
+        str(path), cv2.CAP_FFMPEG, cv2.VideoWriter_fourcc(*"mpg2"), 20, (128, 96)
+    )
+    if not writer.isOpened():
+        pytest.skip("this OpenCV cannot write MPEG-TS")
+    for i in range(40):
+        writer.write(np.full((96, 128, 3), 5 * i, np.uint8))
+    writer.release()
+    data = path.read_bytes()
+    port = _free_port()
+    stop = threading.Event()
+
+    def send() -> None:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
+            while not stop.is_set():  # loop: the receiver binds the port when it opens
+                for i in range(0, len(data), 1316):
+                    sender.sendto(data[i : i + 1316], ("127.0.0.1", port))
+                    time.sleep(0.002)
+
+    threading.Thread(target=send, daemon=True).start()
+    try:
+        with open_source(f"udp://127.0.0.1:{port}") as frames:
+            assert isinstance(frames, live.LiveSource) and frames.length is None
+            got = []
+            for frame in frames:
+                got.append(frame)
+                if len(got) == 8:
+                    break
+    finally:
+        stop.set()
+    assert all(f.shape == (96, 128, 3) for f in got)
