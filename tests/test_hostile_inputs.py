@@ -12,6 +12,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import cv2
@@ -430,6 +431,7 @@ def test_i_a_write_that_fails_says_why_and_keeps_what_it_can(workdir, capfd, mon
 
 _INTERRUPTED_IMPORT = """
 import sys
+import time
 
 class CtrlC:  # Ctrl-C pressed while this module loads
     def find_spec(self, name, path=None, target=None):
@@ -503,3 +505,21 @@ def test_k_start_up_fifos_and_gimbal_gains(workdir, capsys, case):
             GimbalFollow(GimbalFollowConfig(kp=1e308))
         assert _float32(1e308) == pytest.approx(3.4028234663852886e38)
         assert np.isnan(_float32(float("nan")))
+
+
+def test_g_serve_says_on_status_that_a_truncated_video_ended_early(damaged):
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from emts.apps.serve import GroundStation, create_app
+    from emts.pipeline import Pipeline
+
+    station = GroundStation("cut.mp4", Pipeline(None, verifier=None), pace=False).start()
+    client = TestClient(create_app(station))
+    deadline = time.monotonic() + 20
+    while client.get("/status").json()["status"] == "running" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    status = client.get("/status").json()
+    station.stop()
+    assert status["status"] == "ended"
+    assert "of its 40 frames (truncated or damaged)" in status["error"]

@@ -13,7 +13,8 @@ unless told otherwise:
   ``target`` {``box``, ``score``, ``p_human``, ``verified``, ``measured_by``}, ``ms``, and
   ``event`` / ``lock_source`` when present); ``null`` before the first frame.
 * ``GET /status``      the run: ``waiting`` (for the first viewer) | ``running`` | ``ended`` |
-  ``error`` (+ ``error``), the source,
+  ``error`` (+ ``error``: why; for ``ended``, what went missing from a source that ended early,
+  e.g. a truncated video), the source,
   the input size (W, H), fps, frames processed, whether it loops, and ``tap``: what became
   of the last tap the pipeline applied, ``{"id", "frame", "result"}`` with ``result``
   ``"lock"`` or ``"no_target"`` (nothing detected and nothing standing out from the ground
@@ -125,6 +126,12 @@ class _LiveFrames(FrameSource):
         self.length = None if station.loop else first.length
         self.paced = station.pace and not first.description.startswith(_CAMERA_PREFIX)
         self.on_wait = None  # run_track's: passed on to a live source (its outages)
+        self.source_now: FrameSource = first  # the pass being played
+
+    @property
+    def incomplete(self) -> str | None:
+        """What went missing from the pass played last (a truncated video, a stream gone)."""
+        return self.source_now.incomplete
 
     def __iter__(self) -> Iterator[np.ndarray | UnreadableFrame]:
         station = self.station
@@ -136,6 +143,7 @@ class _LiveFrames(FrameSource):
             if hasattr(frames, "on_wait"):
                 frames.on_wait = self.on_wait
             with frames:
+                self.source_now = frames
                 for frame in frames:
                     if self.paced:
                         wait = due - time.monotonic()
@@ -267,6 +275,8 @@ class GroundStation:
             return
         with self._guard:
             self._status = "stopped" if self.stopping.is_set() else "ended"
+            if self._frames.incomplete and not self.stopping.is_set():
+                self._error = self._frames.incomplete  # e.g. a truncated video: the page says so
 
     def __call__(self, result, size: tuple[int, int] | None) -> None:
         """The frame hook: publish this frame's JSON line and annotated JPEG, then run the
