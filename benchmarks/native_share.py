@@ -20,6 +20,14 @@ native calls).
 
     python benchmarks/native_share.py --frames 600 --out DIR [--peer-yolo /tmp/yolov8n.onnx]
         [--model thermal]
+
+With ``--clip VIDEO --lock X,Y,W,H[@F]`` it runs a user's clip instead (as `emts bench --peers`
+does: the frames decoded first, untimed; the pipeline locked on the box, no auto-lock), e.g. the
+1280x720 real drone clip of issue 55 (``benchmarks/resize_clip.py`` makes one from an image
+folder):
+
+    python benchmarks/native_share.py --clip /tmp/p12_720.mp4 --lock 490,235,34,85 --fps 10 \
+        --frames 240 --out reports/speed/native_720p
 """
 
 from __future__ import annotations
@@ -153,8 +161,14 @@ def main() -> int:
         help="detector as on emts bench (e.g. thermal; default: the shipped one)",
     )
     parser.add_argument("--peer-yolo", type=Path, help="a YOLO ONNX to interleave (one round)")
+    parser.add_argument("--clip", help="a video or image folder instead of the bench's clip")
+    parser.add_argument("--lock", help="--clip: the box X,Y,W,H[@FRAME] the pipeline locks on")
+    parser.add_argument("--fps", type=float, help="--clip: its frame rate (default: its own)")
+    parser.add_argument("--rounds", type=int, default=1, help="--clip: passes over the frames")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
+    if args.clip is not None and (args.lock is None or args.peer_yolo is not None):
+        parser.error("--clip needs --lock, and does not take --peer-yolo")
 
     timer = CallTimer()
     instrument(timer)
@@ -191,6 +205,9 @@ def main() -> int:
             model=args.model,
         )
         frames = args.frames
+    elif args.clip is not None:
+        peer = None
+        frames = run_clip(args, counted)
     else:
         peer = None
         report = run_bench(
@@ -235,6 +252,8 @@ def main() -> int:
         "glue_ms": round(between, 4),
     }
     out = {
+        "clip": args.clip or "emts bench's gusty clip",
+        "lock": args.lock,
         "frames": frames,
         "threads": args.threads,
         "model": args.model or "shipped (default)",
@@ -270,6 +289,33 @@ def main() -> int:
     draw(out, args.out / "native_share.png")
     print(f"wrote {args.out / 'native_share.json'} and native_share.png")
     return 0
+
+
+def run_clip(args, counted: dict) -> int:
+    """Step a fresh pipeline (no auto-lock, locked on ``--lock``) over ``--clip``'s frames,
+    ``--rounds`` times, each round's first ``--warmup`` frames untimed (``counted["frames"]``:
+    the step counter the timer reads); return the number of timed frames."""
+    from emts.apps.bench import build_runner, set_threads
+    from emts.apps.peer_bench import user_clip
+    from emts.apps.track import LockRequest
+
+    lock = LockRequest.parse(args.lock, "--lock")
+    clip = user_clip(args.clip, lock, args.warmup + args.frames, args.fps)
+    frames = list(clip.frames())
+    set_threads(args.threads)
+    runner, _ = build_runner(
+        model=args.model, precision=None, threads=args.threads, auto_lock=False
+    )
+    timed = 0
+    for _ in range(args.rounds):
+        runner.reset()
+        runner.fps = clip.fps
+        runner.lock(lock.x, lock.y, box=lock.box)
+        counted["frames"] = 0
+        for frame in frames:
+            runner.step(frame)
+        timed += max(len(frames) - args.warmup, 0)
+    return timed
 
 
 def draw(out: dict, path: Path) -> None:
