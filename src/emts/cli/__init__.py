@@ -3,8 +3,8 @@ module per command group mounts its commands -- :mod:`.detect` (channels, detect
 (bench, demo), :mod:`.track` (track, serve), :mod:`.batch` (batch track), :mod:`.synth`,
 :mod:`.train` (train, adapt), :mod:`.ablate` (ablate), :mod:`.export` (export, ensemble,
 quantize, export-litert), :mod:`.evaluate` and :mod:`.evaluate_tracking` (eval) -- on the
-options they share (:mod:`.common`). The jobs themselves are in :mod:`emts.apps`, :mod:`emts.train` and
-:mod:`emts.eval`, imported when a command runs."""
+options they share (:mod:`.common`). The jobs themselves are in :mod:`emts.apps`,
+:mod:`emts.train` and :mod:`emts.eval`, imported when a command runs."""
 
 import sys
 
