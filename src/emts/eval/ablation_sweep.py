@@ -204,10 +204,10 @@ def run_sweep(
             device = "cuda" if gpus else "cpu"
             where = f"the Ray cluster at {address}" if address else "Ray"
             trainings = sum(s.variant.trained for s in todo)
+            each_training = f"{each} CPUs{' + 1 GPU' if gpus else ''} each, " if trainings else ""
             say(
                 f"{len(todo)} runs to do on {where} ({cpus} CPUs, {gpus} GPUs): {trainings} "
-                f"trainings of {each} CPUs{' + 1 GPU' if gpus else ''} each, "
-                f"{len(todo) * len(SCORE_SETS)} scorings of 1 CPU"
+                f"trainings {each_training}{len(todo) * len(SCORE_SETS)} scorings of 1 CPU"
             )
             train = ray.remote(_train_task).options(
                 num_cpus=each, num_gpus=1 if gpus else 0, max_retries=0
