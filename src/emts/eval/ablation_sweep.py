@@ -204,7 +204,8 @@ def run_sweep(
             device = "cuda" if gpus else "cpu"
             where = f"the Ray cluster at {address}" if address else "Ray"
             trainings = sum(s.variant.trained for s in todo)
-            each_training = f"{each} CPUs{' + 1 GPU' if gpus else ''} each, " if trainings else ""
+            cpu_text = f"{each} CPU" + ("s" if each > 1 else "") + (" + 1 GPU" if gpus else "")
+            each_training = f"of {cpu_text} each, " if trainings else ""
             say(
                 f"{len(todo)} runs to do on {where} ({cpus} CPUs, {gpus} GPUs): {trainings} "
                 f"trainings {each_training}{len(todo) * len(SCORE_SETS)} scorings of 1 CPU"
