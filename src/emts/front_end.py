@@ -156,12 +156,16 @@ def channels_at(
     network_size: tuple[int, int] = NETWORK_SIZE,
     warp_at: str = "network",
     residual_baseline: int = 1,
+    ego_compensation: bool = True,
 ) -> np.ndarray:
     """(n, 3, H, W) Stage B channels of a clip's frames run through Stages A and B at
     ``network_size`` with Stage B's ``warp_at`` and ``residual_baseline`` (e.g. a stored clip
     set's frames for a detector of another size or warp: the sets cache the paper's 256x192,
-    "network", R of the previous frame)."""
-    config = ChannelConfig(warp_at=warp_at, residual_baseline=residual_baseline)
+    "network", R of the previous frame). ``ego_compensation=False``: Stage B differences
+    the frames without Stage A's warp (the "w/o ego compensation" ablation)."""
+    config = ChannelConfig(
+        warp_at=warp_at, residual_baseline=residual_baseline, ego_compensation=ego_compensation
+    )
     front = MotionFrontEnd(channel_config=config, network_size=network_size)
     return np.stack([front.step(frame).channels for frame in frames])
 

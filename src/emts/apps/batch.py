@@ -66,14 +66,12 @@ class Flight:
         return Path(out) / f"{self.name}{SUMMARY_SUFFIX}"
 
 
-def import_ray():
+def import_ray(command: str = "emts batch"):
     """The ``ray`` module, or a one-line BadInputError that names the extra to install."""
     try:
         import ray
     except ImportError:
-        raise BadInputError(
-            f"emts batch runs on Ray, which is not installed: {RAY_EXTRA}"
-        ) from None
+        raise BadInputError(f"{command} runs on Ray, which is not installed: {RAY_EXTRA}") from None
     return ray
 
 
@@ -196,14 +194,14 @@ def done_summary(flight: Flight, out: Path) -> dict | None:
     return summary
 
 
-def _write_json(path: Path, value: dict) -> None:
+def write_json(path: Path, value: dict) -> None:
     """Write ``value`` whole or not at all: a reader never sees half a file."""
     part = path.with_name(path.name + ".part")
     part.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
     os.replace(part, path)
 
 
-def _one_line(error: BaseException) -> str:
+def one_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return text[0] if text else type(error).__name__
 
@@ -248,11 +246,11 @@ def track_flight(flight: Flight, out: str, make_pipeline: Callable, fps: float |
     except Exception as error:  # the flight's own failure; the batch goes on
         if not isinstance(error, BadInputError | OSError):
             log.exception("%s failed", flight.source)  # a bug: Ray's worker log keeps it
-        reason = _one_line(error)
+        reason = one_line(error)
         if isinstance(error, OSError) and error.filename:
             reason = f"{error.filename}: {error.strerror or reason}"
         row.update(status="failed", reason=reason, wall_s=round(time.perf_counter() - start, 3))
-        _write_json(summary_path, row)
+        write_json(summary_path, row)
         return row
     latency = summary.latency_ms(0.5)
     row.update(
@@ -274,7 +272,7 @@ def track_flight(flight: Flight, out: str, make_pipeline: Callable, fps: float |
         ms_per_frame=round(latency.get("total", float("nan")), 3),
         wall_s=round(time.perf_counter() - start, 3),
     )
-    _write_json(summary_path, row)
+    write_json(summary_path, row)
     return row
 
 
@@ -338,7 +336,7 @@ def write_table(out: Path, rows: list[dict], command: str | None = None) -> tupl
     part = md.with_name(md.name + ".part")
     part.write_text("\n".join(lines) + "\n", encoding="utf-8")
     os.replace(part, md)
-    _write_json(js, {"command": command, "out": str(out), "counts": tally, "flights": rows})
+    write_json(js, {"command": command, "out": str(out), "counts": tally, "flights": rows})
     return md, js
 
 
@@ -355,7 +353,7 @@ def progress_line(row: dict) -> str:
     return text + (f"; incomplete input: {row['incomplete']}" if row.get("incomplete") else "")
 
 
-class _Signals:
+class RaySignals:
     """The SIGTERM and SIGHUP handlers in force before Ray started, put back once it has:
     Ray's own abort the process, where the command's end it as Ctrl-C does (the flights still
     running cancelled, the table written). Each handler put back records what it raises, since
@@ -407,7 +405,7 @@ def _check_answers(address: str) -> None:
         ) from None
 
 
-def _start_ray(ray, address: str | None, cores: int) -> bool:
+def start_ray(ray, address: str | None, cores: int) -> bool:
     """Join the cluster at ``address``, or start a local instance on ``cores`` CPUs; False
     (nothing started) when this process is connected already (an embedding program, tests)."""
     if ray.is_initialized():
@@ -430,7 +428,7 @@ def _start_ray(ray, address: str | None, cores: int) -> bool:
                 " (a cluster with Ray's token authentication, the default of `ray start`: set "
                 "RAY_AUTH_MODE=token and copy the head's ~/.ray/auth_token here)"
             )
-        raise BadInputError(f"cannot start or join {where}: {_one_line(error)}{hint}") from None
+        raise BadInputError(f"cannot start or join {where}: {one_line(error)}{hint}") from None
     return True
 
 
@@ -498,8 +496,8 @@ def run_batch(
     if rows:
         done = f"{len(rows)} of {_flights(len(flights))} done earlier"
         say(f"{done}, skipped ({_listing_names(rows)})")
-    signals = _Signals()
-    started = _start_ray(ray, address, local_cores()) if todo else False
+    signals = RaySignals()
+    started = start_ray(ray, address, local_cores()) if todo else False
     if started:
         signals.put_back()
     out.mkdir(parents=True, exist_ok=True)
@@ -534,7 +532,7 @@ def run_batch(
                     row = ray.get(ready[0])
                 except Exception as error:  # the task itself died: a worker killed, a node lost
                     row = {"flight": flight.name, "source": flight.source, "status": "failed"}
-                    row["reason"] = f"{type(error).__name__}: {_one_line(error)}"
+                    row["reason"] = f"{type(error).__name__}: {one_line(error)}"
                 rows[flight.name] = row
                 bar.update(1)
                 say(f"[{len(rows)}/{len(flights)}] {progress_line(row)}")

@@ -1,10 +1,10 @@
 """The ``emts`` command (argparse only): :mod:`.entry` builds the parser and runs a command; one
 module per command group mounts its commands -- :mod:`.detect` (channels, detect), :mod:`.bench`
 (bench, demo), :mod:`.track` (track, serve), :mod:`.batch` (batch track), :mod:`.synth`,
-:mod:`.train` (train, adapt), :mod:`.export` (export, ensemble, quantize, export-litert),
-:mod:`.evaluate` and :mod:`.evaluate_tracking` (eval) -- on the options they share
-(:mod:`.common`). The jobs themselves are in :mod:`emts.apps`, :mod:`emts.train` and
-:mod:`emts.eval`, imported when a command runs."""
+:mod:`.train` (train, adapt), :mod:`.ablate` (ablate), :mod:`.export` (export, ensemble,
+quantize, export-litert), :mod:`.evaluate` and :mod:`.evaluate_tracking` (eval) -- on the
+options they share (:mod:`.common`). The jobs themselves are in :mod:`emts.apps`,
+:mod:`emts.train` and :mod:`emts.eval`, imported when a command runs."""
 
 import sys
 

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Iterator
 
 from emts import __version__
-from emts.cli import batch, bench, detect, evaluate, export, synth, track, train
+from emts.cli import ablate, batch, bench, detect, evaluate, export, synth, track, train
 from emts.errors import EmtsError
 
 
@@ -71,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_export(sub)
     detect.add_detect(sub)
     evaluate.add_eval(sub)
+    ablate.add_ablate(sub)
     train.add_adapt(sub)
     export.add_quantize(sub)
     export.add_export_litert(sub)

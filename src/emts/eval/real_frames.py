@@ -15,6 +15,7 @@ for), the working frames and the truth, in WORKING pixels (640x512).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -111,9 +112,10 @@ class MoreSizes:
     stream's Stage A results (so that detectors trained at different sizes are compared on
     the same camera-motion estimates)."""
 
-    def __init__(self, keys) -> None:
+    def __init__(self, keys, ego_compensation: bool = True) -> None:
         self.stages = {
-            tuple(key): MotionChannels(_stage_b(key), network_size=key[:2]) for key in keys
+            tuple(key): MotionChannels(_stage_b(key, ego_compensation), network_size=key[:2])
+            for key in keys
         }
 
     def __call__(self, result) -> dict[tuple, np.ndarray]:
@@ -124,14 +126,18 @@ class MoreSizes:
         return out
 
 
-def _stage_b(key: tuple) -> ChannelConfig:
-    """Stage B's parameters of a channel key (:func:`emts.front_end.key_config`)."""
-    return key_config(key)
+def _stage_b(key: tuple, ego_compensation: bool = True) -> ChannelConfig:
+    """Stage B's parameters of a channel key (:func:`emts.front_end.key_config`); without
+    ``ego_compensation`` Stage B ignores Stage A's motion (the "w/o ego" ablation)."""
+    config = key_config(key)
+    if ego_compensation:
+        return config
+    return dataclasses.replace(config, ego_compensation=False)
 
 
-def _front_end(key: tuple) -> MotionFrontEnd:
+def _front_end(key: tuple, ego_compensation: bool = True) -> MotionFrontEnd:
     """Stages A and B making the channels of ``key`` (:func:`emts.front_end.channel_key`)."""
-    return MotionFrontEnd(channel_config=_stage_b(key), network_size=key[:2])
+    return MotionFrontEnd(channel_config=_stage_b(key, ego_compensation), network_size=key[:2])
 
 
 @functools.lru_cache(maxsize=16)
@@ -147,10 +153,14 @@ def _sizes(network_sizes) -> tuple[tuple, list[tuple]]:
 
 
 def person12_frames(
-    root: str | Path, frames: int = PERSON12_FRAMES, network_sizes=None
+    root: str | Path,
+    frames: int = PERSON12_FRAMES,
+    network_sizes=None,
+    ego_compensation: bool = True,
 ) -> Iterator[EvalFrame]:
     """Frames 1..``frames`` of uav123-person12 through Stages A-B, with their labels
-    (Stage B at every size of ``network_sizes``; default: the paper's)."""
+    (Stage B at every size of ``network_sizes``; default: the paper's; without
+    ``ego_compensation``, Stage B ignores Stage A's motion)."""
     root = Path(root)
     labels_path = root / "groundtruth_rect.txt"
     if not labels_path.is_file():
@@ -164,8 +174,8 @@ def person12_frames(
     if labels.shape[1] != 4 or len(labels) < frames:
         raise BadInputError(f"{labels_path}: expected {frames} lines of x,y,w,h")
     first, others = _sizes(network_sizes)
-    front = _front_end(first)
-    more = MoreSizes(others) if others else None
+    front = _front_end(first, ego_compensation)
+    more = MoreSizes(others, ego_compensation) if others else None
     previous = None
     for i in range(frames):
         path = root / "frames" / f"{i + 1:06d}.jpg"
@@ -194,9 +204,11 @@ def hituav_frames(
     seed: int = 0,
     images: int | None = None,
     network_sizes=None,
+    ego_compensation: bool = True,
 ) -> Iterator[EvalFrame]:
     """HIT-UAV stills of ``split`` as 4-frame pseudo-clips; the last frame of each (Stage B at
-    every size of ``network_sizes``; default: the paper's)."""
+    every size of ``network_sizes``; default: the paper's; without ``ego_compensation``,
+    Stage B ignores Stage A's motion)."""
     if variant not in HITUAV_VARIANTS:
         raise BadInputError(f"unknown HIT-UAV variant {variant!r}")
     root = Path(root)
@@ -221,8 +233,8 @@ def hituav_frames(
             camera=camera,
             drift=CAMERA_DRIFT,
         )
-        front = _front_end(first)
-        more = MoreSizes(others) if others else None
+        front = _front_end(first, ego_compensation)
+        more = MoreSizes(others, ego_compensation) if others else None
         results = [front.step(frame) for frame in clip.frames]
         history = []
         for result in results[:-1]:

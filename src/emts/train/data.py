@@ -141,6 +141,14 @@ def flatten_light(channels: np.ndarray) -> np.ndarray:
     return out
 
 
+def without_motion(channels: np.ndarray) -> np.ndarray:
+    """A (..., 3, H, W) stack with R and D zeroed: luminance only (the ablation's input, in
+    training and in evaluation alike)."""
+    out = channels.copy()
+    out[..., 1:, :, :] = 0.0
+    return out
+
+
 def _ground_speeds(labels: dict, t: int) -> dict[int, float]:
     """Per person id: how far (frame px) its box centre moved from frame t-1 to t on the
     ground, i.e. after removing the true camera motion of frame t."""
@@ -171,7 +179,8 @@ class StoredClips:
     curriculum's 30 fps as 10 fps, candidate P in ``reports/real/candidates/p_low_fps``).
     ``residual_baseline``: R over that many frames (:class:`emts.config.ChannelConfig`): the
     clip's frames run through Stages A and B again on load and R kept beside D (float16)
-    instead of rebuilt from D.
+    instead of rebuilt from D. ``ego_compensation=False``: the clip's frames run through
+    Stages A and B again on load, Stage B without Stage A's warp (the "w/o ego" ablation).
     """
 
     def __init__(
@@ -183,6 +192,7 @@ class StoredClips:
         network_size: tuple[int, int] = NETWORK_SIZE,
         frame_stride: int = 1,
         residual_baseline: int = 1,
+        ego_compensation: bool = True,
     ) -> None:
         clip_set = ClipSet(folder)
         self.source = source
@@ -197,9 +207,13 @@ class StoredClips:
         for position in progress(items, desc=f"load {Path(folder).name}") if progress else items:
             clip = strided_clip(clip_set[position], frame_stride)
             channels = clip.channels
-            if self.network_size != NETWORK_SIZE or self.residual_baseline > 1:
+            cached = self.network_size == NETWORK_SIZE and self.residual_baseline == 1
+            if not (cached and ego_compensation):
                 channels = channels_at(
-                    clip.frames, self.network_size, residual_baseline=self.residual_baseline
+                    clip.frames,
+                    self.network_size,
+                    residual_baseline=self.residual_baseline,
+                    ego_compensation=ego_compensation,
                 )
             self.light.append(np.rint(channels[:, 0] * 255).astype(np.uint8))
             self.difference.append(channels[:, 2].astype(np.float16))
@@ -252,10 +266,12 @@ class Tier2Stills:
         root: str | Path,
         network_size: tuple[int, int] = NETWORK_SIZE,
         residual_baseline: int = 1,
+        ego_compensation: bool = True,
     ) -> None:
         self.root = Path(root)
         self.network_size = tuple(network_size)
         self.residual_baseline = int(residual_baseline)
+        self.ego_compensation = bool(ego_compensation)
         self.entries = [e for e in read_hituav(self.root, "train") if hituav_split(e[0]) == "train"]
         self._cache: dict[str, np.ndarray] = {}
 
@@ -275,7 +291,10 @@ class Tier2Stills:
             self._image(name), entry["persons"], rng, frames + skip, vehicle_boxes=vehicles
         )
         channels = channels_at(
-            clip.frames, self.network_size, residual_baseline=self.residual_baseline
+            clip.frames,
+            self.network_size,
+            residual_baseline=self.residual_baseline,
+            ego_compensation=self.ego_compensation,
         )[skip:]
         boxes = [_to_network(b, self.network_size) for b in clip.person_boxes[skip:]]
         identities = [clip_number * 1000 + np.arange(len(b)) for b in boxes]
@@ -309,8 +328,10 @@ class MixtureStream(torch.utils.data.IterableDataset):
         crop: tuple[int, int] | None = None,
         l_dropout: float = 0.0,
         mirror: float = 0.0,
+        motion_channels: bool = True,
     ) -> None:
         self.invert, self.gain, self.randomized = invert, gain, randomized
+        self.motion_channels = motion_channels
         self.mirror = mirror
         self.l_dropout = l_dropout
         self.crop = crop
@@ -343,6 +364,9 @@ class MixtureStream(torch.utils.data.IterableDataset):
                 for sample in samples:
                     if rng.random() < self.l_dropout:
                         sample.channels = flatten_light(sample.channels)
+            if not self.motion_channels:  # the luminance-only ablations: no R, no D
+                for sample in samples:
+                    sample.channels = without_motion(sample.channels)
             if self.mirror > 0:  # (a draw only when asked: older recipes' streams unchanged)
                 samples = [mirror(s) if rng.random() < self.mirror else s for s in samples]
             if self.crop is not None:

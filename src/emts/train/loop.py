@@ -79,13 +79,35 @@ class TrainConfig:
     # R over this many frames (emts.config.ChannelConfig.residual_baseline; D stays the previous
     # frame's): the sets' frames run through Stages A and B again on load. 1: eq. 2's R.
     residual_baseline: int = 1
+    # The single-factor ablations of tab:archablation (``emts ablate``, emts.eval.ablation):
+    # False -> Stage B without Stage A's warp in every sample (the sets' frames and Tier 2 run
+    # through Stages A and B again on load), the "w/o ego compensation" row
+    ego_compensation: bool = True
+    # False -> R and D zeroed in every sample (the luminance-only / pure-appearance rows)
+    motion_channels: bool = True
+    # Phase 1's mixture: the Tier-2 pretraining stage of §4.4 (HIT-UAV pseudo-video only)
+    phase1_mixture: dict[str, float] = field(default_factory=lambda: {"tier2": 1.0})
 
     def phases(self) -> list[tuple[str, int, dict[str, float]]]:
         """(name, steps, mixture) per phase."""
         return [
-            ("phase1", self.phase1_epochs * self.phase1_clips // self.batch_clips, {"tier2": 1.0}),
+            (
+                "phase1",
+                self.phase1_epochs * self.phase1_clips // self.batch_clips,
+                self.phase1_mixture,
+            ),
             ("phase2", self.phase2_epochs * self.phase2_clips // self.batch_clips, self.mixture),
         ]
+
+    def sources_used(self) -> set[str]:
+        """The sources some phase with steps draws from (only those are loaded)."""
+        return {
+            name
+            for _, steps, mixture in self.phases()
+            if steps > 0
+            for name, weight in mixture.items()
+            if weight > 0
+        }
 
 
 def _cosine(step: int, total: int, lr: float) -> float:
@@ -121,21 +143,20 @@ def train_detector(
         model.parameters(), lr=config.lr, weight_decay=config.weight_decay
     )
     size = tuple(config.network_size)
-    baseline = config.residual_baseline
-    sources = {
-        "tier1": StoredClips(
-            tier1,
-            "tier1",
-            progress=tqdm,
-            still_speed=config.still_speed,
-            network_size=size,
-            residual_baseline=baseline,
-        ),
-        "negative": StoredClips(
-            negatives, "negative", progress=tqdm, network_size=size, residual_baseline=baseline
-        ),
-        "tier2": Tier2Stills(hituav, network_size=size, residual_baseline=baseline),
+    stage_b = {
+        "network_size": size,
+        "residual_baseline": config.residual_baseline,
+        "ego_compensation": config.ego_compensation,
     }
+    makers = {
+        "tier1": lambda: StoredClips(
+            tier1, "tier1", progress=tqdm, still_speed=config.still_speed, **stage_b
+        ),
+        "negative": lambda: StoredClips(negatives, "negative", progress=tqdm, **stage_b),
+        "tier2": lambda: Tier2Stills(hituav, **stage_b),
+    }
+    used = config.sources_used()
+    sources = {name: make() for name, make in makers.items() if name in used}
     state = run_phases(
         model, optimizer, sources, config.phases(), config, out, device, checkpoint_every
     )
@@ -203,6 +224,7 @@ def run_phases(
             crop=None if config.crop is None else tuple(config.crop),
             l_dropout=config.l_dropout,
             mirror=config.mirror,
+            motion_channels=config.motion_channels,
         )
         loader = torch.utils.data.DataLoader(
             stream,
