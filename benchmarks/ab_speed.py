@@ -9,6 +9,10 @@ the same runner `emts bench` builds from each (Stages A-E, the base's own shippe
 feeds both the bench's gusty clip, alternating which goes first on every frame.
 
     python benchmarks/ab_speed.py --base 5c3165f [--model thermal] [--frames 600] [--rounds 2]
+
+With ``--clip VIDEO --lock X,Y,W,H[@F]`` both run a user's clip instead, locked on the box (no
+auto-lock), as ``emts bench --peers`` runs EMTS (e.g. the 1280x720 clip of
+``benchmarks/resize_clip.py``); ``--same`` also checks that both give the same modes and boxes.
 """
 
 from __future__ import annotations
@@ -61,7 +65,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, help="write the figures here as JSON")
+    parser.add_argument("--clip", help="a video or image folder instead of the gusty clip")
+    parser.add_argument("--lock", help="--clip: the box X,Y,W,H[@FRAME] both lock on")
+    parser.add_argument("--fps", type=float, help="--clip: its frame rate (default: its own)")
     args = parser.parse_args()
+    if (args.clip is None) != (args.lock is None):
+        parser.error("--clip and --lock go together")
 
     with tempfile.TemporaryDirectory() as scratch:
         try:
@@ -70,7 +79,10 @@ def main() -> int:
             print(f"ab_speed: cannot read {args.base}: {error.stderr.decode().strip()}")
             return 2
         sys.path.insert(0, scratch)
-        import emts_base.bench as base_bench  # noqa: PLC0415 (made just above)
+        try:  # (made just above) the layout since issue 52, then the one before it
+            import emts_base.apps.bench as base_bench
+        except ModuleNotFoundError:
+            import emts_base.bench as base_bench
 
         import emts.apps.bench as new_bench
         from emts.precision import named_model
@@ -79,22 +91,39 @@ def main() -> int:
         model = None if args.model is None else named_model(args.model)
         precision = "fp32" if model else None
         new_bench.set_threads(args.threads)
+        locked = args.clip is not None
+        options = {"auto_lock": False} if locked else {}
         runners = {
-            "base": base_bench.build_runner(model, precision, args.threads)[0],
-            "new": new_bench.build_runner(model, precision, args.threads)[0],
+            "base": base_bench.build_runner(model, precision, args.threads, **options)[0],
+            "new": new_bench.build_runner(model, precision, args.threads, **options)[0],
         }
-        frames = list(gusty_clip(args.frames + args.warmup, seed=0).frames)
+        if locked:
+            from emts.apps.peer_bench import user_clip
+            from emts.apps.track import LockRequest
+
+            lock = LockRequest.parse(args.lock, "--lock")
+            clip = user_clip(args.clip, lock, args.frames + args.warmup, args.fps)
+            frames = list(clip.frames())
+        else:
+            frames = list(gusty_clip(args.frames + args.warmup, seed=0).frames)
         times: dict[str, list[float]] = {"base": [], "new": []}
+        outputs: dict[str, list] = {"base": [], "new": []}
         for round_ in range(args.rounds):
             for runner in runners.values():
                 runner.reset()
+                if locked:
+                    runner.fps = clip.fps
+                    runner.lock(lock.x, lock.y, box=lock.box)
             desc = f"round {round_ + 1}/{args.rounds}"
             for index, frame in enumerate(tqdm(frames, desc=desc, unit="frame", disable=None)):
                 order = ("base", "new") if index % 2 else ("new", "base")
                 for name in order:
                     start = time.perf_counter()
-                    runners[name].step(frame)
+                    result = runners[name].step(frame)
                     elapsed = (time.perf_counter() - start) * 1e3
+                    if round_ == 0:
+                        box = None if result.target is None else result.target.box
+                        outputs[name].append((result.mode, None if box is None else list(box)))
                     if index >= args.warmup:
                         times[name].append(elapsed)
     report = {
@@ -106,10 +135,15 @@ def main() -> int:
         **{f"{k}_mean_ms": round(float(np.mean(v)), 4) for k, v in times.items()},
     }
     report["new_over_base_median"] = round(report["new_median_ms"] / report["base_median_ms"], 4)
+    report["clip"] = args.clip or "the bench's gusty clip (auto-lock)"
+    report["frames_with_other_output"] = sum(
+        a != b for a, b in zip(outputs["base"], outputs["new"], strict=True)
+    )
     print(
         f"base {args.base}: {report['base_median_ms']:.3f} ms, working tree: "
         f"{report['new_median_ms']:.3f} ms a frame (medians of {report['frames']} frames each, "
-        f"alternating); new / base {report['new_over_base_median']:.3f}"
+        f"alternating); new / base {report['new_over_base_median']:.3f}; frames whose mode or "
+        f"box differ: {report['frames_with_other_output']} of {len(outputs['new'])}"
     )
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
