@@ -465,6 +465,11 @@ def _cmd_adapt(args: argparse.Namespace) -> int:
         fps=args.fps,
         person_height=(low, high),
     )
+    import cv2
+
+    # no OpenCV thread pool in this process, from its first frame on: the batch loader is
+    # forked from it (see emts.train.adapt.adapt_detector)
+    cv2.setNumThreads(1)
     footage = read_footage(args.footage, span, args.fps)
     report = adapt_detector(
         footage,
