@@ -101,7 +101,9 @@ def test_frames_without_walkers_are_negatives_with_ignore_regions(segment):
     assert (max(ignored) > 0) == (max(flagged) > 0)
 
 
-def test_adapt_command_writes_a_usable_model_and_its_provenance(tmp_path, aerial_scene, capsys):
+def test_adapt_command_writes_a_usable_model_and_its_provenance(
+    tmp_path, aerial_scene, capsys, caplog
+):
     import cv2
 
     folder = tmp_path / "flight"
@@ -112,11 +114,19 @@ def test_adapt_command_writes_a_usable_model_and_its_provenance(tmp_path, aerial
     code = main(
         ["adapt", str(folder), "--out", str(out), "--steps", "2", "--frames", "1:9"]
         + ["--curriculum", str(tmp_path / "none"), "--hituav", str(tmp_path / "none")]
+        + ["--model", "default"]  # (the gray test footage would pick the thermal model)
     )
     assert code == 0
     report = json.loads((out / "adapt.json").read_text())
     assert report["footage"][0]["frames"] == 9 and report["replay"] == []
     assert report["mixture"] == {"footage": 0.5}
+    assert report["partial"] is False and report["steps_done"] == 2
+    # No replay: one warning says what was looked for and what it means; adapt.json keeps it.
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and warnings[0] == report["replay_warning"]
+    assert "no replay data found" in warnings[0] and "forget" in warnings[0]
+    assert str(tmp_path / "none" / "tier1" / "manifest.json") in warnings[0]
+    assert str(tmp_path / "none" / "train.json") in warnings[0]
     Detector(out / "model.onnx")(np.zeros((3, 192, 256), np.float32))  # loads and runs
     assert "model.onnx" in capsys.readouterr().out
 
@@ -128,6 +138,7 @@ def test_adapt_command_writes_a_usable_model_and_its_provenance(tmp_path, aerial
         (["{folder}", "--frames", "50:60"], "no frames"),
         (["{folder}", "--person-height", "40", "20"], "--person-height"),
         (["{folder}", "--model", "nope.onnx"], "nope.onnx"),
+        (["{folder}", "--resume"], "nothing to resume"),
     ],
 )
 def test_adapt_bad_input_is_one_line_and_exit_2(tmp_path, aerial_scene, capsys, args, message):
@@ -141,6 +152,7 @@ def test_adapt_bad_input_is_one_line_and_exit_2(tmp_path, aerial_scene, capsys, 
     assert main(["adapt", *args, "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "out").exists()  # a refusal leaves no empty --out folder
 
 
 def test_verified_tracks_become_positives_and_unsure_ones_ignore_regions(tmp_path, segment):

@@ -255,6 +255,38 @@ def record_run_size(path: str | Path, size: tuple[int, int] | None) -> Path:
     return _record(path, RUN_SIZE_METADATA, "{}x{}".format(*size) if size else None)
 
 
+def copy_runtime_metadata(source: str | Path, target: str | Path, any_size: bool) -> dict:
+    """Copy the entries that say how to run a detector (run size, box scale, residual
+    reference, Stage B warp, R's frames, mirror averaging) from ``source``'s ONNX metadata to
+    ``target``'s (in place; the weights untouched; a fixed-size ``target`` gets no run size).
+    Returns the entries copied. A fine-tuned model runs as its starting model did."""
+    import onnx
+
+    from emts.stages.c_detect.detector import (
+        BOX_SCALE_METADATA,
+        MIRROR_AVERAGE_METADATA,
+        RESIDUAL_BASELINE_METADATA,
+        RESIDUAL_REFERENCE_METADATA,
+        RUN_SIZE_METADATA,
+        STAGE_B_METADATA,
+    )
+
+    keys = [
+        BOX_SCALE_METADATA,
+        MIRROR_AVERAGE_METADATA,
+        RESIDUAL_BASELINE_METADATA,
+        RESIDUAL_REFERENCE_METADATA,
+        STAGE_B_METADATA,
+    ] + ([RUN_SIZE_METADATA] if any_size else [])
+    entries = {p.key: p.value for p in onnx.load(str(source)).metadata_props}
+    copied = {key: entries[key] for key in keys if key in entries}
+    graph_model = onnx.load(str(target))
+    for key, value in copied.items():
+        _set_metadata(graph_model, key, value)
+    onnx.save(graph_model, str(target))
+    return copied
+
+
 def detector_from_onnx(path: str | Path, config: DetectorConfig | None = None) -> MicroDetector:
     """Rebuild a trainable :class:`MicroDetector` from an exported detector ONNX.
 

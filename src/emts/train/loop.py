@@ -186,29 +186,24 @@ def run_phases(
     device: str = "cpu",
     checkpoint_every: int = 100,
     freeze_bn: bool = False,
+    tag: dict | None = None,
 ) -> dict:
     """Run ``phases`` ((name, steps, mixture) each) on batches drawn from ``sources``, with
     cosine learning-rate decay per phase, checkpointing to ``out/checkpoint.pt`` and resuming
     from it. ``freeze_bn`` keeps BatchNorm statistics fixed (fine-tuning a folded model).
-    Returns the training state (``history``, ``seconds``)."""
-    state = {"phase": 0, "step": 0, "history": [], "seconds": 0.0}
+    ``tag``: what the run is (stored in the checkpoint; a checkpoint of another tag is refused).
+    Returns the training state (``history``, ``seconds``).
+
+    A signal (SIGINT, SIGTERM, SIGHUP) lands between steps: the checkpoint of the steps done so
+    far is written (model, optimizer, step, torch's RNG) before the interrupt goes on up.
+    Batches are drawn from a stream seeded by the step, so a resumed run draws the same
+    batches from there on whatever run it resumes."""
+    from emts.io import signals_held
+
+    state = {"phase": 0, "step": 0, "history": [], "seconds": 0.0, "tag": tag}
     checkpoint = out / CHECKPOINT
     if checkpoint.exists():
-        # a checkpoint this run cannot resume from is kept for the user to look at, never
-        # deleted or overwritten here: say so and how to start over
-        remedy = f"delete it to start this run over, or train into another --out than {out}"
-        saved = read_saved(checkpoint, "training checkpoint", remedy, device)
-        try:
-            model.load_state_dict(saved["model"])
-            optimizer.load_state_dict(saved["optimizer"])
-            state = saved["state"]
-            if missing := {"phase", "step", "history", "seconds"} - set(state):
-                raise KeyError(", ".join(sorted(missing)))
-        except (KeyError, TypeError, ValueError, RuntimeError) as error:
-            reason = str(error).strip().splitlines()[0] if str(error).strip() else "no details"
-            raise BadInputError(
-                f"{checkpoint} does not fit this run ({type(error).__name__}: {reason}); {remedy}"
-            ) from None
+        state = resume_state(checkpoint, model, optimizer, device, tag)
     for phase_index in range(state["phase"], len(phases)):
         name, steps, mixture = phases[phase_index]
         stream = MixtureStream(
@@ -232,49 +227,143 @@ def run_phases(
             num_workers=config.loader_workers,
             persistent_workers=False,
             prefetch_factor=4 if config.loader_workers else None,
+            worker_init_fn=_ignore_ctrl_c if config.loader_workers else None,
         )
         batches = iter(loader)
-        bar = tqdm(
+        bar = tqdm(  # a bar on a terminal; plain lines (below) in a log file
             range(state["step"], steps),
             desc=f"train {name}",
             unit="step",
             initial=state["step"],
             total=steps,
+            disable=None,
         )
-        window: list[dict[str, float]] = []
+        lines = _ProgressLines(f"train {name}", state["step"], steps, enabled=bar.disable)
+        window: list[dict[str, float]] = state.pop("window", [])
         started = time.perf_counter()
         model.train()
         if freeze_bn:
             freeze_batch_norm(model)
-        for step in bar:
-            batch = {k: v.to(device) for k, v in next(batches).items()}
-            for group in optimizer.param_groups:
-                group["lr"] = _cosine(step, steps, config.lr)
-            x = batch["x"].contiguous(memory_format=torch.channels_last)
-            if model.config.tsm != "none":  # TSM: shift along each sample's frames
-                x = x.unflatten(0, (-1, config.frames))
-            outputs = model(x)
-            loss, parts = detector_loss(outputs, batch, {"size": config.size_weight})
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
-            optimizer.step()
-            window.append({"loss": float(loss.detach()), **parts})
-            if (step + 1) % 20 == 0 or step + 1 == steps:
-                mean = {k: float(np.mean([w[k] for w in window])) for k in window[0]}
-                state["history"].append(
-                    {"phase": name, "step": step + 1, "lr": optimizer.param_groups[0]["lr"], **mean}
-                )
-                bar.set_postfix(loss=f"{mean['loss']:.3f}")
-                window = []
-            state["step"] = step + 1
-            if (step + 1) % checkpoint_every == 0 or step + 1 == steps:
+        try:
+            for step in bar:
+                with signals_held():  # a step is done whole or not at all
+                    batch = {k: v.to(device) for k, v in next(batches).items()}
+                    for group in optimizer.param_groups:
+                        group["lr"] = _cosine(step, steps, config.lr)
+                    x = batch["x"].contiguous(memory_format=torch.channels_last)
+                    if model.config.tsm != "none":  # TSM: shift along each sample's frames
+                        x = x.unflatten(0, (-1, config.frames))
+                    outputs = model(x)
+                    loss, parts = detector_loss(outputs, batch, {"size": config.size_weight})
+                    optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+                    optimizer.step()
+                    window.append({"loss": float(loss.detach()), **parts})
+                    if (step + 1) % 20 == 0 or step + 1 == steps:
+                        mean = {k: float(np.mean([w[k] for w in window])) for k in window[0]}
+                        state["history"].append(
+                            {
+                                "phase": name,
+                                "step": step + 1,
+                                "lr": optimizer.param_groups[0]["lr"],
+                                **mean,
+                            }
+                        )
+                        bar.set_postfix(loss=f"{mean['loss']:.3f}")
+                        window = []
+                    state["step"] = step + 1
+                    if (step + 1) % checkpoint_every == 0 or step + 1 == steps:
+                        state["seconds"] += time.perf_counter() - started
+                        started = time.perf_counter()
+                        _save_checkpoint(model, optimizer, {**state, "window": window}, checkpoint)
+                lines.update(step + 1, state["history"])
+        except KeyboardInterrupt:
+            with signals_held():  # a second signal must not cut the checkpoint short
+                bar.close()
                 state["seconds"] += time.perf_counter() - started
-                started = time.perf_counter()
-                _save_checkpoint(model, optimizer, state, checkpoint)
+                _save_checkpoint(model, optimizer, {**state, "window": window}, checkpoint)
+            raise
+        bar.close()
         state["phase"], state["step"] = phase_index + 1, 0
         _save_checkpoint(model, optimizer, state, checkpoint)
+    state.pop("window", None)
     return state
+
+
+def resume_state(
+    checkpoint: Path, model, optimizer, device: str = "cpu", tag: dict | None = None
+) -> dict:
+    """Load ``checkpoint`` into ``model`` and ``optimizer`` (and torch's RNG); return its
+    training state. One that does not fit (another architecture, another ``tag``) is bad
+    input, and is kept for the user to look at: never deleted or overwritten here."""
+    out = checkpoint.parent
+    remedy = f"delete it to start this run over, or train into another --out than {out}"
+    saved = read_saved(checkpoint, "training checkpoint", remedy, device)
+    try:
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        state = saved["state"]
+        if missing := {"phase", "step", "history", "seconds"} - set(state):
+            raise KeyError(", ".join(sorted(missing)))
+    except (KeyError, TypeError, ValueError, RuntimeError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else "no details"
+        raise BadInputError(
+            f"{checkpoint} does not fit this run ({type(error).__name__}: {reason}); {remedy}"
+        ) from None
+    if state.get("tag") != tag:
+        raise BadInputError(f"{checkpoint} is another run's checkpoint; {remedy}")
+    if "rng" in saved:
+        torch.set_rng_state(saved["rng"])
+    return state
+
+
+def _ignore_ctrl_c(_worker: int) -> None:
+    """A batch-loader process leaves Ctrl-C to the main process, which ends the run between
+    steps (the terminal sends SIGINT to the whole process group: a loader that died of it
+    would fail the step instead)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class _ProgressLines:
+    """Progress where no bar is drawn (a log file): a line on stderr every 5 % of the steps,
+    with the loss and an estimate of the time left. Quiet (``emts -q``) writes none."""
+
+    def __init__(self, name: str, first: int, total: int, enabled: bool) -> None:
+        import logging
+
+        quiet = logging.getLogger("emts").getEffectiveLevel() > logging.WARNING
+        self.name, self.first, self.total = name, first, total
+        self.enabled = bool(enabled) and not quiet
+        self.every = max(1, total // 20)
+        self.started = time.perf_counter()
+
+    def update(self, done: int, history: list[dict]) -> None:
+        if not self.enabled or (done % self.every and done != self.total):
+            return
+        import sys
+
+        per_step = (time.perf_counter() - self.started) / max(1, done - self.first)
+        loss = f", loss {history[-1]['loss']:.3f}" if history else ""
+        left = per_step * (self.total - done)
+        print(
+            f"{self.name}: step {done}/{self.total}{loss}, {per_step:.2f} s/step, "
+            f"about {_duration(left)} left",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _duration(seconds: float) -> str:
+    """``seconds`` for a person: 40 s, 3 min 20 s, 1 h 5 min."""
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
 
 
 def _save_checkpoint(model, optimizer, state: dict, checkpoint: Path) -> None:
@@ -282,7 +371,12 @@ def _save_checkpoint(model, optimizer, state: dict, checkpoint: Path) -> None:
     one (a run killed mid-write leaves the previous checkpoint, not a truncated one)."""
     partial = checkpoint.with_name(checkpoint.name + ".partial")
     torch.save(
-        {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "state": state},
+        {
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "state": state,
+            "rng": torch.get_rng_state(),
+        },
         partial,
     )
     os.replace(partial, checkpoint)
