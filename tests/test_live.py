@@ -297,3 +297,92 @@ def test_a_udp_mpeg_ts_stream_on_loopback_yields_frames(tmp_path):
     finally:
         stop.set()
     assert all(f.shape == (96, 128, 3) for f in got)
+
+
+@pytest.fixture
+def rtsp(tmp_path):
+    """An RTSP server on loopback (tests/loopback_rtsp.py) serving a looped MPEG-TS clip."""
+    from loopback_rtsp import RtspServer, mpeg_ts_clip
+
+    ts = mpeg_ts_clip(tmp_path / "clip.ts")
+    if ts is None:
+        pytest.skip("this OpenCV cannot write MPEG-TS")
+    running = RtspServer(ts)
+    yield running
+    running.stop()
+
+
+@pytest.mark.parametrize("suffix", ["", "?tcp"])
+def test_an_rtsp_stream_on_loopback_yields_frames(rtsp, suffix):
+    with open_source(rtsp.url + suffix) as frames:  # plain: UDP refused (461), then TCP
+        assert isinstance(frames, live.LiveSource) and frames.length is None
+        got = []
+        for frame in frames:
+            got.append(frame)
+            if len(got) == 8:
+                break
+    assert all(f.shape == (96, 128, 3) and f.dtype == np.uint8 for f in got)
+
+
+def test_emts_track_follows_an_rtsp_stream_through_a_restart_and_counts_dropped_frames(
+    rtsp, tmp_path
+):
+    from loopback_rtsp import RtspServer
+
+    jsonl = tmp_path / "rtsp.jsonl"
+    restarted: list[RtspServer] = []
+
+    def restart() -> None:
+        time.sleep(1.0)
+        restarted.append(RtspServer(rtsp.ts, port=rtsp.port, lifetime=3.0))
+
+    def hook(result, size) -> None:
+        if hook.frames == 5:  # the server goes away mid-run and comes back on the same port
+            rtsp.stop()
+            threading.Thread(target=restart, daemon=True).start()
+        hook.frames += 1
+
+    hook.frames = 0
+    source = open_source(rtsp.url, reconnect_timeout=3.0)
+    try:
+        summary = run_track(
+            source,
+            LockRequest(),
+            None,
+            str(jsonl),
+            Pipeline(no_detections, verifier=None),
+            hook=hook,
+        )
+    finally:
+        for again in restarted:
+            again.stop()
+    lines = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    marked = [i for i, line in enumerate(lines) if line.get("stream") == "reconnected"]
+    assert marked and marked[0] >= 5, "no reconnected line after the restart"
+    assert len(lines) - marked[0] >= 5, "frames did not flow again after the reconnect"
+    assert sum(line.get("dropped", 0) for line in lines) > 0  # faster than the tracker: dropped
+    assert source.ended == "timeout" and "ended by timeout" in summary.text()
+
+
+def test_the_cli_tracks_an_rtsp_stream_and_ends_with_exit_3_when_it_is_gone(tmp_path):
+    from loopback_rtsp import RtspServer, mpeg_ts_clip
+
+    ts = mpeg_ts_clip(tmp_path / "clip.ts")
+    if ts is None:
+        pytest.skip("this OpenCV cannot write MPEG-TS")
+    running = RtspServer(ts, lifetime=6.0)
+    jsonl = tmp_path / "cli.jsonl"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "emts.cli", "track", running.url, "--jsonl", str(jsonl)]
+            + ["--reconnect-timeout", "1", "--no-verifier"],
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+    finally:
+        running.stop()
+    lines = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    assert done.returncode == 3, done.stderr  # the stream ended: incomplete input
+    assert len(lines) >= 5 and all(line["mode"] for line in lines)
+    assert "did not come back within 1 s" in done.stderr and "Traceback" not in done.stderr
