@@ -7,6 +7,7 @@ PLAY, and any other request (GET_PARAMETER keep-alives, TEARDOWN) answered 200."
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import threading
@@ -61,10 +62,8 @@ class RtspServer:
         self.stopped.set()
         self._timer.cancel()
         for conn in [self._sock, *self._clients]:  # (shutdown wakes a thread in accept/recv)
-            try:
+            with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             conn.close()
 
     def _accept(self) -> None:

@@ -386,3 +386,65 @@ def test_the_cli_tracks_an_rtsp_stream_and_ends_with_exit_3_when_it_is_gone(tmp_
     assert done.returncode == 3, done.stderr  # the stream ended: incomplete input
     assert len(lines) >= 5 and all(line["mode"] for line in lines)
     assert "did not come back within 1 s" in done.stderr and "Traceback" not in done.stderr
+
+
+class _FakePicamera2:
+    """A stand-in for ``picamera2.Picamera2``: 1280x720 BGR frames from ``capture_array``, the
+    configuration it was given kept; camera 9 does not exist."""
+
+    made: list = []
+
+    def __init__(self, index: int = 0) -> None:
+        if index == 9:
+            raise RuntimeError("no camera 9")
+        self.index, self.frames, self.config, self.started = index, 0, None, False
+        _FakePicamera2.made.append(self)
+
+    def create_video_configuration(self, main, controls):
+        return {"main": main, "controls": controls}
+
+    def configure(self, config) -> None:
+        self.config = config
+
+    def start(self) -> None:
+        self.started = True
+
+    def capture_array(self, name: str = "main"):
+        time.sleep(0.01)
+        self.frames += 1
+        width, height = self.config["main"]["size"]
+        return np.full((height, width, 3), self.frames % 256, np.uint8)
+
+    def stop(self) -> None:
+        self.started = False
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_raspberry_pi_camera_is_read_through_picamera2(monkeypatch):
+    import types
+
+    monkeypatch.setitem(sys.modules, "picamera2", types.SimpleNamespace(Picamera2=_FakePicamera2))
+    _FakePicamera2.made = []
+    with open_source("picamera:1", fps=15) as frames:
+        assert isinstance(frames, live.LiveSource) and frames.fps == 15
+        got = []
+        for frame in frames:
+            got.append(frame)
+            if len(got) == 3:
+                break
+    camera = _FakePicamera2.made[0]
+    assert camera.index == 1 and camera.config["main"]["format"] == "RGB888"
+    assert camera.config["controls"] == {"FrameRate": 15.0} and not camera.started  # released
+    assert all(f.shape == (720, 1280, 3) and f.dtype == np.uint8 for f in got)
+    with pytest.raises(BadInputError, match="Pi camera 9 could not be opened"):
+        open_source("picamera:9")
+    with pytest.raises(BadInputError, match="picamera:N"):
+        open_source("picamera:front")
+
+
+def test_a_pi_camera_without_picamera2_is_one_line(monkeypatch):
+    monkeypatch.setitem(sys.modules, "picamera2", None)  # import picamera2 -> ImportError
+    with pytest.raises(BadInputError, match="needs picamera2"):
+        open_source("picamera")

@@ -337,7 +337,8 @@ def open_source(
             such as ``"flight/*.png"``, a camera (an int, ``"camera:N"``, or a string of
             digits that names no file or folder), a live stream (an ``rtsp``, ``rtsps``,
             ``rtmp``, ``http(s)``, ``udp`` or ``tcp`` URL; ``rtsp://...?tcp`` for RTSP over
-            TCP; a GStreamer pipeline ending in ``appsink`` where OpenCV has GStreamer: an
+            TCP; a GStreamer pipeline ending in ``appsink`` where OpenCV has GStreamer; a
+            Raspberry Pi camera, ``picamera`` or ``picamera:N``, through picamera2: an
             :class:`emts.live.LiveSource`), or any iterable of numpy arrays.
         fps: frame rate of an image folder, a glob or an iterable of arrays (default 30);
             for a video or camera it replaces the rate the container reports.
@@ -364,6 +365,8 @@ def open_source(
         if not text.strip():  # Path("") is the current folder
             raise BadInputError("the source is an empty name; name a video, folder or camera")
         if live.is_stream_url(text) or live.is_gstreamer_pipeline(text):
+            return live.open_live(text, fps, timeout)
+        if live.picamera_index(text) is not None and not Path(text).exists():
             return live.open_live(text, fps, timeout)
         if text.startswith(CAMERA_PREFIX):
             return live.open_live(_camera_index(text), fps, timeout)

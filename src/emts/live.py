@@ -1,4 +1,5 @@
-"""Live sources: rtsp / http MJPEG / udp / tcp / rtmp URLs, GStreamer pipelines and cameras.
+"""Live sources: rtsp / http MJPEG / udp / tcp / rtmp URLs, GStreamer pipelines, cameras and a
+Raspberry Pi camera (``picamera[:N]``, through picamera2 where it is installed).
 
 A grabber thread reads the stream continuously and keeps only the newest frame, so a tracker
 slower than the stream always works on the present, never on a queue of stale frames; the
@@ -35,6 +36,63 @@ _BACKOFF_FIRST_S = 0.5  # reconnect tries wait 0.5, 1, 2, 4, 8, 8, ... s
 _BACKOFF_MAX_S = 8.0
 DEFAULT_RECONNECT_TIMEOUT_S = 30.0
 _WAIT_SLICE_S = 0.25  # the consumer wakes this often, so Ctrl-C is never held up
+
+
+PICAMERA_PREFIX = "picamera"  # picamera or picamera:N -- a Raspberry Pi camera, via picamera2
+PICAMERA_SIZE = (1280, 720)  # the frames a Pi camera is asked for (BGR, 8 bits)
+
+
+def picamera_index(text: str) -> int | None:
+    """N of ``picamera`` (0) or ``picamera:N``; None for any other text (BadInputError for a
+    malformed ``picamera:...``)."""
+    if text == PICAMERA_PREFIX:
+        return 0
+    if not text.startswith(PICAMERA_PREFIX + ":"):
+        return None
+    number = text[len(PICAMERA_PREFIX) + 1 :].strip()
+    if not number.isdigit():
+        raise BadInputError(f"{text!r}: expected picamera or picamera:N, e.g. picamera:0")
+    return int(number)
+
+
+class _PiCamera:
+    """A Raspberry Pi camera through picamera2, behind the ``cv2.VideoCapture`` calls that
+    :class:`LiveSource` makes (``read``, ``get``, ``release``): 1280x720 BGR frames (picamera2's
+    ``RGB888`` is B, G, R in memory, as OpenCV wants it)."""
+
+    def __init__(self, index: int, fps: float | None) -> None:
+        from picamera2 import Picamera2
+
+        self.camera = Picamera2(index)
+        controls = {} if fps is None else {"FrameRate": float(fps)}
+        config = self.camera.create_video_configuration(
+            main={"format": "RGB888", "size": PICAMERA_SIZE}, controls=controls
+        )
+        self.camera.configure(config)
+        self.camera.start()
+        self.fps = fps
+
+    def isOpened(self) -> bool:  # noqa: N802 (OpenCV's name)
+        return True
+
+    def get(self, prop) -> float:
+        return float(self.fps) if self.fps else math.nan
+
+    def read(self):
+        try:
+            frame = self.camera.capture_array("main")
+        except Exception:  # the camera went away (picamera2 raises its own and libcamera's)
+            return False, None
+        if frame is None or frame.ndim != 3 or frame.shape[2] < 3:
+            return False, None
+        return True, np.ascontiguousarray(frame[:, :, :3])
+
+    def release(self) -> None:
+        try:
+            self.camera.stop()
+            self.camera.close()
+        except Exception:  # closing a camera that is gone: nothing left to release
+            pass
 
 
 def is_stream_url(text: str) -> bool:
@@ -94,7 +152,9 @@ class LiveSource(FrameSource):
         # called (no arguments) every _WAIT_SLICE_S while the consumer waits for a frame
         self.on_wait: Callable[[], None] | None = None
         self._camera = isinstance(target, int)
-        text = "" if self._camera else target
+        self._picamera = None if self._camera else picamera_index(target)
+        self._fps = fps
+        text = "" if self._camera or self._picamera is not None else target
         self._gstreamer = is_gstreamer_pipeline(text)
         self._tcp = text.lower().startswith(("rtsp://", "rtsps://")) and text.endswith(TCP_OPTION)
         self._target = target[: -len(TCP_OPTION)] if self._tcp else target
@@ -106,7 +166,7 @@ class LiveSource(FrameSource):
         self.ended: str | None = None  # why the stream ended ("timeout"), else None
         self._capture = self._open()
         if self._capture is None:
-            what = "camera" if self._camera else "stream"
+            what = "camera" if self._camera or self._picamera is not None else "stream"
             raise BadInputError(f"{description} could not be opened (no {what} there?)")
         if fps is not None:
             self.fps = check_fps(fps)
@@ -118,6 +178,18 @@ class LiveSource(FrameSource):
 
     def _open(self) -> cv2.VideoCapture | None:
         """A capture of the stream, or None if it cannot be opened now."""
+        if self._picamera is not None:
+            try:
+                return _PiCamera(self._picamera, self._fps)
+            except ImportError:
+                raise BadInputError(
+                    f"{self.description} needs picamera2 (Raspberry Pi OS: sudo apt install "
+                    "python3-picamera2, and a virtual environment made with "
+                    "--system-site-packages)"
+                ) from None
+            except Exception as error:  # no such camera, busy, libcamera's own errors
+                log.debug("%s: %s", self.description, error)
+                return None
         if self._camera:
             capture = cv2.VideoCapture(self._target)
         elif self._gstreamer:
@@ -159,7 +231,8 @@ class LiveSource(FrameSource):
             if self._stopped:
                 break
             capture.release()
-            what = "stopped delivering frames (unplugged?)" if self._camera else "dropped"
+            camera = self._camera or self._picamera is not None
+            what = "stopped delivering frames (unplugged?)" if camera else "dropped"
             log.warning("%s %s; reconnecting", self.description, what)
             capture = self._reconnect()
             with self._lock:
@@ -250,6 +323,8 @@ def open_live(
     checked which)."""
     if isinstance(text, int):
         return LiveSource(text, f"camera {text}", fps, reconnect_timeout)
+    if picamera_index(text) is not None:
+        return LiveSource(text, f"Pi camera {picamera_index(text)}", fps, reconnect_timeout)
     if is_gstreamer_pipeline(text):
         if not gstreamer_available():
             raise BadInputError(

@@ -154,7 +154,8 @@ def add_track(sub) -> None:
         "track",
         help="follow one person: Stages A-E, JSON lines, annotated video",
         description="Track one person through SOURCE (video file, image folder, quoted glob, "
-        "camera:N, or a live stream: rtsp://, rtsps://, rtmp://, http(s):// MJPEG, udp://, "
+        "camera:N, picamera[:N] (a Raspberry Pi camera, through picamera2), or a live stream: "
+        "rtsp://, rtsps://, rtmp://, http(s):// MJPEG, udp://, "
         "tcp:// URL, rtsp://...?tcp for RTSP over TCP, or a quoted GStreamer pipeline ending in "
         "appsink where OpenCV has GStreamer; a live source -- stream or camera -- is read "
         "newest-frame-first, reconnects for --reconnect-timeout s when it drops, and its lines "
