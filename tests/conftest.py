@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import os
+
 import cv2
 import numpy as np
 import pytest
@@ -45,3 +48,23 @@ def snow_scene(rng: np.random.Generator, size=(700, 800)) -> np.ndarray:
         w, h = rng.integers(6, 14, 2)
         cv2.rectangle(scene, (int(x), int(y)), (int(x + w), int(y + h)), 120.0, -1)
     return scene
+
+
+@pytest.fixture(scope="module")
+def ray_session():
+    """One small, quiet local Ray instance for a test file, shut down at its end (skipped
+    without ray, the distributed extra)."""
+    ray = pytest.importorskip("ray")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    ray.init(
+        "local",  # a new instance, whatever RAY_ADDRESS or an earlier `ray start` say
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level=logging.ERROR,
+        object_store_memory=80 * 1024 * 1024,
+    )
+    try:
+        yield ray
+    finally:
+        ray.shutdown()

@@ -6,8 +6,6 @@ never redoes a finished one."""
 from __future__ import annotations
 
 import json
-import logging
-import os
 import shutil
 from importlib import resources
 
@@ -75,25 +73,6 @@ def data(tmp_path_factory):
     _hituav(root / "hit-uav")
     _person12(root / "person12")
     return root
-
-
-@pytest.fixture(scope="module")
-def ray_session():
-    """One small, quiet local Ray instance for the file, shut down at its end."""
-    ray = pytest.importorskip("ray")
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    ray.init(
-        "local",
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        logging_level=logging.ERROR,
-        object_store_memory=80 * 1024 * 1024,
-    )
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
 
 
 def _argv(data, out, *more: str) -> list[str]:

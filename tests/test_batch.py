@@ -4,7 +4,6 @@ shared by the file's tests; tiny synthetic videos written by cv2.VideoWriter, on
 from __future__ import annotations
 
 import json
-import logging
 import os
 import shutil
 import signal
@@ -44,25 +43,6 @@ def flights_folder(tmp_path_factory):
     (folder / "charlie.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42 not a video at all" * 20)
     (folder / "notes.txt").write_text("not a flight\n")
     return folder
-
-
-@pytest.fixture(scope="module")
-def ray_session():
-    """One small, quiet local Ray instance for the whole file, shut down at its end."""
-    ray = pytest.importorskip("ray")
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    ray.init(
-        "local",  # a new instance, whatever RAY_ADDRESS or an earlier `ray start` say
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        logging_level=logging.ERROR,
-        object_store_memory=80 * 1024 * 1024,
-    )
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
 
 
 def _batch(capsys, *argv: str) -> tuple[int, str]:
