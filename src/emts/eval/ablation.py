@@ -469,8 +469,8 @@ def _boxes_of(detector):
 def score_bench(detect: RowDetector, bench: str, clips: int | None) -> dict:
     """Frames 5-18 of every bench clip (AP@0.25, AP@0.5): a stateless row sees each scored
     frame alone, a streaming one every frame from the first with motion channels."""
-    from emts.eval.detect import BENCH_FRAMES, ground_truth
-    from emts.eval.metrics import ImageResult, coco_ap
+    from emts.eval.detect import BENCH_FRAMES, ground_truth, summarize
+    from emts.eval.metrics import ImageResult
     from emts.front_end import channels_at
     from emts.synth.store import ClipSet
 
@@ -491,13 +491,8 @@ def score_bench(detect: RowDetector, bench: str, clips: int | None) -> dict:
             if t in BENCH_FRAMES:
                 gt, ignore = ground_truth(clip.labels["frames"][t]["persons"])
                 results.append(ImageResult(gt, ignore, boxes, scores))
-    ap = coco_ap(results)
-    return {
-        "images": len(results),
-        "persons": int(sum((~r.gt_ignore).sum() for r in results)),
-        "AP@0.25": round(ap["AP@0.25"], 4),
-        "AP@0.5": round(ap["AP@0.5"], 4),
-    }
+    summary = summarize(results)  # emts eval detect's figures
+    return {k: summary[k] for k in ("images", "persons", "AP@0.25", "AP@0.5")}
 
 
 def _working(frame, boxes: np.ndarray) -> np.ndarray:
