@@ -523,3 +523,206 @@ def test_g_serve_says_on_status_that_a_truncated_video_ended_early(damaged):
     station.stop()
     assert status["status"] == "ended"
     assert "of its 40 frames (truncated or damaged)" in status["error"]
+
+
+# -- a fresh pass of new cases (benchmarks/hostile_pass.py, reports/hostile) -------------------
+
+
+def _edited_model(source: Path, path: Path, edit: str) -> Path:
+    """A copy of the ONNX model ``source`` with every weight NaN (``nan``) or every output
+    cast to an integer type (``int``)."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    model = onnx.load(str(source))
+    if edit == "nan":
+        for k, tensor in enumerate(model.graph.initializer):
+            values = numpy_helper.to_array(tensor)
+            if values.dtype == np.float32 and values.size > 1:
+                nan = numpy_helper.from_array(np.full_like(values, np.nan), tensor.name)
+                model.graph.initializer[k].CopyFrom(nan)
+    else:
+        for output in model.graph.output:
+            inner = output.name + "_float"
+            for node in model.graph.node:
+                node.output[:] = [inner if o == output.name else o for o in node.output]
+            model.graph.node.append(
+                helper.make_node("Cast", [inner], [output.name], to=TensorProto.INT32)
+            )
+            output.type.tensor_type.elem_type = TensorProto.INT32
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("command", "fragment"),
+    [
+        ("track in.mp4 --model nan.onnx --jsonl x.jsonl", "NaN or infinite"),
+        ("detect in.mp4 --model int.onnx --jsonl x.jsonl", "of type int32"),
+        ("bench --frames 2 --warmup 0 --model nan.onnx", "NaN or infinite"),
+        ("track in.mp4 --verifier vnan.onnx --jsonl x.jsonl", "NaN or infinite"),
+        ("track in.mp4 --verifier vint.onnx --jsonl x.jsonl", "of type int32"),
+        pytest.param("ensemble m.onnx nan.onnx --out e.onnx", "NaN or infinite", marks=TRAIN),
+        pytest.param("export nan.onnx --out e.onnx --any-size", "NaN or infinite", marks=TRAIN),
+    ],
+)
+def test_c_a_model_of_nan_weights_or_integer_outputs_is_refused_at_load(
+    workdir, capsys, command, fragment
+):
+    _edited_model(workdir / "m.onnx", workdir / "nan.onnx", "nan")
+    _edited_model(workdir / "m.onnx", workdir / "int.onnx", "int")
+    _edited_model(workdir / "v.onnx", workdir / "vnan.onnx", "nan")
+    _edited_model(workdir / "v.onnx", workdir / "vint.onnx", "int")
+    assert _emts(command) == 2
+    assert fragment in _one_line_error(capsys)
+    assert not (workdir / "x.jsonl").exists() and not (workdir / "e.onnx").exists()
+
+
+def _clip_set(folder: Path, clips: int = 2, frames: int = 3) -> Path:
+    """A small clip set as emts synth writes one (noise frames, no persons)."""
+    import json
+
+    from emts.synth.store import write_clip
+
+    rng = np.random.default_rng(1)
+    for index in range(clips):
+        images = [rng.integers(0, 255, (512, 640), np.uint8) for _ in range(frames)]
+        jpegs = [cv2.imencode(".jpg", image)[1].tobytes() for image in images]
+        decoded = [cv2.imdecode(np.frombuffer(j, np.uint8), cv2.IMREAD_GRAYSCALE) for j in jpegs]
+        labels = [{"frame": t, "persons": [], "distractors": []} for t in range(frames)]
+        write_clip(folder, index, jpegs, decoded, {"kind": "tier1", "frames": labels})
+    manifest = {"format_version": 1, "set": "bench", "kind": "tier1", "split": "heldout"}
+    manifest |= {"clips": clips, "frames_per_clip": frames, "seed": 0, "complete": True}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return folder
+
+
+def _rewrite_clip(path: Path, change) -> None:
+    with np.load(path) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    arrays["difference"] = change(arrays["difference"])
+    np.savez(path.with_suffix(""), **arrays)
+
+
+def _manifest_says(folder: Path, clips) -> None:
+    import json
+
+    manifest = json.loads((folder / "manifest.json").read_text())
+    (folder / "manifest.json").write_text(json.dumps({**manifest, "clips": clips}))
+
+
+CLIP_SET_DAMAGE = {  # damage -> what the one line says
+    "manifest-of-10**9-clips": (lambda f: _manifest_says(f, 10**9), "names 1000000000 clips"),
+    "manifest-clips-a-word": (lambda f: _manifest_says(f, "two"), "not a number of clips"),
+    "manifest-cut": (
+        lambda f: (f / "manifest.json").write_text('{"clips": 2, "se'),
+        "manifest.json cannot be read",
+    ),
+    "clip-of-5-row-differences": (
+        lambda f: _rewrite_clip(f / "clips" / "000000.npz", lambda d: d[:, :5]),
+        "a corrupt or truncated clip",
+    ),
+    "clip-of-nan-differences": (
+        lambda f: _rewrite_clip(f / "clips" / "000000.npz", lambda d: d * np.nan),
+        "NaN or infinite",
+    ),
+    "a-fifo-for-a-clip": (
+        lambda f: ((f / "clips" / "000000.npz").unlink(), os.mkfifo(f / "clips" / "000000.npz")),
+        "not a regular file",
+    ),
+}
+
+
+@pytest.mark.parametrize(("damage", "fragment"), CLIP_SET_DAMAGE.values(), ids=CLIP_SET_DAMAGE)
+def test_d_a_damaged_clip_set_is_one_line_without_hanging_or_a_traceback(
+    tmp_path, capsys, damage, fragment
+):
+    if "fifo" in fragment and not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs here")
+    folder = _clip_set(tmp_path / "set")
+    damage(folder)
+    for argv in (
+        ["synth", "preview", str(folder), "--out", str(tmp_path / "sheet.png")],
+        ["synth", "export", str(folder), str(tmp_path / "frames")],
+    ):
+        assert _emts_argv(argv) == 2
+        assert fragment in _one_line_error(capsys)
+    assert not (tmp_path / "sheet.png").exists()
+
+
+@TRAIN
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["eval", "hituav", "--hituav", "hit", "--out", "ev"], "not readable COCO annotations"),
+        (["eval", "detect", "--bench", "set", "--out", "ev"], "the bench scores frames 5-18"),
+        (["eval", "detect", "--bench", "set", "--out", "in.mp4"], "is a file; name a folder"),
+        (["adapt", "in.mp4", "--out", "a", "--tracks", "bin.jsonl"], "not text"),
+        (["adapt", "in.mp4", "--out", "a", "--tracks", "fifo.jsonl"], "not a regular file"),
+        (["adapt", "in.mp4", "--out", "a", "--steps", str(10**20)], "--steps: must be between"),
+        (["adapt", "in.mp4", "--out", "a", "--lr", "1e300"], "--lr: must be a finite number"),
+        (["train", "verifier", "--out", "tv", "--lr", "nan"], "--lr: must be a finite number"),
+    ],
+)
+def test_d_corrupt_files_and_values_of_the_training_tools_are_one_line(
+    workdir, capsys, argv, fragment
+):
+    (workdir / "hit").mkdir()
+    (workdir / "hit" / "val.json").write_bytes(b"\x00\xff" * 50)
+    (workdir / "bin.jsonl").write_bytes(bytes(range(256)))
+    os.mkfifo(workdir / "fifo.jsonl")
+    _clip_set(workdir / "set")  # 3 frames a clip: shorter than the bench's 18
+    assert _emts_argv(argv) == 2
+    assert fragment in _one_line_error(capsys)
+    assert not (workdir / "ev").exists() and not (workdir / "a" / "model.onnx").exists()
+
+
+@TRAIN
+@pytest.mark.parametrize(
+    ("truth", "args", "fragment"),
+    [
+        ("1,1,50,100,10,30,1\n" * 3, "--target-id 1", "has 3 rows on frame 1"),
+        ("1e308,1e308,1e308,1e308\n" * 8, "--lock-gt 0", "outside the"),
+        ("50,100,10,30\n" * 8, "--lock 5000,5000", "is outside frame 0"),
+        ("50,100,10,30\n" * 8, "--lock=-20,-20,5,5", "is outside frame 0"),
+    ],
+)
+def test_e_f_eval_track_refuses_duplicate_truth_and_taps_off_the_image(
+    workdir, capfd, truth, args, fragment
+):
+    (workdir / "gt.txt").write_text(truth)
+    command = f"eval track in.mp4 --gt gt.txt {args} --no-verifier --out ev"
+    assert _emts(command) == 2
+    assert fragment in _one_line_error(capfd)  # (capfd: no numpy RuntimeWarning line either)
+
+
+@pytest.mark.parametrize("lock", ["160,128@", "10,10@ "])
+def test_f_a_tap_that_names_no_frame_is_refused(workdir, capsys, lock):
+    assert _emts_argv(["track", "in.mp4", f"--lock={lock}", "--jsonl", "t.jsonl"]) == 2
+    assert "expected 'auto', X,Y[@FRAME]" in _one_line_error(capsys)
+    assert not (workdir / "t.jsonl").exists()
+
+
+@TRAIN
+def test_f_adapt_refuses_walkers_taller_than_the_frame(workdir, capsys):
+    assert _emts("adapt in.mp4 --out a --person-height 1000 2000") == 2
+    assert "expected 0 < LO < HI <= 512" in _one_line_error(capsys)
+
+
+def test_g_a_truncated_jpeg_is_skipped_in_our_words_not_libjpegs(workdir, capfd, caplog):
+    folder = workdir / "frames"
+    folder.mkdir()
+    for k in range(4):
+        cv2.imwrite(str(folder / f"f{k}.jpg"), np.full((64, 80, 3), 40 * k, np.uint8))
+    whole = (folder / "f2.jpg").read_bytes()
+    (folder / "f2.jpg").write_bytes(whole[: len(whole) // 3])
+    (folder / "f3.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(100))  # no IHDR: OpenCV's error
+    assert _emts("track frames --jsonl t.jsonl --no-verifier") == 0
+    err = capfd.readouterr().err
+    assert "Premature end of JPEG" not in err and "[ERROR" not in err, err
+    warnings = [r.getMessage() for r in caplog.records]
+    assert "frame 2 skipped: truncated JPEG f2.jpg (no end-of-image marker)" in warnings
+    lines = (workdir / "t.jsonl").read_text().splitlines()
+    assert len(lines) == 5 and '"skipped"' in lines[2]  # frame numbers kept
+    assert _emts("track frames/f2.jpg --jsonl u.jsonl") == 2  # alone: no usable frame
+    assert "truncated JPEG" in _one_line_error(capfd)

@@ -200,13 +200,14 @@ class ImageSequenceSource(FrameSource):
     def __iter__(self) -> Iterator[np.ndarray | UnreadableFrame]:
         for path in self.paths:
             image, self._first = self._first, None
+            why = f"unreadable image {path.name}"
             if image is None and path.is_file():  # a FIFO put there since: never opened
-                image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+                image, why = read_image(path)
             if image is None:
                 if self.placeholders:  # the consumer reports it with its frame number
-                    yield UnreadableFrame(f"unreadable image {path.name}")
+                    yield UnreadableFrame(why)
                 else:
-                    log.warning("skipping unreadable image %s", path)
+                    log.warning("skipping %s", why)
                 continue
             yield image
 
@@ -223,14 +224,29 @@ def no_usable_frames(description: str, skipped: int, reason: str | None) -> BadI
     return BadInputError(f"{description}: no usable frames ({skipped} skipped{first})")
 
 
+def read_image(path: Path) -> tuple[np.ndarray | None, str]:
+    """The image at ``path`` (as ``cv2.IMREAD_UNCHANGED`` reads it), or None and why not. A
+    JPEG cut short (no end-of-image marker: a copy or an upload interrupted) is refused before
+    libjpeg decodes it, which would print its own line and return the part it got."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        return None, f"unreadable image {path.name} ({error.strerror or error})"
+    if data[:2] == b"\xff\xd8" and data.rstrip(b"\0")[-2:] != b"\xff\xd9":
+        return None, f"truncated JPEG {path.name} (no end-of-image marker)"
+    image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED) if data else None
+    return image, "" if image is not None else f"unreadable image {path.name}"
+
+
 def _usable_image(path: Path, description: str) -> np.ndarray:
     """The image at ``path`` if EMTS can use it as a frame, else BadInputError."""
     from emts.geometry import FrameGeometry
     from emts.preprocess import validate_frame
 
-    image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+    image, why = read_image(path)
     if image is None:
-        raise BadInputError(f"{description} is not a readable image")
+        detail = "" if why.startswith("unreadable image") else f" ({why})"
+        raise BadInputError(f"{description} is not a readable image{detail}")
     try:
         FrameGeometry((validate_frame(image).shape[1], image.shape[0]))  # at least 16x16
     except BadInputError as error:

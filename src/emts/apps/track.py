@@ -55,10 +55,10 @@ class LockRequest:
             f"{name} {text!r}: expected 'auto', X,Y[@FRAME] or X,Y,W,H[@FRAME] "
             "(input pixels), e.g. 320,240@10"
         )
-        where, _, frame_text = text.partition("@")
+        where, at, frame_text = text.partition("@")
         try:
             numbers = [float(v) for v in where.split(",")]
-            frame = int(frame_text) if frame_text.strip() else 0
+            frame = int(frame_text) if at else 0  # "X,Y@" names no frame: refused
         except ValueError:
             raise BadInputError(usage) from None
         if len(numbers) not in (2, 4) or not all(math.isfinite(v) for v in numbers) or frame < 0:

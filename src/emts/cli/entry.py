@@ -83,7 +83,8 @@ def _quiet_opencv() -> None:
     import cv2
 
     os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")  # AV_LOG_QUIET
-    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_ERROR)
+    # silent: where OpenCV fails (an image it cannot decode, a codec it cannot open) we say so
+    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
 
 
 class Terminated(KeyboardInterrupt):

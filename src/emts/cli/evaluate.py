@@ -19,12 +19,14 @@ from emts.cli.common import (
     require_train_extra,
 )
 from emts.errors import BadInputError
+from emts.io import check_writable
 from emts.modality import AUTO
 from emts.precision import named_model
 
 
 def _cmd_eval_detect(args: argparse.Namespace) -> int:
     require_train_extra()
+    check_writable("--out", Path(args.out), folder=True)  # before any work
     from emts.eval.detect import (
         ClassicalDetector,
         NetworkDetect,
@@ -61,6 +63,7 @@ def _cmd_eval_detect(args: argparse.Namespace) -> int:
 
 def _cmd_eval_hituav(args: argparse.Namespace) -> int:
     require_train_extra()
+    check_writable("--out", Path(args.out), folder=True)  # before any work
     from emts.eval.detect import (
         ClassicalDetector,
         NetworkDetect,
@@ -95,6 +98,7 @@ def _cmd_eval_hituav(args: argparse.Namespace) -> int:
 
 def _cmd_eval_real(args: argparse.Namespace) -> int:
     require_train_extra()
+    check_writable("--out", Path(args.out), folder=True)  # before any work
     from emts.eval.real import evaluate_real, parse_models
 
     if args.hituav_images is not None and args.hituav_images < 1:
@@ -164,6 +168,7 @@ def _add_eval_real(eval_sub) -> None:
 
 def _cmd_eval_quant(args: argparse.Namespace) -> int:
     require_train_extra()
+    check_writable("--out", Path(args.out), folder=True)  # before any work
     if args.tsm:
         return _eval_quant_tsm(args)
     from emts.eval.quant import evaluate_quant

@@ -271,6 +271,7 @@ def add_verifier(eval_sub) -> None:
 
 def _cmd_eval_tracking(args: argparse.Namespace) -> int:
     require_train_extra()
+    check_writable("--out", Path(args.out), folder=True)  # before any work
     from emts.eval import tracking
     from emts.stages.c_detect.detector import Detector
     from emts.stages.e_verify import Verifier

@@ -18,11 +18,13 @@ from emts.cli.common import (
     command_line,
     float_in,
     input_model,
+    int_in,
     network_size,
     open_clip_set,
     parse_size,
     require_train_extra,
 )
+from emts.config import WORKING_SIZE
 from emts.errors import BadInputError
 from emts.io import check_writable
 
@@ -377,7 +379,9 @@ def add_train(sub) -> None:
         help="BatchNorm after each conv while training, folded into the convs on export",
     )
     p.add_argument("--dropout", type=float, default=0.0, help="head dropout (default: 0)")
-    p.add_argument("--lr", type=float, default=2e-3, help="(peak) learning rate (default: 2e-3)")
+    p.add_argument(
+        "--lr", type=LEARNING_RATE, default=2e-3, help="(peak) learning rate (default: 2e-3)"
+    )
     p.add_argument("--schedule", choices=["constant", "one-cycle"], default="constant")
     p.add_argument(
         "--augment",
@@ -441,8 +445,9 @@ def _cmd_adapt(args: argparse.Namespace) -> int:
     if model not in (None, AUTO) and not Path(model).is_file():
         raise BadInputError(f"--model {args.model}: no such file")
     low, high = args.person_height
-    if not 0 < low < high:
-        raise BadInputError("--person-height: expected 0 < LO < HI")
+    tallest = WORKING_SIZE[1]  # a walker taller than the working frame is never pasted whole
+    if not 0 < low < high <= tallest:
+        raise BadInputError(f"--person-height: expected 0 < LO < HI <= {tallest} (working px)")
     if args.tracks and len(args.tracks) != len(args.footage):
         raise BadInputError(f"--tracks: {len(args.tracks)} files for {len(args.footage)} footage")
     out = Path(args.out)
@@ -495,6 +500,9 @@ def _cmd_adapt(args: argparse.Namespace) -> int:
 # emts.train.adapt.DEFAULT_STEPS (the train package needs torch: not imported to build the
 # parser; a test checks the two agree)
 ADAPT_STEPS = 300
+MAX_ADAPT_STEPS = 100_000  # about a day on 2 cores; more is a typo, not a run
+# a learning rate: a finite number in (0, 1] (more diverges; 1e300 overflows torch's float)
+LEARNING_RATE = float_in(0.0, 1.0, low_inclusive=False)
 _ADAPT_DEFAULTS: dict[str, object] = {}  # emts adapt's option defaults (filled by add_adapt)
 
 
@@ -574,7 +582,7 @@ def add_adapt(sub) -> None:
     )
     p.add_argument(
         "--steps",
-        type=POSITIVE,
+        type=int_in(1, MAX_ADAPT_STEPS),
         default=ADAPT_STEPS,
         help="training steps of 8 clips x 4 frames: 0.5-1.4 s each on 2 cores (idle to "
         "loaded); more steps fit your footage more closely, with more risk of forgetting "
@@ -582,7 +590,7 @@ def add_adapt(sub) -> None:
     )
     p.add_argument(
         "--lr",
-        type=float_in(0.0, None, low_inclusive=False),
+        type=LEARNING_RATE,
         default=5e-4,
         help="peak learning rate of AdamW, decayed to 0 on a cosine over --steps "
         "(default: %(default)s)",

@@ -25,6 +25,7 @@ import numpy as np
 from tqdm import tqdm
 
 from emts.config import NETWORK_SIZE
+from emts.errors import BadInputError
 from emts.eval.metrics import ImageResult, by_height, coco_ap
 from emts.front_end import (
     MotionFrontEnd,
@@ -154,6 +155,12 @@ def evaluate_bench(
     cached = cached_by_sets(size, config)
     for index in tqdm(indices, desc="eval bench", unit="clip", disable=None):
         clip = clip_set.load(index)
+        if len(clip.frames) <= max(BENCH_FRAMES):
+            raise BadInputError(
+                f"{folder}: clip {index} has {len(clip.frames)} frames; the bench scores frames "
+                f"{min(BENCH_FRAMES) + 1}-{max(BENCH_FRAMES) + 1} (generate it with emts synth "
+                "bench)"
+            )
         if isinstance(detect, StreamDetect):
             found = detect.clip(clip.frames)
         else:

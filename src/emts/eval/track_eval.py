@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,6 +115,12 @@ def read_ground_truth(path: str | Path, target_id: int | None = None) -> np.ndar
         mine = [r for r in rows if int(r[1]) == target_id]
         if not mine:
             raise BadInputError(f"{path}: no rows for target id {target_id}")
+        frame, rows_on_it = Counter(int(r[0]) for r in mine).most_common(1)[0]
+        if rows_on_it > 1:
+            raise BadInputError(
+                f"{path}: target id {target_id} has {rows_on_it} rows on frame {frame}; a "
+                "MOTChallenge id is one box a frame"
+            )
         boxes = np.full((int(max(r[0] for r in rows)), 4), np.nan)
         for r in mine:
             boxes[int(r[0]) - 1] = r[2:6]
@@ -413,6 +420,11 @@ def evaluate_track(
     _check_spans_in_clip("lookalike", c.lookalike, count)
     for span in c.lookalike:
         require_labelled(truth, span)
+    if size is not None and (c.lock_point is not None or c.lock_box is not None):
+        from emts.apps.track import LockRequest  # a tap off the image: refused as emts track does
+
+        x, y = c.lock_point if c.lock_point is not None else _centre(c.lock_box)
+        LockRequest(False, x, y, c.lock_frame, c.lock_box).check_inside(size, c.lock_frame)
     leave = None
     if c.leave is not None:
         if size is None:
@@ -542,7 +554,8 @@ def _in_view(truth: np.ndarray, size: tuple[int, int] | None) -> np.ndarray:
     width, height = size
     x, y, w, h = truth.T
     labelled = np.isfinite(truth).all(axis=1)
-    outside = labelled & ((x >= width) | (y >= height) | (x + w <= 0) | (y + h <= 0))
+    with np.errstate(over="ignore", invalid="ignore"):  # x + w of 1e308s: inf, outside
+        outside = labelled & ((x >= width) | (y >= height) | (x + w <= 0) | (y + h <= 0))
     if not outside.any():
         return truth
     first = int(np.flatnonzero(outside)[0])

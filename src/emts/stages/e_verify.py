@@ -29,7 +29,7 @@ import numpy as np
 from emts.config import VerifierConfig
 from emts.errors import BadInputError
 from emts.geometry import Frame, FrameGeometry, lift
-from emts.stages.c_detect.detector import load_session, model_metadata
+from emts.stages.c_detect.detector import check_output_values, load_session, model_metadata
 
 DESCRIPTOR_SIZE = 40
 DEFAULT_MODEL = "verifier.onnx"
@@ -242,7 +242,8 @@ class Verifier:
         one dry run on two zero windows (a fraction of a millisecond)."""
         windows = np.zeros((2, DESCRIPTOR_SIZE, self.config.window), np.float32)
         try:
-            shape = np.shape(self.session.run(None, {self.input_name: windows})[0])
+            scores = self.session.run(None, {self.input_name: windows})[0]
+            shape = np.shape(scores)
         except Exception as error:  # onnxruntime / LiteRT raise their own exception types
             reason = str(error).strip().splitlines()[-1] if str(error).strip() else "unknown"
             raise BadInputError(
@@ -254,6 +255,8 @@ class Verifier:
                 f"{path} is not an EMTS verifier: for 2 windows it gives an output of shape "
                 f"{shape}; expected one score per window, (2, 1); pass a verifier .onnx"
             )
+        where = f"for {self.config.window}-frame zero windows"
+        check_output_values([scores], path, where, "verifier")
 
     def reset(self) -> None:
         self.window.clear()

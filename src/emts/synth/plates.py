@@ -69,18 +69,25 @@ def read_hituav(root: str | Path, split: str = "train") -> list[tuple[str, dict[
     annotations = Path(root) / f"{split}.json"
     if not annotations.is_file():
         raise BadInputError(f"{annotations}: not found (expected a HIT-UAV folder)")
-    data = json.loads(annotations.read_text())
-    boxes: dict[int, dict[str, list]] = {}
-    for ann in data["annotations"]:
-        entry = boxes.setdefault(ann["image_id"], {"persons": [], "vehicles": []})
-        if ann["category_id"] == PERSON_CATEGORY:
-            entry["persons"].append(ann["bbox"])
-        elif ann["category_id"] in VEHICLE_CATEGORIES:
-            entry["vehicles"].append(ann["bbox"])
-    return [
-        (image["file_name"], boxes.get(image["id"], {"persons": [], "vehicles": []}))
-        for image in sorted(data["images"], key=lambda i: i["file_name"])
-    ]
+    try:
+        data = json.loads(annotations.read_text())
+        boxes: dict[int, dict[str, list]] = {}
+        for ann in data["annotations"]:
+            entry = boxes.setdefault(ann["image_id"], {"persons": [], "vehicles": []})
+            if ann["category_id"] == PERSON_CATEGORY:
+                entry["persons"].append(ann["bbox"])
+            elif ann["category_id"] in VEHICLE_CATEGORIES:
+                entry["vehicles"].append(ann["bbox"])
+        return [
+            (image["file_name"], boxes.get(image["id"], {"persons": [], "vehicles": []}))
+            for image in sorted(data["images"], key=lambda i: i["file_name"])
+        ]
+    # ValueError: JSON and UTF-8 decoding errors; the others: not COCO annotations
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise BadInputError(
+            f"{annotations}: not readable COCO annotations ({type(error).__name__}: {error}); "
+            "expected a HIT-UAV folder"
+        ) from None
 
 
 def hituav_split(file_name: str) -> str:

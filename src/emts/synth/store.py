@@ -99,7 +99,12 @@ class ClipSet:
         manifest = self.folder / "manifest.json"
         if not manifest.is_file():
             raise BadInputError(f"{self.folder}: not a clip set (no manifest.json)")
-        self.manifest = json.loads(manifest.read_text())
+        try:
+            self.manifest = json.loads(manifest.read_text())
+        except (OSError, ValueError) as error:  # ValueError: JSON and UTF-8 decoding errors
+            raise BadInputError(
+                f"{manifest} cannot be read ({error}); regenerate the set with emts synth"
+            ) from None
         if isinstance(self.manifest, dict) and self.manifest.get("complete") is False:
             raise BadInputError(
                 f"{self.folder}: an incomplete clip set (its emts synth run is still writing it "
@@ -107,7 +112,12 @@ class ClipSet:
             )
         self.indices = sorted(int(p.stem) for p in (self.folder / "clips").glob("*.npz"))
         count = self.manifest.get("clips") if isinstance(self.manifest, dict) else None
-        if isinstance(count, int) and not isinstance(count, bool):
+        if count is not None:
+            if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+                raise BadInputError(
+                    f"{manifest}: 'clips' is {count!r}, not a number of clips; regenerate the "
+                    "set with emts synth"
+                )
             self._check_clips(count)
 
     def _check_clips(self, count: int) -> None:
@@ -115,22 +125,27 @@ class ClipSet:
         missing one would be left out of an evaluation unsaid, one it does not name is a
         stale clip of another run that would be read as this set's."""
         folder = self.folder / "clips"
-        named = set(range(count))
         files = {
             suffix: {int(p.stem) for p in folder.glob(f"*{suffix}") if p.stem.isdigit()}
             for suffix in (".npz", ".json")
         }
+        # the clips the manifest names that are there (not range(count): it may say 10**9)
+        named = {i for i in files[".npz"] | files[".json"] if i < count}
 
-        def listed(indices) -> str:
+        def listed(indices, total: int | None = None) -> str:
+            total = len(indices) if total is None else total
             shown = ", ".join(f"{i:06d}" for i in sorted(indices)[:3])
-            return shown + (f" and {len(indices) - 3} more" if len(indices) > 3 else "")
+            return shown + (f" and {total - 3} more" if total > 3 else "")
 
-        missing = (named - files[".npz"]) | (named - files[".json"])
-        if missing:
+        whole = named & files[".npz"] & files[".json"]
+        if len(whole) < count:
+            # the first three missing are below len(whole) + 3
+            missing = [i for i in range(min(count, len(whole) + 3)) if i not in whole]
+            gone = count - len(whole)
             raise BadInputError(
-                f"{self.folder}: its manifest names {count} clips, {len(missing)} of them missing "
-                f"or without labels (clips/{listed(missing)}); generate the set again with emts "
-                "synth into an empty folder"
+                f"{self.folder}: its manifest names {count} clips, {gone} of them missing or "
+                f"without labels (clips/{listed(missing, gone)}); generate the set again with "
+                "emts synth into an empty folder"
             )
         if extra := (files[".npz"] | files[".json"]) - named:
             raise BadInputError(
@@ -154,6 +169,8 @@ class ClipSet:
 
     def labels(self, index: int) -> dict:
         path = self.folder / "clips" / f"{index:06d}.json"
+        if path.exists() and not path.is_file():  # a FIFO or a device: reading may block
+            raise self._unreadable(path, "not a regular file")
         try:
             labels = json.loads(path.read_text())
         except (OSError, ValueError) as error:  # ValueError: JSON and UTF-8 decoding errors
@@ -164,6 +181,8 @@ class ClipSet:
 
     def load(self, index: int) -> StoredClip:
         path = self.folder / "clips" / f"{index:06d}.npz"
+        if path.exists() and not path.is_file():  # a FIFO or a device: reading may block
+            raise self._unreadable(path, "not a regular file")
         try:
             with np.load(path) as npz:
                 frames = decode_frames(npz)
@@ -173,11 +192,18 @@ class ClipSet:
             raise self._unreadable(path, error) from None
         if any(frame is None for frame in frames):
             raise self._unreadable(path, "a frame's JPEG does not decode")
-        if difference.ndim != 3 or len(difference) != len(frames):
+        images = [network_image(frame) for frame in frames]
+        if difference.ndim != 3 or len(difference) != len(frames) or not frames:
             raise self._unreadable(path, f"{len(frames)} frames, D of shape {difference.shape}")
+        if difference.shape[1:] != images[0].shape:
+            raise self._unreadable(
+                path, f"D of {difference.shape[1:]}, frames of {images[0].shape}"
+            )
+        if not np.isfinite(difference).all():
+            raise self._unreadable(path, "D holds NaN or infinite values")
         channels = np.empty((len(frames), 3, *difference.shape[1:]), np.float32)
-        for i, frame in enumerate(frames):
-            channels[i, 0] = network_image(frame)
+        for i, image in enumerate(images):
+            channels[i, 0] = image
             channels[i, 2] = difference[i]
             channels[i, 1] = residual_from_difference(difference[i])
         return StoredClip(index, frames, channels, self.labels(index))

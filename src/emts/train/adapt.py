@@ -285,9 +285,13 @@ def read_tracks(path: str | Path, first: int, count: int) -> tuple[list, list]:
     positives = [np.zeros((0, 4)) for _ in range(count)]
     unsure = [np.zeros((0, 4)) for _ in range(count)]
     try:
+        if Path(path).exists() and not Path(path).is_file():  # a FIFO: reading may block
+            raise BadInputError(f"--tracks {path}: not a regular file")
         lines = Path(path).read_text().splitlines()
     except OSError as error:
         raise BadInputError(f"--tracks {path}: {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise BadInputError(f"--tracks {path}: not text (an emts track --jsonl file)") from None
     for number, text in enumerate(lines, 1):
         if not text.strip():
             continue

@@ -34,6 +34,7 @@ from emts.stages.c_detect.detector import (
     RUN_SIZE_METADATA,
     SIZE_METADATA,
     STAGE_B_METADATA,
+    check_weights,
 )
 
 OUTPUTS = ("heatmap", "log_size", "offset", "embedding")
@@ -53,6 +54,7 @@ def _check_member(model, path: Path) -> None:
             f"{path} is not an EMTS detector (expected one (batch, 3, H, W) input and "
             f"{len(OUTPUTS)} outputs)"
         )
+    check_weights(model, path, "detector")
 
 
 def _box_scales(metas: list[dict[str, str]]) -> dict[str, float]:

@@ -126,7 +126,24 @@ def load_graph(path: Path, kind: str, external_data: bool = True):
         ) from None
     if not model.graph.input or not model.graph.output:
         raise BadInputError(f"{kind} model {path} holds no ONNX graph; pass a {kind} .onnx")
+    check_weights(model, path, kind)
     return model
+
+
+def check_weights(model, path: Path, kind: str) -> None:
+    """Refuse an ONNX graph (``onnx.ModelProto``) with a NaN or infinite weight: a model
+    rewritten from it (exported, quantized, merged) would score every frame NaN."""
+    from onnx import TensorProto, numpy_helper
+
+    for tensor in model.graph.initializer:
+        if tensor.data_location == TensorProto.EXTERNAL and not tensor.raw_data:
+            continue  # not loaded (external_data=False)
+        values = numpy_helper.to_array(tensor)
+        if np.issubdtype(values.dtype, np.floating) and not np.isfinite(values).all():
+            raise BadInputError(
+                f"{kind} model {path} has NaN or infinite weights ({tensor.name}); pass a "
+                f"{kind} .onnx trained to the end"
+            )
 
 
 def decode(
@@ -226,6 +243,7 @@ def _check_detector_outputs(session, path: Path, network_size: tuple[int, int]) 
         for shape, (_, channels) in zip(shapes, DETECTOR_OUTPUT_CHANNELS, strict=True)
     )
     if heads_ok:
+        check_output_values(outputs, path, f"on a {width}x{height} zero input", "detector")
         return
     expected = ", ".join(
         f"{name} (1, {'C' if channels is None else channels}, {grid[0]}, {grid[1]})"
@@ -236,6 +254,24 @@ def _check_detector_outputs(session, path: Path, network_size: tuple[int, int]) 
         f"{path} is not an EMTS detector: on a {width}x{height} input its outputs are {got}; "
         f"expected {expected}; pass a detector .onnx"
     )
+
+
+def check_output_values(outputs, path: Path, where: str, kind: str) -> None:
+    """Refuse a model whose outputs ``where`` (its dry run) are not finite floating-point
+    numbers: NaN or infinite weights, or an integer output, would give every frame a
+    meaningless score that no later line explains."""
+    for output in outputs:
+        values = np.asarray(output)
+        if not np.issubdtype(values.dtype, np.floating):
+            why = f"of type {values.dtype}, not floating-point scores"
+        elif not np.isfinite(values).all():
+            why = "NaN or infinite (weights NaN or infinite?)"
+        else:
+            continue
+        raise BadInputError(
+            f"{path} is not a working EMTS {kind}: {where} its outputs are {why}; pass a "
+            f"{kind} .onnx"
+        )
 
 
 SIZE_METADATA = "emts_network_size"  # ONNX metadata: the "WxH" a model was trained at
