@@ -6,8 +6,8 @@ clip and pipeline (Stages A-E, the shipped fp32 models, auto-lock on the clip's 
 timer around every OpenCV function and every model run that `Pipeline.step` calls, and splits
 each stage's time into those calls ("native") and the rest ("glue": the Python and the small
 numpy operations between them). A call is charged to the stage of the module that makes it
-(emts.stages.a_ego_motion, the front end and its preprocessing: A; b_channels: B; c_detect: C; d_track,
-appearance, acquisition and the pipeline: D; e_verify: E). numpy's own compiled work counts as
+(emts.stages.a_ego_motion, the front end and its preprocessing: A; b_channels: B; c_detect: C;
+d_track, appearance, acquisition and the pipeline: D; e_verify: E). numpy's own compiled work counts as
 glue (one line of Python each); the area resize's matrix products, the bulk of it, are
 reported on their own line.
 
