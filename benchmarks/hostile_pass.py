@@ -22,7 +22,6 @@ import re
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ import cv2
 import numpy as np
 
 import emts
+from damaged_media import faststart, noise_video  # (benchmarks/, beside this script)
 from emts.precision import shipped_model
 
 CLASSES = {
@@ -106,44 +106,6 @@ def _video(path: Path, frames: int = 10, size=(320, 256), fourcc: str = "mp4v") 
         writer.write(cv2.cvtColor(frame, cv2.COLOR_GRAY2BGR))
     writer.release()
     return path
-
-
-def _atoms(data: bytes, start: int = 0, end: int | None = None):
-    offset, end = start, len(data) if end is None else end
-    while offset < end:
-        size, kind = struct.unpack(">I4s", data[offset : offset + 8])
-        yield kind.decode("latin-1"), offset, size
-        offset += size
-
-
-def _faststart(data: bytes) -> bytes:
-    """The mp4's index moved to the front, so a cut file opens and declares every frame."""
-    boxes = {kind: (offset, size) for kind, offset, size in _atoms(data)}
-    at, size = boxes["moov"]
-    moov = bytearray(data[at : at + size])
-
-    def shift(start: int, end: int) -> None:
-        for kind, offset, length in _atoms(moov, start, end):
-            if kind in ("trak", "mdia", "minf", "stbl"):
-                shift(offset + 8, offset + length)
-            elif kind == "stco":
-                (count,) = struct.unpack(">I", moov[offset + 12 : offset + 16])
-                for k in range(offset + 16, offset + 16 + 4 * count, 4):
-                    (value,) = struct.unpack(">I", moov[k : k + 4])
-                    moov[k : k + 4] = struct.pack(">I", value + size)
-
-    shift(8, size)
-    ftyp = boxes["ftyp"][1]
-    return data[:ftyp] + bytes(moov) + data[ftyp:at]
-
-
-def _noise_video(path: Path, frames: int = 30) -> bytes:
-    rng = np.random.default_rng(1)
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 30, (320, 256))
-    for _ in range(frames):
-        writer.write((rng.random((256, 320, 3)) * 255).astype(np.uint8))
-    writer.release()
-    return path.read_bytes()
 
 
 def _edit_onnx(source: Path, path: Path, edit) -> Path:
@@ -249,7 +211,7 @@ def make_inputs(root: Path) -> None:
     )
     (root / "ext.data").unlink()
     # damaged videos
-    whole = _faststart(_noise_video(root / "noise.mp4"))
+    whole = faststart(noise_video(root / "noise.mp4", frames=30))
     (root / "cut.mp4").write_bytes(whole[: len(whole) // 2])
     _video(root / "long.avi", frames=30, fourcc="MJPG")
     avi = (root / "long.avi").read_bytes()

@@ -9,7 +9,6 @@ import hashlib
 import logging
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import time
@@ -186,45 +185,8 @@ def test_f_a_tap_on_the_frame_is_accepted(workdir, lock):
 # -- G: a damaged video, a source of no usable frame ------------------------------------------
 
 
-def _atoms(data: bytes, start: int = 0, end: int | None = None):
-    """(kind, offset, size) of the MP4 boxes in data[start:end]."""
-    offset, end = start, len(data) if end is None else end
-    while offset < end:
-        size, kind = struct.unpack(">I4s", data[offset : offset + 8])
-        yield kind.decode("latin-1"), offset, size
-        offset += size
-
-
-def _faststart(data: bytes) -> bytes:
-    """OpenCV's mp4 (ftyp, free, mdat, moov) with its index moved to the front, as streaming
-    tools write it, so that a cut file still opens and declares every frame."""
-    boxes = {kind: (offset, size) for kind, offset, size in _atoms(data)}
-    at, size = boxes["moov"]
-    moov = bytearray(data[at : at + size])
-
-    def shift(start: int, end: int) -> None:  # every chunk offset moves by the index's size
-        for kind, offset, length in _atoms(moov, start, end):
-            if kind in ("trak", "mdia", "minf", "stbl"):
-                shift(offset + 8, offset + length)
-            elif kind == "stco":
-                (count,) = struct.unpack(">I", moov[offset + 12 : offset + 16])
-                for k in range(offset + 16, offset + 16 + 4 * count, 4):
-                    (value,) = struct.unpack(">I", moov[k : k + 4])
-                    moov[k : k + 4] = struct.pack(">I", value + size)
-
-    shift(8, size)
-    ftyp = boxes["ftyp"][1]
-    return data[:ftyp] + bytes(moov) + data[ftyp:at]
-
-
-def _noise_video(path: Path, frames: int = 40) -> bytes:
-    """An mp4 of noise (every frame its own bytes, so a cut loses frames), returned whole."""
-    rng = np.random.default_rng(1)
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 30, (320, 256))
-    for _ in range(frames):
-        writer.write((rng.random((256, 320, 3)) * 255).astype(np.uint8))
-    writer.release()
-    return path.read_bytes()
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from damaged_media import atoms, faststart, noise_video  # noqa: E402 (shared with hostile_pass)
 
 
 @pytest.fixture
@@ -232,11 +194,11 @@ def damaged(tmp_path, monkeypatch):
     """tmp_path as the current folder with whole.mp4 (40 frames, index first), cut.mp4 (its
     first half) and garbage.mp4 (OpenCV's own, a quarter of its frame data zeroed)."""
     monkeypatch.chdir(tmp_path)
-    data = _noise_video(tmp_path / "garbage.mp4")
-    whole = _faststart(data)
+    data = noise_video(tmp_path / "garbage.mp4")
+    whole = faststart(data)
     (tmp_path / "whole.mp4").write_bytes(whole)
     (tmp_path / "cut.mp4").write_bytes(whole[: len(whole) // 2])
-    mdat_at, mdat_size = next((o, s) for k, o, s in _atoms(data) if k == "mdat")
+    mdat_at, mdat_size = next((o, s) for k, o, s in atoms(data) if k == "mdat")
     start = mdat_at + mdat_size // 3
     zeroed = data[:start] + bytes(mdat_size // 4) + data[start + mdat_size // 4 :]
     (tmp_path / "garbage.mp4").write_bytes(zeroed)
