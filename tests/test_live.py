@@ -128,15 +128,20 @@ def test_a_gstreamer_pipeline_without_gstreamer_is_one_clear_line():
         open_source("videotestsrc ! videoconvert ! appsink")
 
 
-def test_http_mjpeg_stream_yields_frames_without_a_length(server):
-    with open_source(server.url) as frames:
-        assert isinstance(frames, live.LiveSource)
-        assert frames.length is None
-        got = []
+def first_frames(source: str, count: int) -> list[np.ndarray]:
+    """The first ``count`` frames of a live ``source`` (checked to be a LiveSource, no length)."""
+    got = []
+    with open_source(source) as frames:
+        assert isinstance(frames, live.LiveSource) and frames.length is None
         for frame in frames:
             got.append(frame)
-            if len(got) == 5:
+            if len(got) == count:
                 break
+    return got
+
+
+def test_http_mjpeg_stream_yields_frames_without_a_length(server):
+    got = first_frames(server.url, 5)
     assert all(f.shape == (96, 128, 3) and f.dtype == np.uint8 for f in got)
 
 
@@ -273,16 +278,11 @@ def test_a_camera_that_cannot_be_opened_is_one_line(monkeypatch):
 def test_a_udp_mpeg_ts_stream_on_loopback_yields_frames(tmp_path):
     """A real ``udp://`` stream: MPEG-2 in MPEG-TS (written by OpenCV's FFmpeg), sent in
     1316-byte datagrams (7 TS packets, as streaming tools send them) over loopback."""
-    path = tmp_path / "clip.ts"
-    writer = cv2.VideoWriter(
-        str(path), cv2.CAP_FFMPEG, cv2.VideoWriter_fourcc(*"mpg2"), 20, (128, 96)
-    )
-    if not writer.isOpened():
+    from loopback_rtsp import mpeg_ts_clip
+
+    data = mpeg_ts_clip(tmp_path / "clip.ts")
+    if data is None:
         pytest.skip("this OpenCV cannot write MPEG-TS")
-    for i in range(40):
-        writer.write(np.full((96, 128, 3), 5 * i, np.uint8))
-    writer.release()
-    data = path.read_bytes()
     port = _free_port()
     stop = threading.Event()
 
@@ -295,13 +295,7 @@ def test_a_udp_mpeg_ts_stream_on_loopback_yields_frames(tmp_path):
 
     threading.Thread(target=send, daemon=True).start()
     try:
-        with open_source(f"udp://127.0.0.1:{port}") as frames:
-            assert isinstance(frames, live.LiveSource) and frames.length is None
-            got = []
-            for frame in frames:
-                got.append(frame)
-                if len(got) == 8:
-                    break
+        got = first_frames(f"udp://127.0.0.1:{port}", 8)
     finally:
         stop.set()
     assert all(f.shape == (96, 128, 3) for f in got)
@@ -322,13 +316,7 @@ def rtsp(tmp_path):
 
 @pytest.mark.parametrize("suffix", ["", "?tcp"])
 def test_an_rtsp_stream_on_loopback_yields_frames(rtsp, suffix):
-    with open_source(rtsp.url + suffix) as frames:  # plain: UDP refused (461), then TCP
-        assert isinstance(frames, live.LiveSource) and frames.length is None
-        got = []
-        for frame in frames:
-            got.append(frame)
-            if len(got) == 8:
-                break
+    got = first_frames(rtsp.url + suffix, 8)  # plain: UDP refused (461), then TCP
     assert all(f.shape == (96, 128, 3) and f.dtype == np.uint8 for f in got)
 
 
