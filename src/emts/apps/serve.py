@@ -83,7 +83,6 @@ STOP_TIMEOUT_S = 10.0  # how long stop() waits for the frame being processed
 # the largest request body read (POST /lock's is ~40 bytes): larger ones are answered 413
 # unread, so no client can make the station hold its body in memory
 MAX_BODY_BYTES = 64 * 1024
-_CAMERA_PREFIX = "camera"  # FrameSource.description of a camera: paced by the camera itself
 
 
 def _require_serve_extra():
@@ -101,6 +100,14 @@ def _require_serve_extra():
 class NotNow(BadInputError):
     """A request the station cannot take at the moment (HTTP 409): no frame shown yet, the
     source has ended, or too many requests are waiting for the pipeline."""
+
+
+def is_live(source: FrameSource) -> bool:
+    """A camera or a stream (:class:`emts.live.LiveSource`): it plays at its own pace, watched
+    or not."""
+    from emts.live import LiveSource
+
+    return isinstance(source, LiveSource)
 
 
 @dataclass(frozen=True)
@@ -124,7 +131,7 @@ class _LiveFrames(FrameSource):
         self.description = first.description
         self.fps = first.fps
         self.length = None if station.loop else first.length
-        self.paced = station.pace and not first.description.startswith(_CAMERA_PREFIX)
+        self.paced = station.pace and not is_live(first)  # a camera or stream paces itself
         self.on_wait = None  # run_track's: passed on to a live source (its outages)
         self.source_now: FrameSource = first  # the pass being played
 
@@ -258,10 +265,7 @@ class GroundStation:
     @property
     def live(self) -> bool:
         """Is the source live (a camera or a stream, which plays whether watched or not)?"""
-        from emts.live import LiveSource
-
-        first = self._frames.first
-        return isinstance(first, LiveSource) or first.description.startswith(_CAMERA_PREFIX)
+        return is_live(self._frames.first)
 
     def _run(self) -> None:
         try:
