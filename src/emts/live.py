@@ -154,7 +154,8 @@ class LiveSource(FrameSource):
         self._camera = isinstance(target, int)
         self._picamera = None if self._camera else picamera_index(target)
         self._fps = fps
-        text = "" if self._camera or self._picamera is not None else target
+        self._device = self._camera or self._picamera is not None  # a camera, not a stream
+        text = "" if self._device else target
         self._gstreamer = is_gstreamer_pipeline(text)
         self._tcp = text.lower().startswith(("rtsp://", "rtsps://")) and text.endswith(TCP_OPTION)
         self._target = target[: -len(TCP_OPTION)] if self._tcp else target
@@ -166,7 +167,7 @@ class LiveSource(FrameSource):
         self.ended: str | None = None  # why the stream ended ("timeout"), else None
         self._capture = self._open()
         if self._capture is None:
-            what = "camera" if self._camera or self._picamera is not None else "stream"
+            what = "camera" if self._device else "stream"
             raise BadInputError(f"{description} could not be opened (no {what} there?)")
         if fps is not None:
             self.fps = check_fps(fps)
@@ -231,8 +232,7 @@ class LiveSource(FrameSource):
             if self._stopped:
                 break
             capture.release()
-            camera = self._camera or self._picamera is not None
-            what = "stopped delivering frames (unplugged?)" if camera else "dropped"
+            what = "stopped delivering frames (unplugged?)" if self._device else "dropped"
             log.warning("%s %s; reconnecting", self.description, what)
             capture = self._reconnect()
             with self._lock:
