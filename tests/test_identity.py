@@ -115,3 +115,29 @@ def test_the_person_is_found_again_anywhere_and_a_look_alike_in_other_colours_is
     assert t <= 3  # within a few frames of being seen again
     centre, _ = tracker.image_box()
     assert abs(centre[0] - me[0]) < 4 and abs(centre[1] - me[1]) < 4
+
+
+def _lost(ground):
+    tracker = _tracker_on(ground)
+    for _ in range(10):  # hidden long enough to be lost, not only unseen
+        state = tracker.update(np.eye(2, 3), [], view=_frame(ground, []))
+    assert state.mode == "reacquire" and tracker.mode == "reacquire"
+    return tracker
+
+
+def test_the_person_seen_whole_near_where_they_were_is_relocked_at_once():
+    ground = _ground(3)
+    me = (84.0, 120.0, RED, BLUE)
+    tracker = _lost(ground)
+    state = tracker.update(np.eye(2, 3), [_seen(*me[:2])], view=_frame(ground, [me]))
+    assert state.mode == "locked" and state.event == "relock" and state.associated == 0
+    # someone in other colours there is not them; nor, at once, a detection of the upper
+    # half alone (a box that small re-locked above the person and drifted off on person12)
+    other = (84.0, 120.0, GREEN, YELLOW)
+    tracker = _lost(ground)
+    state = tracker.update(np.eye(2, 3), [_seen(*other[:2])], view=_frame(ground, [other]))
+    assert state.mode == "reacquire"
+    tracker = _lost(ground)
+    half = Candidate(np.array([84.0, 112.5]), np.array([12.0, 15.0]), 0.6, E[1])
+    state = tracker.update(np.eye(2, 3), [half], view=_frame(ground, [me]))
+    assert state.mode == "reacquire"

@@ -182,6 +182,9 @@ class TrackerConfig:
     # many frames and walking, re-find the person there (0: off)
     refind_frames: int = 3
     refind_step: float = 0.2  # ... each link at most this many body heights a frame (at pace_fps)
+    # ... and a single detection inside the re-lock gate whose signature is at least this like
+    # the lock's re-locks at once (0: off)
+    relock_identity_strong: float = 0.45
     give_up_after: int = 300  # frames without a measurement before reacquire gives up (search)
     # ... and an automatic lock's after this many seconds with its prediction off the image, so
     # auto-lock can find someone else; an operator's lock waits give_up_after. None: off

@@ -91,6 +91,22 @@ class Reacquisition:
         if not inside:
             self._spatial_streak = 0
             return None, peak
+        strong = c.relock_identity_strong
+        if strong > 0 and self._identity_on:
+            # ... of the whole person (a detection of the upper body alone re-locked 18 px
+            # above them, and the appearance then walked the lock away: occlude 60:69)
+            least = c.reanchor_min_height * float(self.x[5])
+            sure = [
+                i
+                for i in inside
+                if similarities[i] >= strong and candidates[i].size[1] >= least
+            ]
+            if sure:
+                best = max(sure, key=lambda i: similarities[i])
+                m = measurements[best]
+                self._relock(m[:2], m[2:], None, rebuild=False)
+                self.typical_peak = self.typical_contrast = self.reference_contrast = None
+                return best, peak
         # 2. A detection with the frozen embedding, inside the re-lock gate (never anywhere).
         if self.has_embedding:
             similarities = {
