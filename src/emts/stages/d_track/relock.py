@@ -97,9 +97,7 @@ class Reacquisition:
             # above them, and the appearance then walked the lock away: occlude 60:69)
             least = c.reanchor_min_height * float(self.x[5])
             sure = [
-                i
-                for i in inside
-                if similarities[i] >= strong and candidates[i].size[1] >= least
+                i for i in inside if similarities[i] >= strong and candidates[i].size[1] >= least
             ]
             if sure:
                 best = max(sure, key=lambda i: similarities[i])
