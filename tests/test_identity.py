@@ -141,3 +141,22 @@ def test_the_person_seen_whole_near_where_they_were_is_relocked_at_once():
     half = Candidate(np.array([84.0, 112.5]), np.array([12.0, 15.0]), 0.6, E[1])
     state = tracker.update(np.eye(2, 3), [half], view=_frame(ground, [me]))
     assert state.mode == "reacquire"
+
+
+def test_an_unseen_lock_is_not_locked_again_on_someone_in_other_colours():
+    ground = _ground(4)
+    tracker = _tracker_on(ground)
+    for _ in range(3):  # hidden: unseen, reported reacquire, still associating as a lock
+        state = tracker.update(np.eye(2, 3), [], view=_frame(ground, []))
+    assert state.mode == "reacquire" and tracker.mode == "locked"
+    other = (82.0, 120.0, GREEN, YELLOW)
+    for _ in range(3):
+        state = tracker.update(np.eye(2, 3), [_seen(*other[:2])], view=_frame(ground, [other]))
+        assert state.mode == "reacquire"
+    # the person themself, back there, is locked again
+    tracker = _tracker_on(ground)
+    for _ in range(3):
+        tracker.update(np.eye(2, 3), [], view=_frame(ground, []))
+    me = (82.0, 120.0, RED, BLUE)
+    state = tracker.update(np.eye(2, 3), [_seen(*me[:2])], view=_frame(ground, [me]))
+    assert state.mode == "locked"

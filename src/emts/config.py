@@ -175,6 +175,8 @@ class TrackerConfig:
     # seen: "locked" means the person is in the box), though it keeps its locked association
     # until reacquire_after_misses
     unseen_frames_locked: int = 2
+    # ... and seeing it again there is a re-lock: on colour frames it needs the lock's colours
+    unseen_needs_identity: bool = True
     # Identity (colour frames, :mod:`emts.stages.d_track.identity`): every re-lock needs the
     # region's colour signature this like the lock's (Bhattacharyya; 0: off) ...
     identity_min: float = 0.3

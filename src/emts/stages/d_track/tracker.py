@@ -340,6 +340,20 @@ class TargetTracker(Reacquisition):
             cost = gamma - c.association_embedding_weight * similarity
             if cost < best:
                 best, chosen = cost, i
+        # Unseen for unseen_frames_locked frames, the track is reported `reacquire`: what
+        # measures it again re-locks it, and on colour frames a re-lock needs the person's
+        # colours (after a look-alike took the lock, the template matched the walker's legs
+        # and shadow 25 px below them and said `locked` there)
+        unseen = (
+            c.unseen_needs_identity
+            and self.misses >= c.unseen_frames_locked
+            and self._identity_on
+            and view is not None
+        )
+        if unseen and chosen is not None:
+            k = candidates[chosen]
+            if not self._like(self._similarity_at(view, k.centre, k.size)):
+                chosen = None
         match = None
         if view is not None:
             match = self._search(view, self._search_radius(c.search_radius[1]))
@@ -371,6 +385,7 @@ class TargetTracker(Reacquisition):
             and not flattened
             and not surged
             and self.kf.innovation(match[1], self.kf.r_appearance) < c.gate_mahalanobis
+            and not (unseen and not self._is_them(view, match[1], self.x[4:6]))
         )
         # The frame the appearance drops (an occluder, the target gone): a detection there may
         # be the residual of where the target *was* (R holds frame t-1 as well as t), so it
