@@ -1,5 +1,7 @@
 """Stage D's identity: the colour signature, the re-find anywhere, and the honest "locked"."""
 
+from dataclasses import replace
+
 import numpy as np
 
 from emts.stages.appearance import AppearanceView
@@ -160,3 +162,24 @@ def test_an_unseen_lock_is_not_locked_again_on_someone_in_other_colours():
     me = (82.0, 120.0, RED, BLUE)
     state = tracker.update(np.eye(2, 3), [_seen(*me[:2])], view=_frame(ground, [me]))
     assert state.mode == "locked"
+
+
+def test_a_person_who_stopped_while_hidden_is_relocked_standing_still():
+    def frames_to_relock(still_frames):
+        ground = _ground(5)
+        me = (80.0, 120.0, RED, BLUE)
+        tracker = _tracker_on(ground, start=me[:2])
+        tracker.config = replace(tracker.config, relock_still_frames=still_frames)
+        for _ in range(3):  # seen: the look's running peak settles
+            tracker.update(np.eye(2, 3), [], view=_frame(ground, [me]))
+        for _ in range(10):  # hidden: lost
+            state = tracker.update(np.eye(2, 3), [], view=_frame(ground, []))
+        assert tracker.mode == "reacquire"
+        for t in range(1, 8):  # back, standing where they were; the detector misses them
+            state = tracker.update(np.eye(2, 3), [], view=_frame(ground, [me]))
+            if state.mode == "locked":
+                return t
+        return None
+
+    assert frames_to_relock(2) == 2
+    assert frames_to_relock(0) is None  # a match that does not walk: not without this

@@ -59,6 +59,9 @@ class Reacquisition:
             moving = self._moving_match([f[1] for f in found], view)
             if moving is not None and not self._is_them(view, moving[0], self.x[4:6]):
                 moving = None
+            if moving is None:
+                still = self._still_match(found, view)
+                moving = None if still is None else (still, np.zeros(2))
             if moving is not None:
                 self._relock(moving[0], self.x[4:6], None, rebuild=False)
                 self.x[2:4] = moving[1]  # the chain's own velocity: it is walking
@@ -260,6 +263,31 @@ class Reacquisition:
             if pace >= self.relock_min_pace() and self._moves_on_its_ground(chain, view):
                 return chain[-1], chain[-1] - chain[-2]
         return None
+
+    def _still_match(self, found, view: AppearanceView) -> np.ndarray | None:
+        """The position of a strong match with the lock's colours that has stayed in one place
+        for ``relock_still_frames`` frames (a person who stopped while hidden), or None."""
+        c = self.config
+        # (an operator's lock: an automatic one re-locks only once the verifier sees it walk)
+        if not (c.relock_still_frames and self._operator and self._identity_on):
+            return None
+        if self.typical_peak is None:
+            return None
+        strong = [f for f in found if f[0] >= c.relock_appearance * self.typical_peak]
+        best = max(strong, key=lambda f: f[0], default=None)
+        if best is None or not (
+            (s := self._similarity_at(view, self._to_image(best[1]), self.x[4:6])) is not None
+            and s >= c.relock_still_identity
+        ):
+            self._still_streak = []
+            return None
+        streak = self._still_streak
+        if streak and np.hypot(*(best[1] - streak[-1])) > c.relock_consistency:
+            streak = []
+        self._still_streak = [*streak, best[1]]
+        if len(self._still_streak) < c.relock_still_frames:
+            return None
+        return best[1]
 
     def relock_min_pace(self) -> float:
         """Least stabilized px/frame of an appearance re-lock chain at the stream's frame rate

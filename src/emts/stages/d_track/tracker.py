@@ -89,6 +89,7 @@ class TargetTracker(Reacquisition):
         self.misses = 0
         self._spatial_streak = 0
         self._appearance_streak: list[np.ndarray] = []
+        self._still_streak: list[np.ndarray] = []  # a strong match standing still, while lost
         self._veto_drops = True
         self._operator = False  # the lock is an operator's (a tap), not an automatic one
         self.typical_peak: float | None = None  # running NCC peak of this track's matches
@@ -602,4 +603,5 @@ class TargetTracker(Reacquisition):
         self.frozen_appearance = None if self.appearance.patch is None else self.appearance.state()
         self._spatial_streak = 0
         self._appearance_streak = []
+        self._still_streak = []
         self._refinder.reset()
