@@ -136,14 +136,17 @@ def main() -> int:
     }
     report["new_over_base_median"] = round(report["new_median_ms"] / report["base_median_ms"], 4)
     report["clip"] = args.clip or "the bench's gusty clip (auto-lock)"
-    report["frames_with_other_output"] = sum(
-        a != b for a, b in zip(outputs["base"], outputs["new"], strict=True)
-    )
+    other = [
+        i for i, (a, b) in enumerate(zip(outputs["base"], outputs["new"], strict=True)) if a != b
+    ]
+    report["frames_with_other_output"] = len(other)
+    report["first_frame_with_other_output"] = other[0] if other else None
     print(
         f"base {args.base}: {report['base_median_ms']:.3f} ms, working tree: "
         f"{report['new_median_ms']:.3f} ms a frame (medians of {report['frames']} frames each, "
         f"alternating); new / base {report['new_over_base_median']:.3f}; frames whose mode or "
         f"box differ: {report['frames_with_other_output']} of {len(outputs['new'])}"
+        + (f" (the first: frame {other[0]})" if other else "")
     )
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
