@@ -50,3 +50,16 @@ def noise_video(path: Path, frames: int = 40) -> bytes:
         writer.write((rng.random((256, 320, 3)) * 255).astype(np.uint8))
     writer.release()
     return path.read_bytes()
+
+
+def walking_block_video(path: Path, frames: int = 8, size=(320, 256), fourcc: str = "mp4v") -> Path:
+    """A small video of a bright block walking over a textured background."""
+    rng = np.random.default_rng(0)
+    background = (rng.random((size[1], size[0])) * 80 + 60).astype(np.uint8)
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*fourcc), 30, size)
+    for k in range(frames):
+        frame = background.copy()
+        cv2.rectangle(frame, (50 + 3 * k, 100), (60 + 3 * k, 130), 255, -1)
+        writer.write(cv2.cvtColor(frame, cv2.COLOR_GRAY2BGR))
+    writer.release()
+    return path

@@ -34,7 +34,11 @@ import cv2
 import numpy as np
 
 import emts
-from damaged_media import faststart, noise_video  # (benchmarks/, beside this script)
+from damaged_media import (  # (benchmarks/, beside this script)
+    faststart,
+    noise_video,
+    walking_block_video,
+)
 from emts.precision import shipped_model
 
 CLASSES = {
@@ -96,16 +100,8 @@ class Verdict:
 
 
 def _video(path: Path, frames: int = 10, size=(320, 256), fourcc: str = "mp4v") -> Path:
-    """A bright block walking over a textured background (as tests/test_hostile_inputs.py)."""
-    rng = np.random.default_rng(0)
-    background = (rng.random((size[1], size[0])) * 80 + 60).astype(np.uint8)
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*fourcc), 30, size)
-    for k in range(frames):
-        frame = background.copy()
-        cv2.rectangle(frame, (50 + 3 * k, 100), (60 + 3 * k, 130), 255, -1)
-        writer.write(cv2.cvtColor(frame, cv2.COLOR_GRAY2BGR))
-    writer.release()
-    return path
+    """A bright block walking over a textured background."""
+    return walking_block_video(path, frames, size, fourcc)
 
 
 def _edit_onnx(source: Path, path: Path, edit) -> Path:

@@ -21,18 +21,18 @@ import pytest
 from emts.cli import main
 from emts.precision import shipped_model
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from damaged_media import (  # noqa: E402 (shared with hostile_pass)
+    atoms,
+    faststart,
+    noise_video,
+    walking_block_video,
+)
+
 
 def _video(path: Path, frames: int = 8, size=(320, 256)) -> Path:
     """A small mp4 of a bright block walking over a textured background."""
-    rng = np.random.default_rng(0)
-    background = (rng.random((size[1], size[0])) * 80 + 60).astype(np.uint8)
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 30, size)
-    for k in range(frames):
-        frame = background.copy()
-        cv2.rectangle(frame, (50 + 3 * k, 100), (60 + 3 * k, 130), 255, -1)
-        writer.write(cv2.cvtColor(frame, cv2.COLOR_GRAY2BGR))
-    writer.release()
-    return path
+    return walking_block_video(path, frames, size)
 
 
 def _emts(command: str) -> int:
@@ -183,10 +183,6 @@ def test_f_a_tap_on_the_frame_is_accepted(workdir, lock):
 
 
 # -- G: a damaged video, a source of no usable frame ------------------------------------------
-
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from damaged_media import atoms, faststart, noise_video  # noqa: E402 (shared with hostile_pass)
 
 
 @pytest.fixture
