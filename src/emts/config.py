@@ -144,11 +144,9 @@ class TrackerConfig:
     relock_own_share: float = 0.5
     walk_speed: tuple[float, float] = (0.7, 15.0)  # (min, max) stabilized px/frame of a walker
     # a re-lock match standing still: one at least relock_appearance of the running peak, with
-    # the lock's colours at least relock_still_identity, in the same place (relock_consistency
-    # px) over this many frames re-locks an operator's lock too (0: off; a person who stopped
-    # behind the occluder)
+    # the lock's colours (identity_min), in the same place (relock_consistency px) over this
+    # many frames re-locks an operator's lock too (0: off; a person who stopped while hidden)
     relock_still_frames: int = 2
-    relock_still_identity: float = 0.3
     relock_min_pace: float = 2.0  # re-lock chain: mean stabilized px/frame from first to last
     pace_fps: float = 10.0  # ... at this frame rate (person12's); scaled to the stream's
     relock_max_radius: float = 96.0  # re-lock searches at most this far (stabilized px) ...

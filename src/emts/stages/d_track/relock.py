@@ -61,14 +61,9 @@ class Reacquisition:
                 moving = None
             if moving is None:
                 still = self._still_match(found, view)
-                moving = None if still is None else (still, np.zeros(2))
-            if moving is not None:
-                self._relock(moving[0], self.x[4:6], None, rebuild=False)
-                self.x[2:4] = moving[1]  # the chain's own velocity: it is walking
-                # The template stays the frozen one, the look from before the loss (captured
-                # afresh here, in tree shade, it drifted off the person as they left the
-                # shade); its running peak and contrast restart from here.
-                self.typical_peak = self.typical_contrast = self.reference_contrast = None
+                moving = None if still is None else (still, None)
+            if moving is not None:  # at the chain's own velocity: it is walking (or stood)
+                self._relock_with_frozen_look(moving[0], self.x[4:6], moving[1])
                 return None, peak
         if not candidates:
             self._spatial_streak = 0
@@ -86,10 +81,9 @@ class Reacquisition:
         refound = self._refind(measurements, similarities, view)
         if refound is not None:
             index, velocity = refound
-            m = measurements[index]
-            self._relock(m[:2], m[2:], None, rebuild=False)
-            self.x[2:4] = velocity
-            self.typical_peak = self.typical_contrast = self.reference_contrast = None
+            self._relock_with_frozen_look(
+                measurements[index][:2], measurements[index][2:], velocity
+            )
             return index, peak
         if not inside:
             self._spatial_streak = 0
@@ -104,9 +98,7 @@ class Reacquisition:
             ]
             if sure:
                 best = max(sure, key=lambda i: similarities[i])
-                m = measurements[best]
-                self._relock(m[:2], m[2:], None, rebuild=False)
-                self.typical_peak = self.typical_contrast = self.reference_contrast = None
+                self._relock_with_frozen_look(measurements[best][:2], measurements[best][2:])
                 return best, peak
         # 2. A detection with the frozen embedding, inside the re-lock gate (never anywhere).
         if self.has_embedding:
@@ -269,16 +261,12 @@ class Reacquisition:
         for ``relock_still_frames`` frames (a person who stopped while hidden), or None."""
         c = self.config
         # (an operator's lock: an automatic one re-locks only once the verifier sees it walk)
-        if not (c.relock_still_frames and self._operator and self._identity_on):
-            return None
-        if self.typical_peak is None:
+        on = c.relock_still_frames and self._operator and self._identity_on
+        if not on or self.typical_peak is None:
             return None
         strong = [f for f in found if f[0] >= c.relock_appearance * self.typical_peak]
         best = max(strong, key=lambda f: f[0], default=None)
-        if best is None or not (
-            (s := self._similarity_at(view, self._to_image(best[1]), self.x[4:6])) is not None
-            and s >= c.relock_still_identity
-        ):
+        if best is None or not self._is_them(view, best[1], self.x[4:6]):
             self._still_streak = []
             return None
         streak = self._still_streak
@@ -311,6 +299,18 @@ class Reacquisition:
         if ground is None:
             return False
         return float(np.hypot(*((after - before) - ground))) >= self.config.walk_speed[0]
+
+    def _relock_with_frozen_look(self, centre, size, velocity=None) -> None:
+        """Re-lock at ``centre`` (stabilized px), ``size``, moving at ``velocity`` (None: still).
+
+        The template stays the frozen one, the look from before the loss (captured afresh at a
+        re-lock in tree shade, it drifted off the person as they left the shade); its running
+        peak and contrast restart from here.
+        """
+        self._relock(centre, size, None, rebuild=False)
+        if velocity is not None:
+            self.x[2:4] = velocity
+        self.typical_peak = self.typical_contrast = self.reference_contrast = None
 
     def _relock(self, centre, size, embedding, rebuild: bool) -> None:
         """Re-initialize at a new origin: position from the measurement, velocity zero."""
