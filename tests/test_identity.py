@@ -183,3 +183,35 @@ def test_a_person_who_stopped_while_hidden_is_relocked_standing_still():
 
     assert frames_to_relock(2) == 2
     assert frames_to_relock(0) is None  # a match that does not walk: not without this
+
+
+def test_a_look_alike_crossing_the_person_does_not_take_the_lock():
+    def follow(hold):
+        ground = _ground(6)
+        tracker = _tracker_on(ground, start=(200.0, 120.0))
+        tracker.config = replace(tracker.config, crossing_hold=hold)
+        # the person walks left; a copy of them walks down across their path, drawn over
+        # them where they meet (frame 25), as a pasted copy lies over the walker on person12
+        for t in range(1, 50):
+            me = (200.0 - 2 * t, 120.0, RED, BLUE)
+            copy = (150.0, 120.0 + 2 * (t - 25), RED, BLUE)
+            state = tracker.update(np.eye(2, 3), [], view=_frame(ground, [me, copy]))
+        centre, _ = tracker.image_box()
+        return state.mode, centre, me[:2], copy[:2]
+
+    mode, centre, me, copy = follow(TargetTracker().config.crossing_hold)
+    assert mode == "locked" and np.hypot(*(centre - me)) < 3
+    _, centre, me, copy = follow(0)  # the plain match follows the copy away
+    assert np.hypot(*(centre - copy)) < 3
+
+
+def test_a_look_alike_standing_beside_the_path_opens_no_crossing_hold():
+    ground = _ground(7)
+    tracker = _tracker_on(ground, start=(200.0, 120.0))
+    for t in range(1, 30):
+        me = (200.0 - 2 * t, 120.0, RED, BLUE)
+        still = (150.0, 100.0, RED, BLUE)  # the same look, standing 20 px off the path
+        tracker.update(np.eye(2, 3), [], view=_frame(ground, [me, still]))
+        assert tracker._crossing == 0  # (a hold would freeze the walk on a mere bystander)
+    centre, _ = tracker.image_box()
+    assert np.hypot(*(centre - me[:2])) < 3

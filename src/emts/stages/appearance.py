@@ -63,6 +63,10 @@ class AppearanceTemplate:
         self.offset = np.zeros(2)  # the template's centre minus the target's (g's domain px)
         self.inner = (0.0, 0.0)  # the margin's share of the template's width, height
         self._blends = 0
+        # the other local NCC maxima of the last (fine) search, (peak, centre), when asked:
+        # those of at least rival_floor x its peak
+        self.rival_floor: float | None = None
+        self.rivals: list[tuple[float, np.ndarray]] = []
 
     @staticmethod
     def sample(
@@ -258,6 +262,12 @@ class AppearanceTemplate:
         else:
             _, peak, _, (px, py) = cv2.minMaxLoc(response)
         h, w = self.patch.shape[:2]
+        if self.rival_floor is not None:
+            self.rivals = [
+                (float(response[y, x]), self._centre(response, top_left, x, y) - self.offset)
+                for x, y in _local_maxima(response, self.rival_floor * peak, 4)
+                if (x, y) != (px, py)
+            ]
         contrast = float(window[py : py + h, px : px + w].std())
         return float(peak), self._centre(response, top_left, px, py) - self.offset, contrast
 
@@ -290,6 +300,37 @@ class AppearanceTemplate:
             )
             for x, y in _local_maxima(response, floor, count)
         ]
+
+    def coarse_maxima(
+        self, image: np.ndarray, g: np.ndarray, centre: np.ndarray, radius: float, floor: float
+    ) -> list[tuple[float, np.ndarray]]:
+        """(peak, centre) of up to 6 local maxima of the plain NCC in gray at half resolution
+        (no refinement: centres to about a sample) within ``radius`` of ``centre``, above
+        ``floor``, strongest first."""
+        sampled = self._window(image, g, centre + self.offset, radius)
+        if sampled is None:
+            return []
+        window, top_left, r = sampled
+        h, w = self.patch.shape[:2]
+        small = cv2.resize(
+            window,
+            (max((w + 2 * r) // 2, 3), max((h + 2 * r) // 2, 3)),
+            interpolation=cv2.INTER_AREA,
+        )
+        small_patch = cv2.resize(
+            self.patch, (max(w // 2, 2), max(h // 2, 2)), interpolation=cv2.INTER_AREA
+        )
+        if small.ndim == 3:  # in gray: a third of the colour match's time
+            small = cv2.cvtColor(small, cv2.COLOR_BGR2GRAY)
+            small_patch = cv2.cvtColor(small_patch, cv2.COLOR_BGR2GRAY)
+        coarse = cv2.matchTemplate(small, small_patch, cv2.TM_CCOEFF_NORMED)
+        found = []
+        for x, y in _local_maxima(coarse, floor, 6):
+            dx = _parabola_offset(coarse[y, max(x - 1, 0) : x + 2]) if x > 0 else 0.0
+            dy = _parabola_offset(coarse[max(y - 1, 0) : y + 2, x]) if y > 0 else 0.0
+            at = np.array([2 * (x + dx) + (w - 1) / 2.0, 2 * (y + dy) + (h - 1) / 2.0])
+            found.append((float(coarse[y, x]), top_left + self.step * at - self.offset))
+        return found
 
     def _wide(self, radius: float) -> bool:
         """Is a search within ``radius`` wider than ``AppearanceConfig.fine_search_max``
