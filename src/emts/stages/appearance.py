@@ -312,18 +312,7 @@ class AppearanceTemplate:
             return []
         window, top_left, r = sampled
         h, w = self.patch.shape[:2]
-        small = cv2.resize(
-            window,
-            (max((w + 2 * r) // 2, 3), max((h + 2 * r) // 2, 3)),
-            interpolation=cv2.INTER_AREA,
-        )
-        small_patch = cv2.resize(
-            self.patch, (max(w // 2, 2), max(h // 2, 2)), interpolation=cv2.INTER_AREA
-        )
-        if small.ndim == 3:  # in gray: a third of the colour match's time
-            small = cv2.cvtColor(small, cv2.COLOR_BGR2GRAY)
-            small_patch = cv2.cvtColor(small_patch, cv2.COLOR_BGR2GRAY)
-        coarse = cv2.matchTemplate(small, small_patch, cv2.TM_CCOEFF_NORMED)
+        coarse = self._half_resolution_ncc(window, r, gray=True)
         found = []
         for x, y in _local_maxima(coarse, floor, 6):
             dx = _parabola_offset(coarse[y, max(x - 1, 0) : x + 2]) if x > 0 else 0.0
@@ -339,9 +328,10 @@ class AppearanceTemplate:
         positions = (2 * np.ceil(radius / self.step) + 1) ** 2
         return self.patch is not None and positions > self.look.fine_search_max
 
-    def _half_resolution_ncc(self, window: np.ndarray, r: int) -> np.ndarray:
+    def _half_resolution_ncc(self, window: np.ndarray, r: int, gray: bool = False) -> np.ndarray:
         """The plain NCC of the template over a search ``window`` (radius ``r`` samples) at
-        half resolution: a 16th of the work."""
+        half resolution: a 16th of the work; ``gray``: of the two in gray (a third of the
+        colour match's time again)."""
         h, w = self.patch.shape[:2]
         small = cv2.resize(
             window,
@@ -351,6 +341,9 @@ class AppearanceTemplate:
         small_patch = cv2.resize(
             self.patch, (max(w // 2, 2), max(h // 2, 2)), interpolation=cv2.INTER_AREA
         )
+        if gray and small.ndim == 3:
+            small = cv2.cvtColor(small, cv2.COLOR_BGR2GRAY)
+            small_patch = cv2.cvtColor(small_patch, cv2.COLOR_BGR2GRAY)
         return cv2.matchTemplate(small, small_patch, cv2.TM_CCOEFF_NORMED)
 
     def _around(self, window: np.ndarray, r: int, cx: int, cy: int):
