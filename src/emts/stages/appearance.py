@@ -63,10 +63,8 @@ class AppearanceTemplate:
         self.offset = np.zeros(2)  # the template's centre minus the target's (g's domain px)
         self.inner = (0.0, 0.0)  # the margin's share of the template's width, height
         self._blends = 0
-        # the other local NCC maxima of the last (fine) search, (peak, centre), when asked:
-        # those of at least rival_floor x its peak
-        self.rival_floor: float | None = None
-        self.rivals: list[tuple[float, np.ndarray]] = []
+        # the last fine search's response, its origin and peak (px, py): other_maxima reads it
+        self._last: tuple[np.ndarray, np.ndarray, int, int] | None = None
 
     @staticmethod
     def sample(
@@ -262,12 +260,7 @@ class AppearanceTemplate:
         else:
             _, peak, _, (px, py) = cv2.minMaxLoc(response)
         h, w = self.patch.shape[:2]
-        if self.rival_floor is not None:
-            self.rivals = [
-                (float(response[y, x]), self._centre(response, top_left, x, y) - self.offset)
-                for x, y in _local_maxima(response, self.rival_floor * peak, 4)
-                if (x, y) != (px, py)
-            ]
+        self._last = (response, top_left, px, py)
         contrast = float(window[py : py + h, px : px + w].std())
         return float(peak), self._centre(response, top_left, px, py) - self.offset, contrast
 
@@ -299,6 +292,23 @@ class AppearanceTemplate:
                 float(window[y : y + h, x : x + w].std()),
             )
             for x, y in _local_maxima(response, floor, count)
+        ]
+
+    def forget_search(self) -> None:
+        """Drop the last search's response (:meth:`other_maxima` then finds none)."""
+        self._last = None
+
+    def other_maxima(self, ratio: float) -> list[tuple[float, np.ndarray]]:
+        """(peak, centre) of up to 4 other local maxima of the last fine :meth:`search`'s NCC
+        of at least ``ratio`` x its peak (none after a coarse-to-fine or failed search)."""
+        if self._last is None:
+            return []
+        response, top_left, px, py = self._last
+        floor = ratio * float(response[py, px])
+        return [
+            (float(response[y, x]), self._centre(response, top_left, x, y) - self.offset)
+            for x, y in _local_maxima(response, floor, 4)
+            if (x, y) != (px, py)
         ]
 
     def coarse_maxima(

@@ -365,13 +365,11 @@ class TargetTracker(Reacquisition):
                 chosen = None
         match = None
         if view is not None:
-            crossing = c.crossing_hold and self._operator
-            self.appearance.rival_floor = c.crossing_rival if crossing else None
-            self.appearance.rivals = []
+            self.appearance.forget_search()
             match = self._search(view, self._search_radius(c.search_radius[1]))
             # (operator locks only: on person12's 16 auto-lock runs it cost lock recall,
             # 0.718 -> 0.631 mean)
-            if crossing and match is not None:
+            if c.crossing_hold and self._operator and match is not None:
                 match = self._through_crossing(view, match)
         peak = None if match is None else match[0]
         # Occlusion: a match suddenly much weaker than the last accepted one is an occluder
@@ -489,7 +487,10 @@ class TargetTracker(Reacquisition):
         self._follow_rival(prediction, height)
         if not self._crossing:
             return match
-        near = [(p, self._from_image(centre), match[2]) for p, centre in self.appearance.rivals]
+        near = [
+            (p, self._from_image(centre), match[2])
+            for p, centre in self.appearance.other_maxima(c.crossing_rival)
+        ]
         nearest = min([match, *near], key=lambda m: np.hypot(*(m[1] - prediction)))
         if np.hypot(*(nearest[1] - prediction)) > c.crossing_reach * height:
             return None
