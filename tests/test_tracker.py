@@ -930,3 +930,46 @@ def test_only_an_operators_lock_takes_the_upper_part_as_its_template():
         tracker.lock(LockCommand(np.array([300.0, 200.0]), SIZE, E[0], source), view)
         heights[source] = tracker.appearance.patch.shape[0]
     assert heights["tap:blob"] < heights["auto"]
+
+
+def _walk_out_of_the_top(fade: float, config=None):
+    """A tapped walker leaves through the top edge at 4 px/frame while the appearance match
+    stays 8 px inside the edge with its template running off the image, ``fade`` weaker each
+    frame from y = 20 on (as person12 --leave 3: the match held on the ground at the edge and
+    faded as the person slid out). Returns (walker y, state) per frame."""
+    from emts.stages.appearance import AppearanceView
+
+    view = AppearanceView.of(_frame(_ground(), 300))
+    tracker = TargetTracker(config)
+    tracker.lock(LockCommand(np.array([300.0, 100.0]), SIZE, E[0], "tap:box"), view)
+    out = []
+    for t in range(1, 36):
+        y = 100.0 - 4.0 * t
+        peak = 0.85 - fade * max(0.0, (20.0 - y) / 4.0)
+
+        def search(view, radius, y=y, peak=peak):
+            return peak, np.array([300.0, max(y, 8.0)]), 20.0
+
+        tracker._search = search
+        out.append((y, tracker.update(np.eye(2, 3), [], view=view)))
+    return out
+
+
+def test_a_match_fading_at_the_edge_loses_the_walker_who_walks_out():
+    frames = _walk_out_of_the_top(fade=0.05)
+    assert all(s.mode == "locked" for y, s in frames if y >= 12)
+    out = [s.mode for y, s in frames if y <= -SIZE[1] / 2]  # wholly out of the view
+    assert "locked" not in out
+
+
+def test_without_the_edge_fade_rule_the_fading_match_holds_the_lock():
+    frames = _walk_out_of_the_top(fade=0.05, config=TrackerConfig(edge_fade=0.0))
+    out = [s.mode for y, s in frames if y <= -SIZE[1] / 2]
+    assert out[:2] == ["locked"] * 2
+
+
+def test_a_match_that_does_not_fade_at_the_edge_is_followed_as_without_the_rule():
+    def seen(config):
+        return [(s.mode, *np.round(s.centre, 6)) for _, s in _walk_out_of_the_top(0.0, config)]
+
+    assert seen(TrackerConfig(edge_fade=0.7)) == seen(TrackerConfig(edge_fade=0.0))

@@ -181,6 +181,10 @@ class TrackerConfig:
     unseen_frames_locked: int = 2
     # ... and seeing it again there is a re-lock: on colour frames it needs the lock's colours
     unseen_needs_identity: bool = True
+    # A person walking out of the view: where the template runs off the image content, a match
+    # below this fraction of the slow running peak measures nothing (the match stays inside the
+    # edge and fades as they slide out, the running peak following it down; 0: off)
+    edge_fade: float = 0.7
     # Identity (colour frames, :mod:`emts.stages.d_track.identity`): every re-lock needs the
     # region's colour signature this like the lock's (Bhattacharyya; 0: off) ...
     identity_min: float = 0.3

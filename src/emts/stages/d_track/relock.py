@@ -119,6 +119,7 @@ class Reacquisition:
             if view is not None:
                 self._capture(view)
                 self.typical_peak = self.typical_contrast = self.reference_contrast = None
+                self.reference_peak = None
             return nearest, peak
         return None, peak
 
@@ -311,6 +312,7 @@ class Reacquisition:
         if velocity is not None:
             self.x[2:4] = velocity
         self.typical_peak = self.typical_contrast = self.reference_contrast = None
+        self.reference_peak = None
 
     def _relock(self, centre, size, embedding, rebuild: bool) -> None:
         """Re-initialize at a new origin: position from the measurement, velocity zero."""

@@ -95,6 +95,8 @@ class TargetTracker(Reacquisition):
         self.typical_peak: float | None = None  # running NCC peak of this track's matches
         self.typical_contrast: float | None = None  # running contrast of the matched region
         self.reference_contrast: float | None = None  # the same, slow: the target's own
+        self.reference_peak: float | None = None  # the running NCC peak, slow
+        self._content = _WHOLE_FRAME  # this frame's image content (WORKING px)
         self._occluded = False  # the last match dropped suddenly: wait for a strong one
         self._detected_only = 0  # consecutive locked frames measured by a detection alone
         self._appearance_only = 0  # ... by the appearance match alone
@@ -254,6 +256,7 @@ class TargetTracker(Reacquisition):
 
     def _update(self, motion, candidates, verdict, lock, release, view, content) -> TrackState:
         content = content or _WHOLE_FRAME
+        self._content = content
         if release:
             self.reset()
         if lock is not None:
@@ -393,11 +396,21 @@ class TargetTracker(Reacquisition):
         # textured occluder sliding over it, and a slowly refreshed template absorbs it. A
         # region far more contrasted than the target has been is not the target.
         surged = match is not None and self._surged(match[2])
+        # A person walking out of the view: the template runs off the image content and its
+        # match fades frame by frame (the running peak follows it down; the slow one does not)
+        faded = (
+            c.edge_fade > 0
+            and match is not None
+            and self.reference_peak is not None
+            and match[0] < c.edge_fade * self.reference_peak
+            and self._overhangs(match[1])
+        )
         appearance_ok = (
             match is not None
             and match[0] >= needed
             and not flattened
             and not surged
+            and not faded
             and self.kf.innovation(match[1], self.kf.r_appearance) < c.gate_mahalanobis
             and not (unseen and not self._is_them(view, match[1], self.x[4:6]))
         )
@@ -447,6 +460,11 @@ class TargetTracker(Reacquisition):
                 match[2] if contrast is None else keep * contrast + (1 - keep) * match[2]
             )
             slow, reference = c.reference_contrast_keep, self.reference_contrast
+            self.reference_peak = (
+                match[0]
+                if self.reference_peak is None
+                else slow * self.reference_peak + (1 - slow) * match[0]
+            )
             self.reference_contrast = (
                 match[2] if reference is None else slow * reference + (1 - slow) * match[2]
             )
@@ -464,6 +482,22 @@ class TargetTracker(Reacquisition):
         if relearn and self._detected_only >= relearn and view is not None and verdict is not False:
             self._retake_look(view)
         return chosen, peak, measured_by
+
+    def _overhangs(self, position: np.ndarray) -> bool:
+        """Does the template placed at stabilized ``position`` run off the image content?"""
+        look = self.appearance
+        if look.patch is None:
+            return False
+        h, w = look.patch.shape[:2]
+        half = 0.5 * look.step * (np.array([w, h], float) - 1.0)
+        at = self._to_image(position) + look.offset
+        content = self._content
+        return bool(
+            at[0] - half[0] < content[0]
+            or at[1] - half[1] < content[1]
+            or at[0] + half[0] > content[2]
+            or at[1] + half[1] > content[3]
+        )
 
     def _through_crossing(self, view: AppearanceView, match):
         """The appearance ``match`` (peak, stabilized centre, contrast) seen through a
@@ -571,6 +605,7 @@ class TargetTracker(Reacquisition):
         """Take the appearance afresh where the track is; its running values restart."""
         self._capture(view)
         self.typical_peak = self.typical_contrast = self.reference_contrast = None
+        self.reference_peak = None
         self._occluded = False
         self._detected_only = 0
         self._appearance_only = 0
