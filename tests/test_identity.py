@@ -3,6 +3,7 @@
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
 from emts.stages.appearance import AppearanceView
 from emts.stages.d_track.identity import Refinder, colour_signature, similarity
@@ -88,13 +89,21 @@ def _seen(x, y):
     return Candidate(np.array([x, y], float), SIZE, 0.6, E[1])
 
 
-def test_a_hidden_person_is_not_locked_for_more_than_a_frame():
+@pytest.mark.parametrize("occluded", [1, 2])
+def test_a_hidden_person_is_not_locked_once_the_match_is_refused(occluded):
+    """The person vanishes (the match is refused: an occluder): `reacquire` from the first
+    unmeasured frame (TrackerConfig.unseen_frames_occluded; 2: from the second)."""
     ground = _ground(1)
     tracker = _tracker_on(ground)
+    tracker.config = replace(tracker.config, unseen_frames_occluded=occluded)
+    for _ in range(3):  # seen: the match has a running peak to drop from
+        seen = tracker.update(np.eye(2, 3), [], view=_frame(ground, [(80.0, 120.0, RED, BLUE)]))
+        assert seen.mode == "locked" and seen.measured_by == "appearance"
     modes = []
     for _ in range(1, 6):
         modes.append(tracker.update(np.eye(2, 3), [], view=_frame(ground, [])).mode)
-    assert modes[0] == "locked" and set(modes[1:]) == {"reacquire"}
+    assert modes[: occluded - 1] == ["locked"] * (occluded - 1)
+    assert set(modes[occluded - 1 :]) == {"reacquire"}
 
 
 def test_the_person_is_found_again_anywhere_and_a_look_alike_in_other_colours_is_not():

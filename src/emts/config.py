@@ -179,6 +179,9 @@ class TrackerConfig:
     # seen: "locked" means the person is in the box), though it keeps its locked association
     # until reacquire_after_misses
     unseen_frames_locked: int = 2
+    # ... from this many where the appearance match was refused as an occluder (a sudden drop,
+    # a flattened, surged or fading region): the frame an occluder arrives is not `locked`
+    unseen_frames_occluded: int = 1
     # ... and seeing it again there is a re-lock: on colour frames it needs the lock's colours
     unseen_needs_identity: bool = True
     # A person walking out of the view: where the template runs off the image content, a match

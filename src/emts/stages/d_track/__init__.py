@@ -44,8 +44,9 @@ track out of the merge.
 
 Modes: ``"search"`` (no lock), ``"locked"``, ``"reacquire"`` (coasting after 8 consecutive
 frames without a measurement, a verifier veto, or the target leaving the image; *reported*
-from the second unmeasured frame on, ``TrackerConfig.unseen_frames_locked``: ``locked`` means
-the person is in the box). On colour frames every re-lock needs the person's colours
+from the second unmeasured frame on, ``TrackerConfig.unseen_frames_locked``, and from the first
+where the appearance match was refused as an occluder, ``unseen_frames_occluded``: ``locked``
+means the person is in the box). On colour frames every re-lock needs the person's colours
 (:mod:`.identity`), and while lost the person is looked for anywhere in the frame. A re-lock
 (frozen template found again on consecutive frames near the coasted prediction, ahead of the
 walk before the loss, in a region as textured as the person, a detection

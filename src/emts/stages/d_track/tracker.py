@@ -331,8 +331,14 @@ class TargetTracker(Reacquisition):
         centre = np.minimum(np.maximum(centre, content[:2]), content[2:])
         score = candidates[chosen].score if chosen is not None else None
         mode = self.mode
-        if mode == "locked" and self.misses >= self.config.unseen_frames_locked:
-            mode = "reacquire"  # not seen for a while: the person may not be in the box
+        # not seen for a while: the person may not be in the box; at once where the
+        # appearance match was refused as an occluder (a sudden drop, a flattened, surged or
+        # fading region)
+        unseen = self.config.unseen_frames_locked
+        if self._occluded:
+            unseen = min(unseen, self.config.unseen_frames_occluded)
+        if mode == "locked" and self.misses >= unseen:
+            mode = "reacquire"
         return TrackState(mode, centre, size, score, chosen, self.misses, peak, measured_by, event)
 
     def _locked_step(self, candidates, measurements, gammas, verdict, view):
