@@ -118,8 +118,7 @@ class Reacquisition:
             self._relock(m[:2], m[2:], candidates[nearest].embedding, rebuild=True)
             if view is not None:
                 self._capture(view)
-                self.typical_peak = self.typical_contrast = self.reference_contrast = None
-                self.reference_peak = None
+                self._restart_running_match()
             return nearest, peak
         return None, peak
 
@@ -311,8 +310,7 @@ class Reacquisition:
         self._relock(centre, size, None, rebuild=False)
         if velocity is not None:
             self.x[2:4] = velocity
-        self.typical_peak = self.typical_contrast = self.reference_contrast = None
-        self.reference_peak = None
+        self._restart_running_match()
 
     def _relock(self, centre, size, embedding, rebuild: bool) -> None:
         """Re-initialize at a new origin: position from the measurement, velocity zero."""

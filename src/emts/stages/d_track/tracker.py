@@ -489,6 +489,11 @@ class TargetTracker(Reacquisition):
             self._retake_look(view)
         return chosen, peak, measured_by
 
+    def _restart_running_match(self) -> None:
+        """Forget the running peak and contrast of the matches (a new look or origin)."""
+        self.typical_peak = self.typical_contrast = self.reference_contrast = None
+        self.reference_peak = None
+
     def _overhangs(self, position: np.ndarray) -> bool:
         """Does the template placed at stabilized ``position`` run off the image content?"""
         look = self.appearance
@@ -610,8 +615,7 @@ class TargetTracker(Reacquisition):
     def _retake_look(self, view: AppearanceView) -> None:
         """Take the appearance afresh where the track is; its running values restart."""
         self._capture(view)
-        self.typical_peak = self.typical_contrast = self.reference_contrast = None
-        self.reference_peak = None
+        self._restart_running_match()
         self._occluded = False
         self._detected_only = 0
         self._appearance_only = 0
