@@ -172,6 +172,13 @@ class AppearanceTemplate:
     def _top_left(self, centre: np.ndarray, samples: tuple[int, int]) -> np.ndarray:
         return centre - self.step * (np.array(samples, float) - 1.0) / 2.0
 
+    def bounds(self, centre: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(top-left, bottom-right) sample centres of the template placed where a search
+        reports ``centre`` (the target's centre); needs a template."""
+        samples = (self.patch.shape[1], self.patch.shape[0])
+        top_left = self._top_left(centre + self.offset, samples)
+        return top_left, top_left + self.step * (np.array(samples, float) - 1.0)
+
     def blend(self, image: np.ndarray, g: np.ndarray, centre: np.ndarray, alpha: float) -> None:
         if self.patch is None:
             return

@@ -496,19 +496,11 @@ class TargetTracker(Reacquisition):
 
     def _overhangs(self, position: np.ndarray) -> bool:
         """Does the template placed at stabilized ``position`` run off the image content?"""
-        look = self.appearance
-        if look.patch is None:
+        if self.appearance.patch is None:
             return False
-        h, w = look.patch.shape[:2]
-        half = 0.5 * look.step * (np.array([w, h], float) - 1.0)
-        at = self._to_image(position) + look.offset
+        low, high = self.appearance.bounds(self._to_image(position))
         content = self._content
-        return bool(
-            at[0] - half[0] < content[0]
-            or at[1] - half[1] < content[1]
-            or at[0] + half[0] > content[2]
-            or at[1] + half[1] > content[3]
-        )
+        return bool(np.any(low < content[:2]) or np.any(high > content[2:]))
 
     def _through_crossing(self, view: AppearanceView, match):
         """The appearance ``match`` (peak, stabilized centre, contrast) seen through a
