@@ -5,6 +5,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from emts.config import TrackerConfig
 from emts.stages.appearance import AppearanceView
 from emts.stages.d_track.identity import Refinder, colour_signature, similarity
 from emts.stages.d_track.tracker import TargetTracker
@@ -28,8 +29,9 @@ def _frame(ground, people):
     frame = ground.copy()
     for x, y, shirt, trousers in people:
         x0, y0 = int(round(x - 6)), int(round(y - 15))
-        frame[y0 : y0 + 15, x0 : x0 + 12] = shirt
-        frame[y0 + 15 : y0 + 30, x0 + 2 : x0 + 10] = trousers
+        top, middle = max(y0, 0), max(y0 + 15, 0)  # (partly out of the top of the view)
+        frame[top:middle, x0 : x0 + 12] = shirt
+        frame[middle : max(y0 + 30, 0), x0 + 2 : x0 + 10] = trousers
     frame = np.clip(frame, 0, 255).astype(np.uint8)
     return AppearanceView(frame, np.eye(3), frame.mean(axis=2).astype(np.uint8))
 
@@ -192,6 +194,40 @@ def test_a_person_who_stopped_while_hidden_is_relocked_standing_still():
 
     assert frames_to_relock(2) == 2
     assert frames_to_relock(0) is None  # a match that does not walk: not without this
+
+
+def _walked_out(config=None, out=True):
+    """A tapped walker (appearance only) walks up 3 px a frame, out through the top of the
+    view (``out``), or is hidden mid-view; returns the tracker once it has lost them."""
+    ground = _ground(7)
+    tracker = _tracker_on(ground, start=(80.0, 60.0))
+    if config is not None:
+        tracker.config = config
+    for t in range(1, 40):
+        y = 60.0 - 3.0 * t
+        people = [(80.0, y, RED, BLUE)] if out or t < 5 else []
+        tracker.update(np.eye(2, 3), [], view=_frame(ground, people))
+        if tracker.mode == "reacquire":
+            return tracker, ground
+    raise AssertionError("never lost")
+
+
+@pytest.mark.parametrize("config", [None, TrackerConfig(still_after_exit=True)])
+def test_a_still_match_at_the_edge_a_walker_left_through_does_not_relock(config):
+    """What stands still where a walker left the view is the ground (person12 --leave 3
+    re-locked on it 9 frames after the walker left): a still match re-locks a person lost
+    mid-view, or one who left it with TrackerConfig.still_after_exit."""
+
+    def still(tracker, ground, me):  # a strong match with their colours, twice in one place
+        view = _frame(ground, [me])
+        found = [(tracker.typical_peak, np.array(me[:2]), 20.0)]
+        assert tracker._still_match(found, view) is None  # (a first frame is no streak)
+        return tracker._still_match(found, view)
+
+    relocked = still(*_walked_out(config), (80.0, 16.0, RED, BLUE))  # at the edge they left
+    assert (relocked is None) == (config is None)
+    # hidden mid-view while walking: one who stopped there is re-locked standing
+    assert still(*_walked_out(config, out=False), (80.0, 48.0, RED, BLUE)) is not None
 
 
 def test_a_look_alike_crossing_the_person_does_not_take_the_lock():

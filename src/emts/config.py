@@ -147,6 +147,10 @@ class TrackerConfig:
     # the lock's colours (identity_min), in the same place (relock_consistency px) over this
     # many frames re-locks an operator's lock too (0: off; a person who stopped while hidden)
     relock_still_frames: int = 2
+    # ... but not for a person who walked out of the view (lost walking, with the template
+    # over the image's edge or the prediction off it since): they come back walking, and what
+    # stands still at the edge they left is the ground (True: a still match re-locks them too)
+    still_after_exit: bool = False
     relock_min_pace: float = 2.0  # re-lock chain: mean stabilized px/frame from first to last
     pace_fps: float = 10.0  # ... at this frame rate (person12's); scaled to the stream's
     relock_max_radius: float = 96.0  # re-lock searches at most this far (stabilized px) ...

@@ -262,6 +262,7 @@ class Reacquisition:
         c = self.config
         # (an operator's lock: an automatic one re-locks only once the verifier sees it walk)
         on = c.relock_still_frames and self._operator and self._identity_on
+        on = on and (c.still_after_exit or not self._walked_out())
         if not on or self.typical_peak is None:
             return None
         strong = [f for f in found if f[0] >= c.relock_appearance * self.typical_peak]
@@ -276,6 +277,12 @@ class Reacquisition:
         if len(self._still_streak) < c.relock_still_frames:
             return None
         return best[1]
+
+    def _walked_out(self) -> bool:
+        """Was the lost person walking when they went out of the view (not a person who
+        stood while the camera swung away)?"""
+        walking = float(np.hypot(*self._lost_velocity)) >= self.config.walk_speed[0]
+        return self._left_view and walking
 
     def relock_min_pace(self) -> float:
         """Least stabilized px/frame of an appearance re-lock chain at the stream's frame rate

@@ -110,6 +110,8 @@ class TargetTracker(Reacquisition):
         self._rival_path: tuple[np.ndarray, np.ndarray, int] | None = None
         self._path_distance = np.inf  # ... its distance from the track on the last frame
         self._outside = 0  # consecutive lost frames with the coasted prediction off the image
+        self._left_view = False  # lost: the person walked out of the view
+        self._seen_at_edge = False  # the last measured frame's template ran off the image
         self._colour = False  # the lock was made on a colour frame: no merge hold
         self._previous: tuple[np.ndarray, np.ndarray] | None = None  # (working, G) at t-1
         # Stall check: (stabilized position, velocity, template, a detection took part) after
@@ -294,6 +296,8 @@ class TargetTracker(Reacquisition):
             chosen, peak, measured_by = self._locked_step(
                 candidates, measurements, gammas, verdict, view
             )
+            if measured_by is not None:
+                self._seen_at_edge = self._overhangs(self.x[:2])
             if measured_by is not None and self._stalled(measured_by):
                 self._enter_reacquire_before_stall()
                 return self._state(chosen, candidates, None, content, peak, "lost")
@@ -310,6 +314,7 @@ class TargetTracker(Reacquisition):
             # an automatic lock whose person walked off the image is not waited for long:
             # nobody chose them, and auto-lock is free again once the track is dropped
             self._outside = 0 if self._inside(content) else self._outside + 1
+            self._left_view = self._left_view or self._outside > 0
             outside = (
                 not self._operator
                 and c.auto_give_up_outside is not None
@@ -755,6 +760,8 @@ class TargetTracker(Reacquisition):
         self._rival = None
         self._rival_path = None
         self._outside = 0
+        # lost out of the view: the prediction off the image, or last seen at its edge
+        self._left_view = not self._inside(self._content) or self._seen_at_edge
         self._trail.clear()
         self._walk_pace = None
         self._lost_velocity = self.x[2:4].copy()  # the walk before the loss
