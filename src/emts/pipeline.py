@@ -346,8 +346,16 @@ class Pipeline:
         t = time.perf_counter()
         boxes_net = np.array([d.box for d in detections]).reshape(-1, 4)
         candidates = candidates_of(detections, geometry)
+        faint = None
         if any(d.raw_score is not None for d in found.decoded):
             sightings = candidates_of(found.decoded, geometry, found.threshold, sightings=True)
+            floor = self.tracker.config.refind_faint
+            if self.tracker.mode == "reacquire" and 0 < floor < found.threshold:
+                faint = [
+                    k
+                    for k in candidates_of(found.decoded, geometry, floor, sightings=True)
+                    if k.score < found.threshold
+                ]
         else:
             sightings = candidates_of(found.passed, geometry)
         # a pending tap's lock depends on whether the camera sees colour (read only then); a
@@ -383,6 +391,7 @@ class Pipeline:
             release=release,
             view=appearance,
             content=geometry.content_box,
+            faint=faint,
         )
         self.reacquisitions += state.event == "lost"
         self.acquisition.track_event(state.event)

@@ -47,7 +47,10 @@ frames without a measurement, a verifier veto, or the target leaving the image; 
 from the second unmeasured frame on, ``TrackerConfig.unseen_frames_locked``, and from the first
 where the appearance match was refused as an occluder, ``unseen_frames_occluded``: ``locked``
 means the person is in the box). On colour frames every re-lock needs the person's colours
-(:mod:`.identity`), and while lost the person is looked for anywhere in the frame. A re-lock
+(:mod:`.identity`), and while lost the person is looked for anywhere in the frame. A walker
+who left the view (lost walking, last seen at its edge or coasted off it) comes back walking
+and cut by the edge: a still match does not re-lock them (``still_after_exit``), and the
+detector's faint sightings (down to ``refind_faint``) join the re-find anywhere. A re-lock
 (frozen template found again on consecutive frames near the coasted prediction, ahead of the
 walk before the loss, in a region as textured as the person, a detection
 with the frozen embedding inside the re-lock gate, or a detection held inside that gate for

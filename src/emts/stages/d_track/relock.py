@@ -3,8 +3,9 @@ again (:class:`Reacquisition`, a part of :class:`~emts.stages.d_track.tracker.Ta
 the modes and their reasons: :mod:`emts.stages.d_track`).
 
 The re-lock paths, in the order tried each lost frame: the frozen look matched near the
-coasted prediction by a region that walks; a detection anywhere with the lock's colours
-chained over frames (:mod:`.identity`); a detection near the prediction with the frozen
+coasted prediction by a region that walks (or, not for a walker who left the view, stands);
+a detection anywhere with the lock's colours chained over frames (:mod:`.identity`; for a
+walker who left the view, faint detections too); a detection near the prediction with the frozen
 embedding; one held there for 3 frames. On colour frames each needs the lock's colours.
 """
 
@@ -65,10 +66,28 @@ class Reacquisition:
             if moving is not None:  # at the chain's own velocity: it is walking (or stood)
                 self._relock_with_frozen_look(moving[0], self.x[4:6], moving[1])
                 return None, peak
-        if not candidates:
+        # a walker who left the view comes back cut by its edge, first seen faintly: their
+        # faint detections may re-find them too (the chain, the look and the walk as below)
+        faint = self._faint if c.refind_faint and self._walked_out() else []
+        if not candidates and not faint:
             self._spatial_streak = 0
             self._refinder.step([], [], lambda before, after: False)  # (a frame passes)
             return None, peak
+        if faint:
+            found_faint = [self._to_stabilized(k) for k in faint]
+            refound = self._refind(
+                measurements + found_faint,
+                self._similarities(view, candidates) + self._similarities(view, faint),
+                view,
+            )
+            if refound is not None:
+                index, velocity = refound
+                m = (measurements + found_faint)[index]
+                self._relock_with_frozen_look(m[:2], m[2:], velocity)
+                return (index if index < len(candidates) else None), peak
+            if not candidates:
+                self._spatial_streak = 0
+                return None, peak
         # the identity of every detection (colour frames): is it the person locked?
         similarities = self._similarities(view, candidates)
         inside = [
@@ -78,7 +97,7 @@ class Reacquisition:
             and np.hypot(*(m[:2] - self.x[:2])) <= self._relock_radius()
             and self._like(similarities[i])
         ]
-        refound = self._refind(measurements, similarities, view)
+        refound = None if faint else self._refind(measurements, similarities, view)
         if refound is not None:
             index, velocity = refound
             self._relock_with_frozen_look(

@@ -111,6 +111,7 @@ class TargetTracker(Reacquisition):
         self._path_distance = np.inf  # ... its distance from the track on the last frame
         self._outside = 0  # consecutive lost frames with the coasted prediction off the image
         self._left_view = False  # lost: the person walked out of the view
+        self._faint: list[Candidate] = []  # this frame's faint detections (update)
         self._seen_at_edge = False  # the last measured frame's template ran off the image
         self._colour = False  # the lock was made on a colour frame: no merge hold
         self._previous: tuple[np.ndarray, np.ndarray] | None = None  # (working, G) at t-1
@@ -236,6 +237,7 @@ class TargetTracker(Reacquisition):
         release: bool = False,
         view: AppearanceView | None = None,
         content: tuple[float, float, float, float] | None = None,
+        faint: list[Candidate] | None = None,
     ) -> TrackState:
         """Advance one frame.
 
@@ -250,7 +252,10 @@ class TargetTracker(Reacquisition):
             view: the image the appearance measurement samples (None: detections only).
             content: ``(x0, y0, x1, y1)`` of the image content in WORKING px (the letterbox
                 area); the target leaving it is lost. None: the whole working frame.
+            faint: this frame's detections below the detector's threshold (down to
+                ``TrackerConfig.refind_faint``): used only to re-find a walker who left the view.
         """
+        self._faint = faint or []
         state = self._update(motion, candidates, verdict, lock, release, view, content)
         # kept for the next frame: local ground motion around a re-lock candidate
         self._previous = None if view is None or view.working is None else (view.working, self.g)
