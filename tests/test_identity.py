@@ -263,20 +263,24 @@ def test_a_look_alike_standing_beside_the_path_opens_no_crossing_hold():
 
 
 @pytest.mark.parametrize(
-    ("out", "floor", "found"), [(True, 0.2, True), (True, 0.0, False), (False, 0.2, False)]
+    ("out", "floor", "edge", "found"),
+    [(True, 0.2, True, True), (True, 0.0, True, False), (False, 0.2, True, False)]
+    + [(True, 0.2, False, False)],
 )
-def test_a_walker_who_left_the_view_is_refound_on_faint_detections(out, floor, found):
+def test_a_walker_who_left_the_view_is_refound_on_faint_detections(out, floor, edge, found):
     """A walker who left the view comes back cut by its edge and is first detected faintly
     (person12 --leave 5: sightings 0.21-0.29 for 6 frames under the threshold 0.3): faint
-    detections (down to TrackerConfig.refind_faint) re-find them with the same chain, look and
-    walk. Not a person hidden mid-view (person12 --occlude 60:69 re-locked on a faint 22-px
-    box of their upper half that then slid off)."""
+    detections (down to TrackerConfig.refind_faint) at the view's edge re-find them with the
+    same chain, look and walk. Not faint ones inside the view (gust path 38 re-locked on
+    another region with the person's colours), nor a person hidden mid-view (person12
+    --occlude 60:69 re-locked on a faint 22-px box of their upper half that slid off)."""
     config = TrackerConfig(refind_faint=floor)
     tracker, ground = _walked_out(config, out=out)
     for _ in range(6):  # gone a while
         tracker.update(np.eye(2, 3), [], view=_frame(ground, []))
     for t in range(8):  # back far from where they went, walking, detected faintly only
-        me = (200.0 - 3 * t, 100.0, RED, BLUE)
+        # in through the top edge (their head first), or already well inside the view
+        me = (200.0, 12.0 + 3 * t, RED, BLUE) if edge else (200.0, 100.0 + 3 * t, RED, BLUE)
         faint = [Candidate(np.array(me[:2]), SIZE, 0.25, E[1])]
         state = tracker.update(np.eye(2, 3), [], view=_frame(ground, [me]), faint=faint)
         if state.mode == "locked":

@@ -5,8 +5,9 @@ the modes and their reasons: :mod:`emts.stages.d_track`).
 The re-lock paths, in the order tried each lost frame: the frozen look matched near the
 coasted prediction by a region that walks (or, not for a walker who left the view, stands);
 a detection anywhere with the lock's colours chained over frames (:mod:`.identity`; for a
-walker who left the view, faint detections too); a detection near the prediction with the frozen
-embedding; one held there for 3 frames. On colour frames each needs the lock's colours.
+walker who left the view, faint detections at its edge too); a detection near the
+prediction with the frozen embedding; one held there for 3 frames. On colour frames each
+needs the lock's colours.
 """
 
 from __future__ import annotations
@@ -69,6 +70,15 @@ class Reacquisition:
         # a walker who left the view comes back cut by its edge, first seen faintly: their
         # faint detections may re-find them too (the chain, the look and the walk as below)
         faint = self._faint if c.refind_faint and self._walked_out() else []
+        if faint:  # ... coming in: near the view's edge (within a body height of it)
+            x0, y0, x1, y1 = self._content
+            near = c.refind_faint_edge * float(self.x[5])
+            faint = [
+                k
+                for k in faint
+                if min(k.centre[0] - x0, k.centre[1] - y0, x1 - k.centre[0], y1 - k.centre[1])
+                <= near
+            ]
         if not candidates and not faint:
             self._spatial_streak = 0
             self._refinder.step([], [], lambda before, after: False)  # (a frame passes)
