@@ -78,6 +78,16 @@ def test_the_refinder_wants_a_walking_chain_of_the_look():
     # the detector misses a frame or two: the chain waits for them
     gappy = [walk[0], None, walk[2], walk[3], None, walk[5]]
     assert run(gappy) is not None
+    # a candidate that may not start a chain only extends one
+    refinder = Refinder(frames=3, least=0.3)
+    refinder.pace, refinder.reach = 0.7, (5.0, 6.0)
+    for position in walk[:3]:
+        found = refinder.step([np.array(position, float)], [0.9], lambda a, b: True, [False])
+    assert found is None and refinder.chains == []
+    found = refinder.step([np.array(walk[0], float)], [0.9], lambda a, b: True, [True])
+    for position in walk[1:3]:
+        found = refinder.step([np.array(position, float)], [0.9], lambda a, b: True, [False])
+    assert found is not None
 
 
 def _tracker_on(ground, start=(80.0, 120.0)):
@@ -270,10 +280,11 @@ def test_a_look_alike_standing_beside_the_path_opens_no_crossing_hold():
 def test_a_walker_who_left_the_view_is_refound_on_faint_detections(out, floor, edge, found):
     """A walker who left the view comes back cut by its edge and is first detected faintly
     (person12 --leave 5: sightings 0.21-0.29 for 6 frames under the threshold 0.3): faint
-    detections (down to TrackerConfig.refind_faint) at the view's edge re-find them with the
-    same chain, look and walk. Not faint ones inside the view (gust path 38 re-locked on
-    another region with the person's colours), nor a person hidden mid-view (person12
-    --occlude 60:69 re-locked on a faint 22-px box of their upper half that slid off)."""
+    detections (down to TrackerConfig.refind_faint) re-find them with the same chain, look
+    and walk, a chain starting at the view's edge. Not a faint chain starting inside the view
+    (gust path 38 re-locked on another region with the person's colours), nor a person hidden
+    mid-view (person12 --occlude 60:69 re-locked on a faint 22-px box of their upper half that
+    slid off)."""
     config = TrackerConfig(refind_faint=floor)
     tracker, ground = _walked_out(config, out=out)
     for _ in range(6):  # gone a while

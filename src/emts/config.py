@@ -200,7 +200,7 @@ class TrackerConfig:
     refind_frames: int = 3
     # ... and, for a walker who left the view, detections down to this sighting (0: off) ...
     refind_faint: float = 0.2
-    refind_faint_edge: float = 1.0  # ... lying within this many body heights of its edge
+    refind_faint_edge: float = 1.0  # ... a chain of them starting this many heights from its edge
     refind_step: float = 0.2  # ... each link at most this many body heights a frame (at pace_fps)
     # ... and a single detection inside the re-lock gate whose signature is at least this like
     # the lock's re-locks at once (0: off)

@@ -50,7 +50,8 @@ means the person is in the box). On colour frames every re-lock needs the person
 (:mod:`.identity`), and while lost the person is looked for anywhere in the frame. A walker
 who left the view (lost walking, last seen at its edge or coasted off it) comes back walking
 and cut by the edge: a still match does not re-lock them (``still_after_exit``), and the
-detector's faint sightings at the edge (down to ``refind_faint``) join the re-find anywhere.
+detector's faint sightings (down to ``refind_faint``; a chain of them starting at the edge)
+join the re-find anywhere.
 A re-lock
 (frozen template found again on consecutive frames near the coasted prediction, ahead of the
 walk before the loss, in a region as textured as the person, a detection

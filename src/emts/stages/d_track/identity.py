@@ -99,6 +99,7 @@ class Refinder:
         positions: list[np.ndarray],
         similarities: list[float | None],
         walks: Callable[[np.ndarray, np.ndarray], bool],
+        starts: list[bool] | None = None,
     ) -> tuple[int, np.ndarray] | None:
         """(candidate index, velocity) of a chain that re-finds the person, or None.
 
@@ -107,6 +108,8 @@ class Refinder:
             similarities: each candidate's similarity to the lock's signature (None: none).
             walks: ``walks(before, after)``: does a region moving from stabilized ``before``
                 (last frame) to ``after`` (this frame) move against its ground?
+            starts: whether each candidate may start a chain (False: it may only extend
+                one); None: all may.
         """
         self.frame += 1
         now = self.frame
@@ -121,6 +124,8 @@ class Refinder:
                 reach = self.reach[0] + self.reach[1] * (now - then)
                 if distance <= reach and (best is None or distance < best[0]):
                     best = (distance, number)
+            if best is None and starts is not None and not starts[index]:
+                continue
             earlier = self.chains[best[1]] if best else []
             if best:
                 used.add(best[1])

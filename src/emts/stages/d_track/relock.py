@@ -5,9 +5,9 @@ the modes and their reasons: :mod:`emts.stages.d_track`).
 The re-lock paths, in the order tried each lost frame: the frozen look matched near the
 coasted prediction by a region that walks (or, not for a walker who left the view, stands);
 a detection anywhere with the lock's colours chained over frames (:mod:`.identity`; for a
-walker who left the view, faint detections at its edge too); a detection near the
-prediction with the frozen embedding; one held there for 3 frames. On colour frames each
-needs the lock's colours.
+walker who left the view, faint detections too, a chain of them starting at its edge); a
+detection near the prediction with the frozen embedding; one held there for 3 frames. On
+colour frames each needs the lock's colours.
 """
 
 from __future__ import annotations
@@ -70,25 +70,25 @@ class Reacquisition:
         # a walker who left the view comes back cut by its edge, first seen faintly: their
         # faint detections may re-find them too (the chain, the look and the walk as below)
         faint = self._faint if c.refind_faint and self._walked_out() else []
-        if faint:  # ... coming in: near the view's edge (within a body height of it)
-            x0, y0, x1, y1 = self._content
-            near = c.refind_faint_edge * float(self.x[5])
-            faint = [
-                k
-                for k in faint
-                if min(k.centre[0] - x0, k.centre[1] - y0, x1 - k.centre[0], y1 - k.centre[1])
-                <= near
-            ]
         if not candidates and not faint:
             self._spatial_streak = 0
             self._refinder.step([], [], lambda before, after: False)  # (a frame passes)
             return None, peak
         if faint:
             found_faint = [self._to_stabilized(k) for k in faint]
+            # ... coming in: a faint chain starts near the view's edge (within
+            # refind_faint_edge body heights of it); it may then go on inside
+            x0, y0, x1, y1 = self._content
+            near = c.refind_faint_edge * float(self.x[5])
+            starts = [True] * len(candidates) + [
+                min(k.centre[0] - x0, k.centre[1] - y0, x1 - k.centre[0], y1 - k.centre[1]) <= near
+                for k in faint
+            ]
             refound = self._refind(
                 measurements + found_faint,
                 self._similarities(view, candidates) + self._similarities(view, faint),
                 view,
+                starts,
             )
             if refound is not None:
                 index, velocity = refound
@@ -183,7 +183,9 @@ class Reacquisition:
             return True
         return self._like(self._similarity_at(view, self._to_image(position), size))
 
-    def _refind(self, measurements, similarities, view) -> tuple[int, np.ndarray] | None:
+    def _refind(
+        self, measurements, similarities, view, starts=None
+    ) -> tuple[int, np.ndarray] | None:
         """(candidate, velocity) where the person is found again anywhere in the frame."""
         if not self.config.refind_frames or not self._identity_on or view is None:
             return None
@@ -200,7 +202,7 @@ class Reacquisition:
         height = max(float(self.x[5]) / self._scale(), 1.0)
         self._refinder.pace = c.walk_speed[0] * rate
         self._refinder.reach = (0.25 * height, c.refind_step * height * rate)
-        return self._refinder.step(positions, similarities, walks)
+        return self._refinder.step(positions, similarities, walks, starts)
 
     def _ahead_of_the_walk(self, position: np.ndarray) -> bool:
         """Is ``position`` (stabilized px) where a person hidden while walking can be now?
