@@ -74,32 +74,16 @@ class Reacquisition:
             self._spatial_streak = 0
             self._refinder.step([], [], lambda before, after: False)  # (a frame passes)
             return None, peak
-        if faint:
-            found_faint = [self._to_stabilized(k) for k in faint]
-            # ... coming in: a faint chain starts near the view's edge (within
-            # refind_faint_edge body heights of it); it may then go on inside
-            x0, y0, x1, y1 = self._content
-            near = c.refind_faint_edge * float(self.x[5])
-            starts = [True] * len(candidates) + [
-                min(k.centre[0] - x0, k.centre[1] - y0, x1 - k.centre[0], y1 - k.centre[1]) <= near
-                for k in faint
-            ]
-            refound = self._refind(
-                measurements + found_faint,
-                self._similarities(view, candidates) + self._similarities(view, faint),
-                view,
-                starts,
-            )
-            if refound is not None:
-                index, velocity = refound
-                m = (measurements + found_faint)[index]
-                self._relock_with_frozen_look(m[:2], m[2:], velocity)
-                return (index if index < len(candidates) else None), peak
-            if not candidates:
-                self._spatial_streak = 0
-                return None, peak
         # the identity of every detection (colour frames): is it the person locked?
         similarities = self._similarities(view, candidates)
+        refound = self._refind_with_faint(measurements, similarities, candidates, faint, view)
+        if refound is not None:
+            index, velocity, m = refound
+            self._relock_with_frozen_look(m[:2], m[2:], velocity)
+            return (index if index < len(candidates) else None), peak
+        if not candidates:
+            self._spatial_streak = 0
+            return None, peak
         inside = [
             i
             for i, (g, m) in enumerate(zip(gammas, measurements, strict=True))
@@ -107,13 +91,6 @@ class Reacquisition:
             and np.hypot(*(m[:2] - self.x[:2])) <= self._relock_radius()
             and self._like(similarities[i])
         ]
-        refound = None if faint else self._refind(measurements, similarities, view)
-        if refound is not None:
-            index, velocity = refound
-            self._relock_with_frozen_look(
-                measurements[index][:2], measurements[index][2:], velocity
-            )
-            return index, peak
         if not inside:
             self._spatial_streak = 0
             return None, peak
@@ -182,6 +159,24 @@ class Reacquisition:
         if not self._identity_on or view is None:
             return True
         return self._like(self._similarity_at(view, self._to_image(position), size))
+
+    def _refind_with_faint(self, measurements, similarities, candidates, faint, view):
+        """:meth:`_refind` over the candidates and the ``faint`` ones after them: (index, velocity,
+        its measurement) or None. A faint chain must start near the view's edge (within
+        ``refind_faint_edge`` body heights: a person coming in is cut by it); it may then go on
+        inside."""
+        starts = None
+        if faint:
+            measurements = measurements + [self._to_stabilized(k) for k in faint]
+            similarities = similarities + self._similarities(view, faint)
+            x0, y0, x1, y1 = self._content
+            near = self.config.refind_faint_edge * float(self.x[5])
+            starts = [True] * len(candidates) + [
+                min(k.centre[0] - x0, k.centre[1] - y0, x1 - k.centre[0], y1 - k.centre[1]) <= near
+                for k in faint
+            ]
+        refound = self._refind(measurements, similarities, view, starts)
+        return None if refound is None else (*refound, measurements[refound[0]])
 
     def _refind(
         self, measurements, similarities, view, starts=None
