@@ -121,12 +121,24 @@ def test_lock_and_unlock_are_applied_between_frames(clip):
     try:
         _wait(lambda: client.get("/state").json(), "a first frame")
         assert client.get("/state").json()["mode"] == "search"  # no auto-lock
-        x, y, w, h = clip.person_boxes[int(client.get("/state").json()["frame"]) % 20][0]
-        answer = client.post("/lock", json={"x": x + w / 2, "y": y + h / 2})
-        assert answer.status_code == 202
-        state = _wait(
-            lambda: (s := client.get("/state").json())["mode"] == "locked" and s, "a lock"
-        )
+        # the tap lands a frame or a few after the one read, as the machine's load has it, and
+        # a gust in between can move the person from under it (refused: no_target); a user
+        # taps again
+        for _ in range(5):
+            x, y, w, h = clip.person_boxes[int(client.get("/state").json()["frame"]) % 20][0]
+            answer = client.post("/lock", json={"x": x + w / 2, "y": y + h / 2})
+            assert answer.status_code == 202
+            try:
+                state = _wait(
+                    lambda: (s := client.get("/state").json())["mode"] == "locked" and s,
+                    "a lock",
+                    timeout=TIMEOUT / 5,
+                )
+                break
+            except AssertionError:
+                continue
+        else:
+            raise AssertionError("no tap of five locked")
         assert state["lock_source"].startswith("tap:")
         assert client.post("/unlock").status_code == 202
         _wait(lambda: client.get("/state").json()["mode"] == "search", "the unlock")
