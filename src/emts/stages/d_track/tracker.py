@@ -112,7 +112,8 @@ class TargetTracker(Reacquisition):
         self._outside = 0  # consecutive lost frames with the coasted prediction off the image
         self._left_view = False  # lost: the person walked out of the view
         self._faint: list[Candidate] = []  # this frame's faint detections (update)
-        self._seen_at_edge = False  # the last measured frame's template ran off the image
+        # the last measured frame's (stabilized position, G): was it at the image's edge?
+        self._last_seen: tuple[np.ndarray, np.ndarray] | None = None
         self._colour = False  # the lock was made on a colour frame: no merge hold
         self._previous: tuple[np.ndarray, np.ndarray] | None = None  # (working, G) at t-1
         # Stall check: (stabilized position, velocity, template, a detection took part) after
@@ -302,7 +303,7 @@ class TargetTracker(Reacquisition):
                 candidates, measurements, gammas, verdict, view
             )
             if measured_by is not None:
-                self._seen_at_edge = self._overhangs(self.x[:2])
+                self._last_seen = (self.x[:2].copy(), self.g)
             if measured_by is not None and self._stalled(measured_by):
                 self._enter_reacquire_before_stall()
                 return self._state(chosen, candidates, None, content, peak, "lost")
@@ -504,11 +505,13 @@ class TargetTracker(Reacquisition):
         self.typical_peak = self.typical_contrast = self.reference_contrast = None
         self.reference_peak = None
 
-    def _overhangs(self, position: np.ndarray) -> bool:
-        """Does the template placed at stabilized ``position`` run off the image content?"""
+    def _overhangs(self, position: np.ndarray, g: np.ndarray | None = None) -> bool:
+        """Does the template placed at stabilized ``position`` (mapped by ``g``, default the
+        current G) run off the image content?"""
         if self.appearance.patch is None:
             return False
-        low, high = self.appearance.bounds(self._to_image(position))
+        g = self.g if g is None else g
+        low, high = self.appearance.bounds(g[:2, :2] @ position + g[:2, 2])
         content = self._content
         return bool(np.any(low < content[:2]) or np.any(high > content[2:]))
 
@@ -766,7 +769,10 @@ class TargetTracker(Reacquisition):
         self._rival_path = None
         self._outside = 0
         # lost out of the view: the prediction off the image, or last seen at its edge
-        self._left_view = not self._inside(self._content) or self._seen_at_edge
+        seen = self._last_seen
+        self._left_view = not self._inside(self._content) or (
+            seen is not None and self._overhangs(*seen)
+        )
         self._trail.clear()
         self._walk_pace = None
         self._lost_velocity = self.x[2:4].copy()  # the walk before the loss
