@@ -183,6 +183,46 @@ def test_a_run_killed_mid_training_resumes_from_its_checkpoint(sweep, data, tmp_
     assert training["resumed_from_checkpoint"] is True
 
 
+def test_runs_of_an_earlier_report_are_carried_and_not_trained_again(sweep, data, tmp_path, capsys):
+    out = tmp_path / "elsewhere"  # another machine's folder: only the committed report travels
+    report = tmp_path / "ablation.json"
+    shutil.copy(sweep[0] / "ablation.json", report)
+    argv = _argv(data, out, "--variants", "pure-appearance", "--seeds", SEEDS, "--no-thesis-rows")
+    assert main([*argv, "--results-from", str(report)]) == 0
+    err = capsys.readouterr().err
+    assert "4 finished runs carried" in err and "4 of 4 runs done earlier, skipped" in err
+    assert not list(out.glob("runs/*/*/model.onnx"))  # nothing trained
+    carried = _results(out)
+    assert carried.keys() == _results(sweep[0]).keys()
+    assert all(r["carried_from"] == str(report) for r in carried.values())
+    table = json.loads((out / "ablation.json").read_text())
+    before = json.loads(report.read_text())
+    assert table["rows"] == before["rows"]
+    # another protocol is another study: nothing carried, and a report that is none is refused
+    other = _argv(data, tmp_path / "other", "--variants", "reference", "--seeds", "0")
+    other[other.index("--eval-limit") + 1] = "3"
+    from emts.eval.ablation_sweep import carry_results, plan
+
+    specs = plan(tmp_path / "other", ["reference"], [0], STEPS, 1, Protocol(3, 3, 3, 1))
+    assert carry_results(specs, report) == []
+    assert main([*other, "--results-from", str(data / "bench" / "manifest.json")]) == 2
+    assert "not an emts ablate report" in capsys.readouterr().err
+
+
+def test_a_clip_sets_hash_is_its_content_not_its_generation_time(data, tmp_path):
+    from emts.eval.ablation import clip_set_hash
+
+    copy = shutil.copytree(data / "bench", tmp_path / "bench")
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest.update(seconds=manifest.get("seconds", 0) + 99, frames_per_second=1.0, bytes=1)
+    (copy / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    assert clip_set_hash(copy) == clip_set_hash(data / "bench")
+    label = sorted((copy / "clips").glob("*.json"))[0]
+    label.write_text(label.read_text().replace('"frame":0', '"frame":0 ', 1) + " ")
+    assert clip_set_hash(copy) != clip_set_hash(data / "bench")
+    assert clip_set_hash(tmp_path / "nothing") is None
+
+
 def test_other_settings_in_the_same_folder_are_refused_in_one_line(sweep, data, capsys):
     argv = _argv(data, sweep[0], "--variants", "pure-appearance", "--seeds", SEEDS)
     argv[argv.index("--steps") + 1] = "5"

@@ -64,7 +64,7 @@ def _cmd_ablate(args: argparse.Namespace) -> int:
     import_ray("emts ablate")  # one line naming the extra, before anything else
     require_train_extra()
     from emts.eval.ablation import ROWS, DataPaths, Protocol
-    from emts.eval.ablation_sweep import plan, run_sweep
+    from emts.eval.ablation_sweep import carry_results, plan, run_sweep
 
     rows = _rows(args)
     out = Path(args.out)
@@ -84,6 +84,15 @@ def _cmd_ablate(args: argparse.Namespace) -> int:
     )
     quiet = getattr(args, "quiet", False)
     specs = plan(out, rows, args.seeds, args.steps, args.cpus_per_run, protocol)
+    if args.results_from is not None:
+        carried = carry_results(specs, Path(args.results_from))
+        if not quiet:
+            names = ", ".join(s.label for s in carried) or "none"
+            print(
+                f"emts ablate: {len(carried)} finished runs carried from {args.results_from}"
+                f" ({names})",
+                file=sys.stderr,
+            )
     if not quiet and (args.steps is not None or limit is not None):
         print(
             "emts ablate: --steps/--eval-limit given: a smoke run of the machinery, NOT the "
@@ -161,6 +170,13 @@ def add_ablate(sub) -> None:
         metavar="N",
         help="CPUs each training asks Ray for, its torch threads (default: 2, the recipe's; "
         "at most a node's); each scoring asks for one",
+    )
+    p.add_argument(
+        "--results-from",
+        metavar="JSON",
+        help="an earlier sweep's ablation.json (e.g. the committed reports/ablation/"
+        "ablation.json): its finished runs with the same row, seed and protocol count as done "
+        "here and are not trained again",
     )
     p.add_argument("--tier1", default="data/tier1", help="Tier-1 set (default: %(default)s)")
     p.add_argument(

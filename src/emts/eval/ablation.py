@@ -252,22 +252,46 @@ class DataPaths:
                 raise BadInputError(f"--hituav {self.hituav}: no {split}.json (HIT-UAV folder)")
 
     def hashes(self) -> dict[str, str]:
-        """sha256 (first 16 hex digits) of each data set's manifest or label file."""
+        """sha256 (first 16 hex digits) of each data set's content: for a clip set its
+        manifest without the generation's timing and byte count, and every clip's label file
+        (a set generated again with the same command hashes the same on any machine); for
+        HIT-UAV and person12 their label files."""
+        out = {name: clip_set_hash(Path(getattr(self, name))) for name in CLIP_SETS}
         files = {
-            "tier1": Path(self.tier1) / "manifest.json",
-            "negatives": Path(self.negatives) / "manifest.json",
             "hituav_train": Path(self.hituav) / "train.json",
             "hituav_val": Path(self.hituav) / "val.json",
-            "bench": Path(self.bench) / "manifest.json",
             "person12": Path(self.person12) / "groundtruth_rect.txt",
         }
-        out = {}
         for name, path in files.items():
             try:
                 out[name] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
             except OSError:
                 out[name] = None
-        return out
+        return {name: out[name] for name in DATA_ORDER}
+
+
+# The clip sets a run depends on, and the order of a result's ``data`` entries.
+CLIP_SETS = ("tier1", "negatives", "bench")
+DATA_ORDER = ("tier1", "negatives", "hituav_train", "hituav_val", "bench", "person12")
+# A manifest's entries that differ between two generations of the same set.
+UNHASHED_MANIFEST_KEYS = ("seconds", "frames_per_second", "bytes")
+
+
+def clip_set_hash(folder: Path) -> str | None:
+    """sha256 (16 hex digits) of a clip set's content: its manifest less
+    :data:`UNHASHED_MANIFEST_KEYS`, then each ``clips/*.json`` in name order (the labels,
+    camera motion and scene of every clip); None when the folder holds no manifest."""
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return None
+    for key in UNHASHED_MANIFEST_KEYS:
+        manifest.pop(key, None)
+    digest = hashlib.sha256(json.dumps(manifest, sort_keys=True).encode())
+    for label in sorted((folder / "clips").glob("*.json")):
+        digest.update(label.name.encode())
+        digest.update(label.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 @dataclass(frozen=True)

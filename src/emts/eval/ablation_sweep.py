@@ -99,6 +99,40 @@ def done_result(spec: RunSpec) -> dict | None:
     return result
 
 
+def carry_results(specs: list[RunSpec], report: Path) -> list[RunSpec]:
+    """Take the finished runs of an earlier sweep's ``ablation.json`` (another machine's, a
+    committed report) as done: each run of ``specs`` with the same row, seed, protocol and
+    step budget gets that run's record as its ``result.json`` (and ``spec.json``), unless its
+    folder already holds a result. Returns the runs carried.
+
+    Raises:
+        BadInputError: ``report`` is not an ``emts ablate`` report.
+    """
+    earlier = read_json(Path(report))
+    if earlier is None or not isinstance(earlier.get("runs"), list):
+        raise BadInputError(f"--results-from {report}: not an emts ablate report (ablation.json)")
+    carried = []
+    for spec in specs:
+        if done_result(spec) is not None:
+            continue
+        for run in earlier["runs"]:
+            if (
+                run.get("row") == spec.row
+                and run.get("seed") == spec.seed
+                and run.get("protocol") == asdict(spec.protocol)
+                and run.get("step_budget_override") == spec.steps
+                and run.get("status") != "failed"
+                and "scores" in run
+            ):
+                folder = Path(spec.folder)
+                folder.mkdir(parents=True, exist_ok=True)
+                write_json(folder / SPEC, _identity(spec))
+                write_json(folder / RESULT, {**run, "carried_from": str(Path(report).absolute())})
+                carried.append(spec)
+                break
+    return carried
+
+
 def _train_task(spec: RunSpec, data: DataPaths, device: str) -> dict:
     return train_run(spec, data, device)
 
