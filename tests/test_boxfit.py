@@ -290,3 +290,40 @@ def test_the_pipeline_has_the_temporal_stage_decode_what_the_evidence_may_lift()
     assert stage.lookahead == BoxFitConfig().bonus
     Pipeline(stage, None, auto_lock=False, box_fit=None)
     assert stage.lookahead == 0.0
+
+
+def test_while_locked_the_detections_skip_the_colour_evidence_and_the_track_is_the_same():
+    from emts.config import NETWORK_SIZE
+    from emts.geometry import Frame, FrameGeometry
+    from emts.pipeline import Pipeline
+
+    box = np.array([92.0, 80.0, 40.0, 36.0])  # input px: walker and shadow
+    geometry = FrameGeometry((240, 200), NETWORK_SIZE)
+    box_net = geometry.boxes([box], Frame.INPUT, Frame.NETWORK)[0]
+    runs = {}
+    for always in (False, True):
+        pipeline = Pipeline(
+            _FixedDetector(box_net, 0.9), None, auto_lock=False, evidence_while_locked=always
+        )
+        results = []
+        for k in range(6):
+            if k == 1:
+                pipeline.lock(100, 92)  # a tap on the walker
+            results.append(pipeline.step(_scene(shadow=False, dx=2 * k)))
+        runs[always] = results
+    for skipped, kept in zip(runs[False], runs[True], strict=True):
+        assert skipped.mode == kept.mode
+        if kept.target is not None:
+            np.testing.assert_array_equal(skipped.target.box, kept.target.box)
+    modes = [r.mode for r in runs[False]]
+    assert modes[1:] == ["locked"] * 5
+    # the tap's frame (and the frame before it) choose from fitted boxes; later locked frames
+    # report the network's box, unless evidence_while_locked
+    for k, (skipped, kept) in enumerate(zip(runs[False], runs[True], strict=True)):
+        fitted = kept.detections[0][0]
+        assert _iou(fitted, PERSON + [2 * k, 0, 0, 0]) > 0.7
+        if k >= 2:
+            np.testing.assert_allclose(skipped.detections[0][0], box, atol=1e-6)
+            assert skipped.detections[0][1] == 0.9
+        else:
+            np.testing.assert_array_equal(skipped.detections[0][0], fitted)

@@ -105,7 +105,10 @@ class FrameResult:
             re-lock of an auto-lock as ``"reacquire"`` until the verifier accepts it).
         target: the locked target, or None in search mode.
         verified: True once the verifier has accepted the current lock.
-        detections: ``[(box, score)]`` of Stage C above the score threshold.
+        detections: ``[(box, score)]`` of Stage C above the score threshold. While a lock
+            is held and no tap waits to be applied, the network's boxes and scores
+            (Stage C's colour evidence serves choosing a target and is skipped there:
+            ~1 ms a 1280x720 frame); ``Pipeline(evidence_while_locked=True)`` keeps it.
         ego_motion: Stage A's estimate; ``motion_input`` is ``M_t`` in input pixels.
         motion_input: 2x3 ``M_t`` in input pixels (frame t-1 -> t).
         ms: milliseconds per stage ``A``-``E``.
@@ -171,6 +174,10 @@ class Pipeline:
             default model, ``"working"`` for the thermal one); e.g.
             ``ChannelConfig(warp_at="working")`` with detectors fed
             ``WORKING_WARP_RESIDUAL_REFERENCE``.
+        evidence_while_locked: run Stage C's colour evidence on every frame (False: not
+            while the lock is held with no tap waiting -- nothing chooses from the
+            detections then: the tracker measures with the network's sightings, and taps
+            and auto-locks are not in play; only ``FrameResult.detections`` differ).
 
     Example:
         >>> pipeline = Pipeline.default()                      # doctest: +SKIP
@@ -191,8 +198,10 @@ class Pipeline:
         acquisition_config: AcquisitionConfig | None = None,
         box_fit: BoxFitConfig | None = DEFAULT_BOX_FIT,
         channel_config: ChannelConfig | None = None,
+        evidence_while_locked: bool = False,
     ) -> None:
         cv2.setNumThreads(threads)
+        self.evidence_while_locked = evidence_while_locked
         self.detection = DetectionStage(detector, box_fit)
         self._channel_config = channel_config  # None: each detector's own Stage B warp
         self.front = MotionFrontEnd(
@@ -324,6 +333,17 @@ class Pipeline:
             self.detection.network_size, config.warp_at, config.residual_baseline
         )
 
+    def _evidence_wanted(self) -> bool:
+        """Whether this frame's detections need Stage C's colour evidence: unless the lock is
+        held (the tracker's mode after the last frame, as :class:`LockAcquisition` sees it)
+        with no tap to apply, no tap's lock waiting for a detection and no provisional
+        auto-lock -- then nothing chooses from ``found.shown`` (Stage D measures with the
+        network's sightings)."""
+        if self.evidence_while_locked or self.tracker.mode != "locked":
+            return True
+        acquisition = self.acquisition
+        return acquisition.pending or acquisition.waiting or acquisition.provisional
+
     def step(self, frame: np.ndarray) -> FrameResult:
         """Run one frame through Stages A-E."""
         start = time.perf_counter()
@@ -333,7 +353,7 @@ class Pipeline:
         ms = dict(front.ms)
         geometry = front.geometry
         t = time.perf_counter()
-        found = self.detection.step(front, frame)  # C
+        found = self.detection.step(front, frame, evidence=self._evidence_wanted())  # C
         # Stage C's output (and what acquisition chooses from): found.shown. A locked track is
         # fed every *sighting* instead, as the network boxes it -- this frame's evidence alone
         # (the temporal mode's memory would delay a person reappearing from behind a tree, and

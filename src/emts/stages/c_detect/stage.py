@@ -217,11 +217,16 @@ class DetectionStage:
             self.model.reset()
 
     def step(
-        self, front: FrontEndResult, frame: np.ndarray, view: AppearanceView | None = None
+        self,
+        front: FrontEndResult,
+        frame: np.ndarray,
+        view: AppearanceView | None = None,
+        evidence: bool = True,
     ) -> Detections:
         """Stage C on one frame: ``front`` is Stages A-B's result for ``frame`` (the input
         frame, whose colour the evidence reads); ``view`` its appearance view (made here
-        when not given)."""
+        when not given); ``evidence`` False: ``shown`` without the colour evidence this frame
+        (the network's boxes and scores that reach the threshold, as with ``box_fit`` None)."""
         model = self.model
         if hasattr(model, "on_frame"):  # modes "temporal", "fused": need A's output
             decoded = model.on_frame(front)
@@ -231,6 +236,11 @@ class DetectionStage:
         passed = [d for d in decoded if d.score >= threshold]
         view = appearance_view(frame, front) if view is None else view
         shown = fit_detections(
-            decoded, view, front.geometry, self.box_fit, threshold, front.channels
+            decoded,
+            view,
+            front.geometry,
+            self.box_fit if evidence else None,
+            threshold,
+            front.channels,
         )
         return Detections(shown, decoded, passed, threshold, view)
