@@ -209,6 +209,24 @@ def test_runs_of_an_earlier_report_are_carried_and_not_trained_again(sweep, data
     assert "not an emts ablate report" in capsys.readouterr().err
 
 
+def test_a_checkpoint_beside_a_report_resumes_that_run(sweep, data, tmp_path, capsys):
+    # an unfinished training carried to another machine: its checkpoint beside the report
+    report_dir = tmp_path / "report"
+    (report_dir / "checkpoints").mkdir(parents=True)
+    shutil.copy(sweep[0] / "ablation.json", report_dir / "ablation.json")
+    runs = json.loads((report_dir / "ablation.json").read_text())
+    runs["runs"] = [r for r in runs["runs"] if not (r["row"] == "reference" and r["seed"] == 0)]
+    (report_dir / "ablation.json").write_text(json.dumps(runs))
+    saved = sweep[0] / "runs" / "reference" / "seed0" / "train" / "checkpoint.pt"
+    shutil.copy(saved, report_dir / "checkpoints" / "reference-seed0.pt")
+    out = tmp_path / "elsewhere"
+    argv = _argv(data, out, "--variants", "reference", "--seeds", "0", "--no-thesis-rows")
+    assert main([*argv, "--results-from", str(report_dir / "ablation.json")]) == 0
+    assert "from its checkpoints: reference seed 0" in capsys.readouterr().err
+    training = json.loads((out / "runs" / "reference" / "seed0" / "training.json").read_text())
+    assert training["resumed_from_checkpoint"] is True
+
+
 def test_a_clip_sets_hash_is_its_content_not_its_generation_time(data, tmp_path):
     from emts.eval.ablation import clip_set_hash
 

@@ -64,7 +64,7 @@ def _cmd_ablate(args: argparse.Namespace) -> int:
     import_ray("emts ablate")  # one line naming the extra, before anything else
     require_train_extra()
     from emts.eval.ablation import ROWS, DataPaths, Protocol
-    from emts.eval.ablation_sweep import carry_results, plan, run_sweep
+    from emts.eval.ablation_sweep import carry_results, done_result, plan, run_sweep
 
     rows = _rows(args)
     out = Path(args.out)
@@ -87,10 +87,12 @@ def _cmd_ablate(args: argparse.Namespace) -> int:
     if args.results_from is not None:
         carried = carry_results(specs, Path(args.results_from))
         if not quiet:
-            names = ", ".join(s.label for s in carried) or "none"
+            finished = [s.label for s in carried if done_result(s) is not None]
+            started = [s.label for s in carried if done_result(s) is None]
             print(
-                f"emts ablate: {len(carried)} finished runs carried from {args.results_from}"
-                f" ({names})",
+                f"emts ablate: {len(finished)} finished runs carried from {args.results_from}"
+                f" ({', '.join(finished) or 'none'})"
+                + (f"; from its checkpoints: {', '.join(started)}" if started else ""),
                 file=sys.stderr,
             )
     if not quiet and (args.steps is not None or limit is not None):

@@ -15,6 +15,7 @@ the cluster address and the signal handling are ``emts batch track``'s.
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -103,7 +104,10 @@ def carry_results(specs: list[RunSpec], report: Path) -> list[RunSpec]:
     """Take the finished runs of an earlier sweep's ``ablation.json`` (another machine's, a
     committed report) as done: each run of ``specs`` with the same row, seed, protocol and
     step budget gets that run's record as its ``result.json`` (and ``spec.json``), unless its
-    folder already holds a result. Returns the runs carried.
+    folder already holds a result. A run not finished there whose training checkpoint lies
+    beside the report (``checkpoints/ROW-seedK.pt``, a copy of its ``train/checkpoint.pt``)
+    starts from it where its folder has none (the training refuses another run's checkpoint).
+    Returns the runs carried (finished or from a checkpoint).
 
     Raises:
         BadInputError: ``report`` is not an ``emts ablate`` report.
@@ -130,7 +134,24 @@ def carry_results(specs: list[RunSpec], report: Path) -> list[RunSpec]:
                 write_json(folder / RESULT, {**run, "carried_from": str(Path(report).absolute())})
                 carried.append(spec)
                 break
+        else:
+            saved = Path(report).parent / CHECKPOINTS / checkpoint_name(spec)
+            train = Path(spec.folder) / "train" / "checkpoint.pt"  # emts.train.loop.CHECKPOINT
+            if spec.variant.trained and saved.is_file() and not train.is_file():
+                train.parent.mkdir(parents=True, exist_ok=True)
+                write_json(Path(spec.folder) / SPEC, _identity(spec))
+                shutil.copyfile(saved, train)
+                carried.append(spec)
     return carried
+
+
+# Beside a report: unfinished trainings' checkpoints carried to another machine.
+CHECKPOINTS = "checkpoints"
+
+
+def checkpoint_name(spec: RunSpec) -> str:
+    """``ROW-seedK.pt``: a run's training checkpoint as kept beside a report."""
+    return f"{spec.row}-{seed_folder(spec.seed)}.pt"
 
 
 def _train_task(spec: RunSpec, data: DataPaths, device: str) -> dict:
