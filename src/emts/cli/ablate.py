@@ -87,8 +87,9 @@ def _cmd_ablate(args: argparse.Namespace) -> int:
     if args.results_from is not None:
         carried = carry_results(specs, Path(args.results_from))
         if not quiet:
-            finished = [s.label for s in carried if done_result(s) is not None]
-            started = [s.label for s in carried if done_result(s) is None]
+            done = {s: done_result(s) is not None for s in carried}
+            finished = [s.label for s in carried if done[s]]
+            started = [s.label for s in carried if not done[s]]
             print(
                 f"emts ablate: {len(finished)} finished runs carried from {args.results_from}"
                 f" ({', '.join(finished) or 'none'})"

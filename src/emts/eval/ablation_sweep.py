@@ -112,6 +112,8 @@ def carry_results(specs: list[RunSpec], report: Path) -> list[RunSpec]:
     Raises:
         BadInputError: ``report`` is not an ``emts ablate`` report.
     """
+    from emts.train.loop import CHECKPOINT  # (the train extra: emts ablate requires it)
+
     earlier = read_json(Path(report))
     if earlier is None or not isinstance(earlier.get("runs"), list):
         raise BadInputError(f"--results-from {report}: not an emts ablate report (ablation.json)")
@@ -136,7 +138,7 @@ def carry_results(specs: list[RunSpec], report: Path) -> list[RunSpec]:
                 break
         else:
             saved = Path(report).parent / CHECKPOINTS / checkpoint_name(spec)
-            train = Path(spec.folder) / "train" / "checkpoint.pt"  # emts.train.loop.CHECKPOINT
+            train = Path(spec.folder) / "train" / CHECKPOINT
             if spec.variant.trained and saved.is_file() and not train.is_file():
                 train.parent.mkdir(parents=True, exist_ok=True)
                 write_json(Path(spec.folder) / SPEC, _identity(spec))
