@@ -28,7 +28,13 @@ Protocols (person12 frames 0-200, the labelled ones, at 10 fps; lock on frame 0)
   160:190; three runs, group ``lookalike``), tap;
 * ``shadeF``: a tap at frame F (200, 230, 260), scored to frame 299 on our labels of frames
   202-300 (``benchmarks/labels/``; ``--no-labels``: not run): the canopy's shade, sunlit
-  stripes and the walker's long shadow, frames no part of EMTS was tuned on.
+  stripes and the walker's long shadow, frames no part of EMTS was tuned on;
+* ``follow``, ``follow-occludeA:B``, ``follow-removeA:B``: the tap at frame 0 held to frame 299
+  (our labels of 202-300 as above), plain, hidden on frames 210-229 and cut out of frames
+  250-269: a follow half as long again as the others. Stage D's stabilized frame is the
+  lock frame's, and its scale drifts with the camera's zoom since (the ground looms as the
+  drone follows: x3 by frame 200, x8 by frame 299), so the tracker's distances (gates, search
+  radii, walking speeds) widen in the image the longer a follow lasts.
 
 Per run: lock recall, false-lock frames, frames ``locked`` while the person is hidden,
 recovery (frames from the reappearance to the next locked hit; None: never) and the mean ms
@@ -78,6 +84,9 @@ LOOKALIKE_SPANS = ((40, 70), (100, 130), (160, 190))
 # walker's long shadow; a tap at each of these frames, scored to frame 299
 SHADE_TAPS = (200, 230, 260)
 SHADE_LAST = 299
+# the tap at frame 0 held to SHADE_LAST: plain, hidden and cut out on these frames
+FOLLOW_OCCLUDE = (210, 229)
+FOLLOW_REMOVE = (250, 269)
 EMTS = "EMTS"
 TRACKERS = (EMTS, *PEER_FILES)
 GROUPS = (
@@ -89,6 +98,7 @@ GROUPS = (
     *(f"leave{p}" for p in LEAVE_PATHS),
     "lookalike",
     "shade",
+    "follow",
 )
 COLOURS = {EMTS: "tab:green", "VitTrack": "tab:blue", "NanoTrack v2": "tab:orange"}
 
@@ -149,6 +159,15 @@ def protocols(truth: np.ndarray, quick: bool = False) -> list[Protocol]:
         out += [
             Protocol(f"shade{f}", "shade", {"lock_frame": f, "first": f, "last": SHADE_LAST})
             for f in SHADE_TAPS
+        ]
+        a, b = FOLLOW_OCCLUDE
+        c, d = FOLLOW_REMOVE
+        out += [
+            Protocol("follow", "follow", {"last": SHADE_LAST}),
+            Protocol(
+                f"follow-occlude{a}:{b}", "follow", {"last": SHADE_LAST, "occlude": ((a, b),)}
+            ),
+            Protocol(f"follow-remove{c}:{d}", "follow", {"last": SHADE_LAST, "remove": ((c, d),)}),
         ]
     return out
 
@@ -266,14 +285,17 @@ def write_markdown(summary: dict, path: Path) -> None:
         "through another (`emts eval track --leave P`); look-alikes paste a copy of the person "
         "walking across them (`--lookalike A:B`); shade runs tap at frame 200, 230 or 260 and "
         "are scored to frame 299 on our labels of frames 202-300 (`benchmarks/labels/`, frames "
-        "nothing was tuned on: the canopy's shade, sunlit stripes, the walker's long shadow).",
+        "nothing was tuned on: the canopy's shade, sunlit stripes, the walker's long shadow); "
+        "follow runs hold the tap of frame 0 to frame 299 (plain, hidden on frames 210-229, cut "
+        "out of frames 250-269): a follow half as long again as the others.",
         "",
         f"`{summary['command']}` at commit `{summary['commit'][:12]}` on "
         f"{summary['machine']['cpu']} ({summary['machine']['cores']} cores), OpenCV "
         f"{summary['opencv']}.",
         "",
         f"Each cell: {cell} (frames from the person's reappearance to the next locked hit; "
-        "never: not within frame 200). A hit is a box centre within max(20 px, h/2) of the truth. "
+        "never: not within the run's last frame). A hit is a box centre within max(20 px, h/2) "
+        "of the truth. "
         "Look-alike runs: lock recall / false-lock frames / frames on the copy (the target nearer "
         "the copy than the person, and not a hit) / whether the crossing's last frame was locked "
         "on the person (held) or not (lost).",
@@ -423,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-labels",
         action="store_true",
-        help="without our labels of frames 202-300 (benchmarks/labels/): no shade runs",
+        help="without our labels of frames 202-300 (benchmarks/labels/): no shade or follow runs",
     )
     args = parser.parse_args(argv)
     try:
