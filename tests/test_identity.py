@@ -299,3 +299,29 @@ def test_a_walker_who_left_the_view_is_refound_on_faint_detections(out, floor, e
     assert (state.mode == "locked") == found
     if found:
         assert t <= 3 and np.hypot(*(state.centre - me[:2])) < 4
+
+
+def test_a_look_alike_that_steps_closer_once_and_keeps_its_distance_opens_no_hold():
+    """The person's own companion in the template's eyes -- their long shadow with their legs
+    in it, walking with them -- seen by the half-resolution search one step closer once (its
+    maximum jitters): on person12 that opened a hold at frame 217, the track followed the
+    detections of legs and shadow down and lost the person at 246. A look-alike crossing keeps
+    closing in (TrackerConfig.crossing_confirm searches in a row)."""
+
+    def holds(confirm):
+        ground = _ground(7)
+        tracker = _tracker_on(ground, start=(200.0, 120.0))
+        tracker.config = replace(tracker.config, crossing_confirm=confirm)
+        opened = False
+        for t in range(1, 40):
+            me = (200.0 - 2 * t, 120.0, RED, BLUE)
+            gap = 32.0 if t in (11, 12) else 40.0  # one step closer, for two frames
+            companion = (200.0 - 2 * t, 120.0 + gap, RED, BLUE)
+            tracker.update(np.eye(2, 3), [], view=_frame(ground, [me, companion]))
+            opened = opened or tracker._crossing > 0
+        centre, _ = tracker.image_box()
+        return opened, np.hypot(*(centre - me[:2]))
+
+    opened, off = holds(TrackerConfig().crossing_confirm)
+    assert not opened and off < 3
+    assert holds(1)[0]  # closing in on one search was enough before

@@ -218,12 +218,12 @@ class TrackerConfig:
     # resolution, within crossing_look track heights, searched on every crossing_every-th
     # locked frame at pace_fps) at least crossing_apart heights from the person, its NCC at
     # least crossing_rival x the person's there, walking and closing in on the track by
-    # crossing_min_step heights a frame (at pace_fps), with the lock's colours (identity_min)
-    # on colour frames. Where its path (carried on at that walk) meets the track
-    # (crossing_apart heights) a hold opens until it has passed (twice that away),
-    # crossing_hold measured frames at most (at pace_fps): the walk is held and the track is
-    # measured by the template's match nearest the prediction, if within crossing_reach
-    # heights of it (else it coasts). Operator (tap) locks only. 0: off
+    # crossing_min_step heights a frame (at pace_fps) on crossing_confirm searches in a row,
+    # with the lock's colours (identity_min) on colour frames. Where its path (carried on at
+    # that walk) meets the track (crossing_apart heights) a hold opens until it has passed
+    # (twice that away), crossing_hold measured frames at most (at pace_fps): the walk is
+    # held and the track is measured by the template's match nearest the prediction, if
+    # within crossing_reach heights of it (else it coasts). Operator (tap) locks only. 0: off
     crossing_hold: int = 16
     crossing_rival: float = 0.85
     crossing_apart: float = 0.6
@@ -231,6 +231,10 @@ class TrackerConfig:
     crossing_look: float = 1.5
     crossing_every: int = 2
     crossing_reach: float = 0.1
+    # (one search closing in is a half-resolution maximum's jitter as often as a walk: the
+    # walker's long shadow with their legs in it, walking with them, opened a hold on
+    # person12's frame 217 and the track slid down it onto the shadow)
+    crossing_confirm: int = 2
     # Initial state covariance of a (re-)lock: position px^2, velocity (px/frame)^2, size px^2.
     lock_covariance: tuple[float, ...] = (4.0, 4.0, 25.0, 25.0, 9.0, 9.0)
     relock_consistency: float = 4.0  # an appearance re-lock's matches agree within this (px)

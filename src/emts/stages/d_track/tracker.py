@@ -106,6 +106,7 @@ class TargetTracker(Reacquisition):
         self._rival: np.ndarray | None = None  # the look-alike's centre when last searched
         self._rival_distance = np.inf  # ... and its distance from the track then
         self._rival_clock = 0  # locked frames since the last look-alike search
+        self._rival_closing = 0  # consecutive searches in which it closed in
         # a look-alike closing in: (its centre when seen, its velocity a frame, frames since)
         self._rival_path: tuple[np.ndarray, np.ndarray, int] | None = None
         self._path_distance = np.inf  # ... its distance from the track on the last frame
@@ -550,8 +551,9 @@ class TargetTracker(Reacquisition):
         """Search for a look-alike around the track; one that walked towards it since the
         last search (``every`` frames ago) sets the path :meth:`_follow_rival` carries on. A
         look-alike matches the template (at half resolution) at least ``crossing_rival``
-        times as well as the person does there, and closes in on them: the person's own
-        shadow, which walks beside them, keeps its distance; and has their colours
+        times as well as the person does there, and closes in on them on
+        ``crossing_confirm`` searches in a row: the person's own shadow, which walks beside
+        them, keeps its distance (but for a step of the search's jitter); and has their colours
         (:meth:`_is_them`). ``height``: the track's, in stabilized px like every distance
         here."""
         c = self.config
@@ -572,10 +574,10 @@ class TargetTracker(Reacquisition):
             if own and p >= c.crossing_rival * own[0] and np.hypot(*(centre - match[1])) >= apart
         ]
         if not others:
-            self._rival, self._rival_distance = None, np.inf
+            self._rival, self._rival_distance, self._rival_closing = None, np.inf, 0
             return
         if self._rival is None:  # the strongest first
-            self._rival = others[0]
+            self._rival, self._rival_closing = others[0], 0
             self._rival_distance = float(np.hypot(*(others[0] - prediction)))
             return
         rival = min(others, key=lambda o: np.hypot(*(o - self._rival)))
@@ -589,7 +591,11 @@ class TargetTracker(Reacquisition):
         # with the person's colours: the canopy of a tree also "walks" in the ground's frame
         # (parallax), and matched the striped shirt at half resolution on person12
         if closing and self._is_them(view, rival, self.x[4:6]):
-            self._rival_path = (rival, (rival - self._rival) / every, 0)
+            self._rival_closing += 1
+            if self._rival_closing >= self.config.crossing_confirm:
+                self._rival_path = (rival, (rival - self._rival) / every, 0)
+        else:
+            self._rival_closing = 0
         self._rival, self._rival_distance = rival, distance
 
     def _follow_rival(self, prediction: np.ndarray, height: float) -> None:
