@@ -135,22 +135,11 @@ def plot(report: dict, path: Path) -> None:
         f"tap {report['lock']}",
         fontsize=10,
     )
-    axes[1].plot(
-        frame,
-        series("window_radius"),
-        ".",
-        ms=3,
-        color="tab:blue",
-        label="widest appearance search (radius)",
-    )
-    axes[1].plot(
-        frame,
-        series("relock_radius_image"),
-        ".",
-        ms=3,
-        color="tab:red",
-        label="re-lock radius (reacquire)",
-    )
+    for key, colour, label in (
+        ("window_radius", "tab:blue", "widest appearance search (radius)"),
+        ("relock_radius_image", "tab:red", "re-lock radius (reacquire)"),
+    ):
+        axes[1].plot(frame, series(key), ".", ms=3, color=colour, label=label)
     axes[1].set_yscale("log")
     axes[1].set_ylabel("image px (working)")
     axes[1].legend(loc="upper left", fontsize=8)
