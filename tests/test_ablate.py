@@ -209,6 +209,29 @@ def test_runs_of_an_earlier_report_are_carried_and_not_trained_again(sweep, data
     assert "not an emts ablate report" in capsys.readouterr().err
 
 
+def test_report_only_tables_the_runs_of_reports_and_result_files_and_trains_nothing(
+    sweep, data, tmp_path, capsys
+):
+    # one report without pure-appearance seed 1, and that run's result.json on its own
+    report = json.loads((sweep[0] / "ablation.json").read_text())
+    report["runs"] = [r for r in report["runs"] if (r["row"], r["seed"]) != ("pure-appearance", 1)]
+    (tmp_path / "ablation.json").write_text(json.dumps(report))
+    single = sweep[0] / "runs" / "pure-appearance" / "seed1" / "result.json"
+    out = tmp_path / "table"
+    argv = _argv(data, out, "--variants", "pure-appearance", "--seeds", "0-2", "--no-thesis-rows")
+    sources = [str(tmp_path / "ablation.json"), str(single)]
+    assert main([*argv, "--results-from", *sources, "--report-only"]) == 0
+    err = capsys.readouterr().err
+    assert "4 finished runs carried" in err and "4 of 6 runs finished" in err
+    assert not list(out.glob("runs/*/*/model.onnx")) and not list(out.glob("runs/*/*/train"))
+    table = json.loads((out / "ablation.json").read_text())
+    assert table["rows"]["pure-appearance"]["seeds"] == [0, 1]
+    assert table["rows"] == json.loads((sweep[0] / "ablation.json").read_text())["rows"]
+    assert sorted(table["missing"]) == ["pure-appearance seed 2", "reference seed 2"]
+    assert "pure-appearance seed 2: not run yet" in (out / "ablation.md").read_text()
+    assert main([*argv, "--results-from", str(data / "bench" / "manifest.json")]) == 2
+
+
 def test_a_checkpoint_beside_a_report_resumes_that_run(sweep, data, tmp_path, capsys):
     # an unfinished training carried to another machine: its checkpoint beside the report
     report_dir = tmp_path / "report"

@@ -58,10 +58,27 @@ def _rows(args: argparse.Namespace) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _report_only(specs, out: Path, quiet: bool) -> int:
+    """The table of the finished runs among ``specs``; nothing is trained or scored."""
+    from emts.eval.ablation_report import write_report
+    from emts.eval.ablation_sweep import done_result
+
+    finished = [r for r in (done_result(s) for s in specs) if r is not None]
+    written = write_report(out, finished, specs, command_line())
+    if not quiet:
+        print(
+            f"emts ablate --report-only: {len(finished)} of {len(specs)} runs finished "
+            f"(the rest are listed as not run); wrote {', '.join(map(str, written))}",
+            file=sys.stderr,
+        )
+    return 0
+
+
 def _cmd_ablate(args: argparse.Namespace) -> int:
     from emts.apps.batch import import_ray
 
-    import_ray("emts ablate")  # one line naming the extra, before anything else
+    if not args.report_only:
+        import_ray("emts ablate")  # one line naming the extra, before anything else
     require_train_extra()
     from emts.eval.ablation import ROWS, DataPaths, Protocol
     from emts.eval.ablation_sweep import carry_results, done_result, plan, run_sweep
@@ -75,7 +92,8 @@ def _cmd_ablate(args: argparse.Namespace) -> int:
             for p in (args.tier1, args.negatives, args.hituav, args.bench, args.person12)
         )
     )
-    data.check([ROWS[r] for r in rows])
+    if not args.report_only:
+        data.check([ROWS[r] for r in rows])
     limit = args.eval_limit
     protocol = (
         Protocol()
@@ -84,18 +102,21 @@ def _cmd_ablate(args: argparse.Namespace) -> int:
     )
     quiet = getattr(args, "quiet", False)
     specs = plan(out, rows, args.seeds, args.steps, args.cpus_per_run, protocol)
-    if args.results_from is not None:
-        carried = carry_results(specs, Path(args.results_from))
+    if args.results_from:
+        sources = [Path(p) for p in args.results_from]
+        carried = carry_results(specs, sources)
         if not quiet:
             done = {s: done_result(s) is not None for s in carried}
             finished = [s.label for s in carried if done[s]]
             started = [s.label for s in carried if not done[s]]
             print(
-                f"emts ablate: {len(finished)} finished runs carried from {args.results_from}"
-                f" ({', '.join(finished) or 'none'})"
+                f"emts ablate: {len(finished)} finished runs carried from "
+                f"{', '.join(map(str, sources))} ({', '.join(finished) or 'none'})"
                 + (f"; from its checkpoints: {', '.join(started)}" if started else ""),
                 file=sys.stderr,
             )
+    if args.report_only:
+        return _report_only(specs, out, quiet)
     if not quiet and (args.steps is not None or limit is not None):
         print(
             "emts ablate: --steps/--eval-limit given: a smoke run of the machinery, NOT the "
@@ -176,10 +197,17 @@ def add_ablate(sub) -> None:
     )
     p.add_argument(
         "--results-from",
+        nargs="+",
         metavar="JSON",
-        help="an earlier sweep's ablation.json (e.g. the committed reports/ablation/"
-        "ablation.json): its finished runs with the same row, seed and protocol count as done "
-        "here and are not trained again",
+        help="earlier sweeps' ablation.json (e.g. the committed reports/ablation/"
+        "ablation.json) or single runs' result.json: their finished runs with the same row, "
+        "seed and protocol count as done here and are not trained again",
+    )
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="train and score nothing: write the table from the runs already finished "
+        "(here or carried with --results-from); the others are listed as not run",
     )
     p.add_argument("--tier1", default="data/tier1", help="Tier-1 set (default: %(default)s)")
     p.add_argument(

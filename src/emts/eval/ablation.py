@@ -624,6 +624,22 @@ COLUMNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 
 
+def library_versions() -> dict[str, str | None]:
+    """Python's and the numeric libraries' versions: a clip set generated again under other
+    versions (a fresh virtual environment resolves the newest numpy and OpenCV) can hash
+    differently, and a training can differ in its last digits."""
+    import platform
+    from importlib import metadata
+
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for name in ("numpy", "opencv-python-headless", "onnxruntime", "torch", "onnx"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
 def result_record(
     spec: RunSpec, data: DataPaths, training: dict | None, scores: dict[str, dict]
 ) -> dict:
@@ -648,6 +664,7 @@ def result_record(
         "training_device": training["device"] if training else None,
         "code": code_version(),
         "data": data.hashes(),
+        "libraries": library_versions(),
         "scores": columns,
         "figures": {which: scores[which]["figures"] for which in SCORE_SETS},
         "score_seconds": {which: scores[which]["seconds"] for which in SCORE_SETS},

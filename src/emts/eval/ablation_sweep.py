@@ -100,28 +100,42 @@ def done_result(spec: RunSpec) -> dict | None:
     return result
 
 
-def carry_results(specs: list[RunSpec], report: Path) -> list[RunSpec]:
-    """Take the finished runs of an earlier sweep's ``ablation.json`` (another machine's, a
-    committed report) as done: each run of ``specs`` with the same row, seed, protocol and
-    step budget gets that run's record as its ``result.json`` (and ``spec.json``), unless its
-    folder already holds a result. A run not finished there whose training checkpoint lies
-    beside the report (``checkpoints/ROW-seedK.pt``, a copy of its ``train/checkpoint.pt``)
-    starts from it where its folder has none (the training refuses another run's checkpoint).
-    Returns the runs carried (finished or from a checkpoint).
+def _earlier_runs(source: Path) -> list[dict]:
+    """The run records in ``source``: an ``ablation.json`` report's runs, or one run's
+    ``result.json``."""
+    earlier = read_json(Path(source))
+    if isinstance(earlier, dict) and isinstance(earlier.get("runs"), list):
+        return earlier["runs"]
+    if isinstance(earlier, dict) and "row" in earlier and "scores" in earlier:
+        return [earlier]
+    raise BadInputError(
+        f"--results-from {source}: not an emts ablate report (ablation.json) or run result"
+        " (result.json)"
+    )
+
+
+def carry_results(specs: list[RunSpec], sources: Path | list[Path]) -> list[RunSpec]:
+    """Take the finished runs of earlier sweeps' ``ablation.json`` (another machine's, a
+    committed report) or single runs' ``result.json`` as done: each run of ``specs`` with the
+    same row, seed, protocol and step budget gets that run's record as its ``result.json``
+    (and ``spec.json``), unless its folder already holds a result. A run not finished there
+    whose training checkpoint lies beside a report (``checkpoints/ROW-seedK.pt``, a copy of
+    its ``train/checkpoint.pt``) starts from it where its folder has none (the training
+    refuses another run's checkpoint). Returns the runs carried (finished or from a
+    checkpoint).
 
     Raises:
-        BadInputError: ``report`` is not an ``emts ablate`` report.
+        BadInputError: a source is neither an ``emts ablate`` report nor a run's result.
     """
     from emts.train.loop import CHECKPOINT  # (the train extra: emts ablate requires it)
 
-    earlier = read_json(Path(report))
-    if earlier is None or not isinstance(earlier.get("runs"), list):
-        raise BadInputError(f"--results-from {report}: not an emts ablate report (ablation.json)")
+    sources = [Path(sources)] if isinstance(sources, (str, Path)) else [Path(p) for p in sources]
+    earlier = [(source, run) for source in sources for run in _earlier_runs(source)]
     carried = []
     for spec in specs:
         if done_result(spec) is not None:
             continue
-        for run in earlier["runs"]:
+        for source, run in earlier:
             if (
                 run.get("row") == spec.row
                 and run.get("seed") == spec.seed
@@ -133,17 +147,20 @@ def carry_results(specs: list[RunSpec], report: Path) -> list[RunSpec]:
                 folder = Path(spec.folder)
                 folder.mkdir(parents=True, exist_ok=True)
                 write_json(folder / SPEC, _identity(spec))
-                write_json(folder / RESULT, {**run, "carried_from": str(Path(report).absolute())})
+                record = {**run, "carried_from": str(source.absolute())}
+                write_json(folder / RESULT, record)
                 carried.append(spec)
                 break
         else:
-            saved = Path(report).parent / CHECKPOINTS / checkpoint_name(spec)
-            train = Path(spec.folder) / "train" / CHECKPOINT
-            if spec.variant.trained and saved.is_file() and not train.is_file():
-                train.parent.mkdir(parents=True, exist_ok=True)
-                write_json(Path(spec.folder) / SPEC, _identity(spec))
-                shutil.copyfile(saved, train)
-                carried.append(spec)
+            for source in sources:
+                saved = source.parent / CHECKPOINTS / checkpoint_name(spec)
+                train = Path(spec.folder) / "train" / CHECKPOINT
+                if spec.variant.trained and saved.is_file() and not train.is_file():
+                    train.parent.mkdir(parents=True, exist_ok=True)
+                    write_json(Path(spec.folder) / SPEC, _identity(spec))
+                    shutil.copyfile(saved, train)
+                    carried.append(spec)
+                    break
     return carried
 
 
