@@ -8,6 +8,7 @@ import pytest
 from emts.config import TrackerConfig
 from emts.stages.appearance import AppearanceView
 from emts.stages.d_track.identity import Refinder, colour_signature, similarity
+from emts.stages.d_track.relock import person_box
 from emts.stages.d_track.tracker import TargetTracker
 from emts.stages.d_track.types import Candidate, LockCommand
 
@@ -325,3 +326,52 @@ def test_a_look_alike_that_steps_closer_once_and_keeps_its_distance_opens_no_hol
     opened, off = holds(TrackerConfig().crossing_confirm)
     assert not opened and off < 3
     assert holds(1)[0]  # closing in on one search was enough before
+
+
+def _with_shadow(ground, person, length=30):
+    """``person`` (as for :func:`_frame`) with their cast shadow below the feet: the ground
+    darkened to half, its colour kept, ``length`` px long."""
+    x, y = person[:2]
+    shaded = ground.copy()
+    x0, feet = int(round(x - 5)), int(round(y + 15))
+    shaded[feet : feet + length, x0 : x0 + 10] *= 0.5
+    return _frame(shaded, [person])
+
+
+def test_the_person_in_a_box_of_their_legs_and_shadow_is_the_person():
+    ground = _ground(7)
+    me = (84.0, 120.0, RED, BLUE)
+    view = _with_shadow(ground, me)
+    # a detection of the legs and the shadow (the box 12 px low): the person is above it
+    found = person_box(view, np.array([84.0, 132.0]), SIZE, 30.0)
+    assert found is not None
+    (cx, cy), (w, h) = found
+    assert abs(cx - 84.0) < 2 and abs(cy - 120.0) < 4 and 24 <= h <= 34 and w <= 16
+    # a box of the shadow alone overlaps no own sample of the person's size; gray: none
+    assert person_box(view, np.array([84.0, 160.0]), SIZE, 30.0) is None
+    assert person_box(AppearanceView.of(view.working), np.array([84.0, 132.0]), SIZE, 30.0) is None
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_a_relock_on_a_box_of_legs_and_shadow_takes_the_person(on):
+    ground = _ground(3)
+    me = (84.0, 120.0, RED, BLUE)
+    tracker = _lost(ground)
+    tracker.config = replace(tracker.config, relock_person_box=on)
+    low = Candidate(np.array([84.0, 126.0]), SIZE, 0.6, E[1])  # 6 px low: legs and shadow
+    state = tracker.update(np.eye(2, 3), [low], view=_with_shadow(ground, me))
+    assert state.mode == "locked" and state.event == "relock"
+    centre, _ = tracker.image_box()
+    assert (abs(centre[1] - me[1]) < 3) == on
+
+
+def test_a_relocks_uncertainty_is_the_locks_in_the_image_whatever_the_stabilized_scale():
+    ground = _ground(3)
+    for in_image, expected in ((True, 4.0 / 16), (False, 4.0)):
+        tracker = _lost(ground)
+        tracker.config = replace(tracker.config, relock_covariance_in_image=in_image)
+        tracker.g = np.diag([4.0, 4.0, 1.0])  # the ground loomed x4 since the lock
+        tracker._relock(np.array([20.0, 30.0]), SIZE, None, rebuild=False)
+        assert tracker.p[0, 0] == pytest.approx(expected)
+        assert tracker.p[2, 2] == pytest.approx(25.0 / 16 if in_image else 25.0)
+        assert tracker.p[4, 4] == pytest.approx(9.0)  # the size's is in WORKING px already

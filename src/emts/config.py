@@ -205,6 +205,16 @@ class TrackerConfig:
     # ... and a single detection inside the re-lock gate whose signature is at least this like
     # the lock's re-locks at once (0: off)
     relock_identity_strong: float = 0.45
+    # ... and a re-lock on the frozen embedding or on a detection held 3 frames needs at
+    # least this likeness on colour frames (identity_min where lower): a box of the walker's
+    # legs and long shadow keeps the embedding's shape and little of the lock's colours
+    # (person12's frame 233 after frames 210-229 hidden: 0.42; the re-finds of frames 0-200:
+    # 0.50-0.71)
+    relock_detection_identity: float = 0.45
+    # ... and a re-lock takes the box of the person in it on colour frames: the largest
+    # region of own-target samples (neither the lit ground nor a shadow on it) overlapping the
+    # box, looked for half a box farther each way (stage_d.person_box; False: the box as given)
+    relock_person_box: bool = True
     give_up_after: int = 300  # frames without a measurement before reacquire gives up (search)
     # ... and an automatic lock's after this many seconds with its prediction off the image, so
     # auto-lock can find someone else; an operator's lock waits give_up_after. None: off
@@ -237,6 +247,12 @@ class TrackerConfig:
     crossing_confirm: int = 2
     # Initial state covariance of a (re-)lock: position px^2, velocity (px/frame)^2, size px^2.
     lock_covariance: tuple[float, ...] = (4.0, 4.0, 25.0, 25.0, 9.0, 9.0)
+    # ... a re-lock's in image px: its position and walk terms divided by G's scale squared
+    # where the stabilized frame has grown (the ground looms as a followed walker's drone
+    # descends or closes in: x5 by person12's frame 240, where 3 sigma of the walk term in
+    # stabilized px reached 80 image px and the next search took a match 46 px off the
+    # person). False: in stabilized px whatever the scale
+    relock_covariance_in_image: bool = True
     relock_consistency: float = 4.0  # an appearance re-lock's matches agree within this (px)
     appearance: AppearanceConfig = field(default_factory=AppearanceConfig)  # the target's look
 

@@ -112,6 +112,7 @@ class TargetTracker(Reacquisition):
         self._path_distance = np.inf  # ... its distance from the track on the last frame
         self._outside = 0  # consecutive lost frames with the coasted prediction off the image
         self._left_view = False  # lost: the person walked out of the view
+        self._frame_view: AppearanceView | None = None  # this frame's, while it is updated
         self._faint: list[Candidate] = []  # this frame's faint detections (update)
         # the last measured frame's (stabilized position, G): was it at the image's edge?
         self._last_seen: tuple[np.ndarray, np.ndarray] | None = None
@@ -273,6 +274,7 @@ class TargetTracker(Reacquisition):
             return self._state(None, None, None, content, event="lock")
         if self.mode == "search":
             return TrackState("search", None, None, None, None, 0)
+        self._frame_view = view  # (a re-lock looks for the person in its box)
         c = self.config
         self.g = lift(motion) @ self.g  # G_t = H(M_t) G_{t-1}
         self._g_inverse = np.linalg.inv(self.g)  # once per frame, for every measurement
