@@ -211,9 +211,10 @@ class TrackerConfig:
     # (person12's frame 233 after frames 210-229 hidden: 0.42; the re-finds of frames 0-200:
     # 0.50-0.71)
     relock_detection_identity: float = 0.45
-    # ... and a re-lock takes the box of the person in it on colour frames: the largest
-    # region of own-target samples (neither the lit ground nor a shadow on it) overlapping the
-    # box, looked for half a box farther each way (stage_d.person_box; False: the box as given)
+    # ... and a re-lock on a detector's box takes the person in it on colour frames: the
+    # largest region of own-target samples (neither the lit ground nor a shadow on it)
+    # overlapping the box, looked for half a box farther each way
+    # (emts.stages.d_track.relock.person_box; False: the box as given)
     relock_person_box: bool = True
     give_up_after: int = 300  # frames without a measurement before reacquire gives up (search)
     # ... and an automatic lock's after this many seconds with its prediction off the image, so
