@@ -7,7 +7,7 @@ import pytest
 
 from emts.config import TrackerConfig
 from emts.stages.appearance import AppearanceView
-from emts.stages.d_track.identity import Refinder, colour_signature, similarity
+from emts.stages.d_track.identity import Refinder, colour_signature, has_signature, similarity
 from emts.stages.d_track.relock import person_box
 from emts.stages.d_track.tracker import TargetTracker
 from emts.stages.d_track.types import Candidate, LockCommand
@@ -52,6 +52,12 @@ def test_the_signature_knows_a_person_by_their_colours():
     assert colour_signature(view, np.array([260.0, 200.0]), SIZE) is None
     gray = view.working
     assert colour_signature(AppearanceView.of(gray), np.array([80.0, 100.0]), SIZE) is None
+    # has_signature says whether there is one, without the histograms
+    for at, frame in (((80.0, 100.0), view), ((260.0, 200.0), view), ((80.0, 100.0), None)):
+        frame = frame or AppearanceView.of(gray)
+        for size in (SIZE, 2 * SIZE, 0.5 * SIZE):
+            there = colour_signature(frame, np.array(at), size) is not None
+            assert has_signature(frame, np.array(at), size) == there
 
 
 def test_the_refinder_wants_a_walking_chain_of_the_look():
@@ -375,3 +381,37 @@ def test_a_relocks_uncertainty_is_the_locks_in_the_image_whatever_the_stabilized
         assert tracker.p[0, 0] == pytest.approx(expected)
         assert tracker.p[2, 2] == pytest.approx(25.0 / 16 if in_image else 25.0)
         assert tracker.p[4, 4] == pytest.approx(9.0)  # the size's is in WORKING px already
+
+
+def _fading_into_shadow(ground, x, y, fade, shade=0.65):
+    """The person at (x, y) (as :func:`_frame`) faded by ``fade`` (0..1) into a shadow of their
+    shape: the ground darkened, its colour kept -- as bright as the person to the gray
+    template, with none of their colours once ``fade`` is 1."""
+    shaded = ground.copy()
+    x0, y0 = int(round(x - 6)), int(round(y - 15))
+    shaded[y0 : y0 + 15, x0 : x0 + 12] *= shade
+    shaded[y0 + 15 : y0 + 30, x0 + 2 : x0 + 10] *= shade
+    person = _frame(ground, [(x, y, RED, BLUE)]).image.astype(np.float32)
+    frame = np.clip((1 - fade) * person + fade * shaded, 0, 255).astype(np.uint8)
+    return AppearanceView(frame, np.eye(3), frame.mean(axis=2).astype(np.uint8))
+
+
+@pytest.mark.parametrize("frames", [3, 0])
+def test_a_lock_whose_match_slid_onto_a_person_shaped_shadow_is_lost(frames):
+    """The appearance match alone follows the person as they fade into a shadow of their shape
+    (the template refreshed all along): a box with none of a person's colours around it is not
+    `locked` for long (TrackerConfig.lost_without_look; 0: it stays `locked` on the shadow)."""
+    ground = _ground(4)
+    tracker = _tracker_on(ground)
+    tracker.fps = 10.0
+    tracker.config = replace(tracker.config, lost_without_look=frames)
+    x, modes = 80.0, []
+    for step in range(18):  # walking; faded into the shadow over frames 4-11
+        x += 2.0
+        view = _fading_into_shadow(ground, x, 120.0, float(np.clip((step - 3) / 8, 0, 1)))
+        state = tracker.update(np.eye(2, 3), [], view=view)
+        modes.append(state.mode)
+        assert state.measured_by in ("appearance", None)
+    assert modes[:8] == ["locked"] * 8  # the person's colours are still there
+    # none of their colours left from frame 10 on: lost on the third such frame, or never
+    assert set(modes[12:]) == ({"reacquire"} if frames else {"locked"})

@@ -188,6 +188,17 @@ class TrackerConfig:
     unseen_frames_occluded: int = 1
     # ... and seeing it again there is a re-lock: on colour frames it needs the lock's colours
     unseen_needs_identity: bool = True
+    # Honest loss on colour frames: a lock followed by its appearance match alone (no detection)
+    # on this many frames in a row (at pace_fps), each time with none of a person's own colours
+    # in the box nor around it (too few own-target samples for a colour signature in the box,
+    # and in it grown lost_without_look_reach times each way: flat ground, a cast shadow), is
+    # not on the person: lost (0: off). After the walker was cut out of person12's frames
+    # 250-269 the match held their shadow, `locked`, 32 frames. (The box alone: a box shrunk
+    # onto dark legs under gusts has none for up to 5 frames; twice its size, at most 2 on the
+    # protocols of benchmarks/peers_track.py -- but up to 7 on a detected walker under gust
+    # 13, hence appearance-only frames.)
+    lost_without_look: int = 3
+    lost_without_look_reach: float = 2.0
     # A person walking out of the view: where the template runs off the image content, a match
     # below this fraction of the slow running peak measures nothing (the match stays inside the
     # edge and fades as they slide out, the running peak following it down; 0: off)

@@ -43,14 +43,10 @@ def colour_signature(
     """The colour signature of the box ``size`` around ``centre`` (WORKING px) in a colour
     ``view``: two normalized 72-bin HSV histograms (upper, lower half) concatenated, each
     weighted 1/2; None on a gray view or where a half holds too few own-target pixels."""
-    if view.image.ndim != 3:
+    found = _own_mask(view, centre, size, look)
+    if found is None:
         return None
-    look = look or AppearanceConfig()
-    w, h = (max(int(round(float(v))), 4) for v in size)
-    top_left = np.asarray(centre, float) - 0.5 * np.array([w, h], float)
-    mask = own_target(view.image, view.from_working, top_left, (w, h), 1.0, look)
-    if mask is None:
-        return None
+    mask, top_left, (w, h) = found
     pixels = AppearanceTemplate.sample(view.image, view.from_working, top_left, (w, h), 1.0)
     hsv = cv2.cvtColor(np.clip(pixels, 0, 255).astype(np.uint8), cv2.COLOR_BGR2HSV)
     hues, saturations, values = _BINS
@@ -64,6 +60,35 @@ def colour_signature(
         histogram = np.bincount(bins, minlength=hues * saturations * values).astype(float)
         halves.append(histogram / (2.0 * histogram.sum()))
     return np.concatenate(halves)
+
+
+def _own_mask(view: AppearanceView, centre: np.ndarray, size: np.ndarray, look):
+    """(own-target mask, top left, (w, h)) of the box ``size`` around ``centre``; None on a
+    gray view."""
+    if view.image.ndim != 3:
+        return None
+    look = look or AppearanceConfig()
+    w, h = (max(int(round(float(v))), 4) for v in size)
+    top_left = np.asarray(centre, float) - 0.5 * np.array([w, h], float)
+    mask = own_target(view.image, view.from_working, top_left, (w, h), 1.0, look)
+    return None if mask is None else (mask, top_left, (w, h))
+
+
+def has_signature(
+    view: AppearanceView,
+    centre: np.ndarray,
+    size: np.ndarray,
+    look: AppearanceConfig | None = None,
+) -> bool:
+    """Would :func:`colour_signature` give one here (a colour view, each half of the box with
+    enough own-target pixels)? Half its time: no histograms."""
+    found = _own_mask(view, centre, size, look)
+    if found is None:
+        return False
+    mask, _, (_, h) = found
+    return all(
+        np.count_nonzero(mask[rows]) >= _MIN_OWN for rows in (slice(0, h // 2), slice(h // 2, h))
+    )
 
 
 def similarity(a: np.ndarray, b: np.ndarray) -> float:
