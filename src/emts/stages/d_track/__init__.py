@@ -43,7 +43,9 @@ covariance is left as the updates made it), so that the walk, not the pair's blo
 track out of the merge.
 
 Modes: ``"search"`` (no lock), ``"locked"``, ``"reacquire"`` (coasting after 8 consecutive
-frames without a measurement, a verifier veto, or the target leaving the image; *reported*
+frames without a measurement, a verifier veto, the target leaving the image, a stall, or, on
+colour frames, an appearance-only match with none of a person's own colours in or around its
+box on ``TrackerConfig.lost_without_look`` frames -- flat ground, a cast shadow; *reported*
 from the second unmeasured frame on, ``TrackerConfig.unseen_frames_locked``, and from the first
 where the appearance match was refused as an occluder, ``unseen_frames_occluded``: ``locked``
 means the person is in the box). On colour frames every re-lock needs the person's colours
