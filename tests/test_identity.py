@@ -415,3 +415,28 @@ def test_a_lock_whose_match_slid_onto_a_person_shaped_shadow_is_lost(frames):
     assert modes[:8] == ["locked"] * 8  # the person's colours are still there
     # none of their colours left from frame 10 on: lost on the third such frame, or never
     assert set(modes[12:]) == ({"reacquire"} if frames else {"locked"})
+
+
+@pytest.mark.parametrize("frames", [5, 0])
+def test_a_lock_whose_match_slid_onto_a_bush_is_lost(frames):
+    """The appearance match alone follows the person as their place is taken by a bush of
+    their shape and brightness (green where they wore red and blue): a box whose colours are
+    unlike the lock's is not `locked` for long (TrackerConfig.lost_unlike_frames; 0: it stays
+    `locked` on the bush)."""
+    ground = _ground(5)
+    tracker = _tracker_on(ground)
+    tracker.fps = 10.0
+    tracker.config = replace(tracker.config, lost_unlike_frames=frames)
+    x, modes = 80.0, []
+    for step in range(20):  # walking; faded into the bush over frames 4-11
+        x += 2.0
+        fade = float(np.clip((step - 3) / 8, 0, 1))
+        person = _frame(ground, [(x, 120.0, RED, BLUE)]).image.astype(np.float32)
+        bush = _frame(ground, [(x, 120.0, GREEN, GREEN)]).image.astype(np.float32)
+        frame = np.clip((1 - fade) * person + fade * bush, 0, 255).astype(np.uint8)
+        view = AppearanceView(frame, np.eye(3), frame.mean(axis=2).astype(np.uint8))
+        state = tracker.update(np.eye(2, 3), [], view=view)
+        modes.append(state.mode)
+        assert state.measured_by in ("appearance", None)
+    assert modes[:8] == ["locked"] * 8  # mostly the person's colours still
+    assert set(modes[14:]) == ({"reacquire"} if frames else {"locked"})

@@ -199,6 +199,12 @@ class TrackerConfig:
     # 13, hence appearance-only frames.)
     lost_without_look: int = 3
     lost_without_look_reach: float = 2.0
+    # ... and one whose box holds colours unlike the lock's (colour-signature similarity below
+    # lost_unlike: a bush, a tree's crown, someone else) on this many appearance-only frames
+    # in a row (at pace_fps; 0: off). On person12's protocol runs the walker's own boxes matched
+    # at 0.30 or more on 99 % of appearance-only frames, never below 0.25 on 3 in a row.
+    lost_unlike: float = 0.2
+    lost_unlike_frames: int = 5
     # A person walking out of the view: where the template runs off the image content, a match
     # below this fraction of the slow running peak measures nothing (the match stays inside the
     # edge and fades as they slide out, the running peak following it down; 0: off)

@@ -45,7 +45,8 @@ track out of the merge.
 Modes: ``"search"`` (no lock), ``"locked"``, ``"reacquire"`` (coasting after 8 consecutive
 frames without a measurement, a verifier veto, the target leaving the image, a stall, or, on
 colour frames, an appearance-only match with none of a person's own colours in or around its
-box on ``TrackerConfig.lost_without_look`` frames -- flat ground, a cast shadow; *reported*
+box on ``TrackerConfig.lost_without_look`` frames -- flat ground, a cast shadow -- or with
+colours unlike the lock's on ``lost_unlike_frames`` -- a bush; *reported*
 from the second unmeasured frame on, ``TrackerConfig.unseen_frames_locked``, and from the first
 where the appearance match was refused as an occluder, ``unseen_frames_occluded``: ``locked``
 means the person is in the box). On colour frames every re-lock needs the person's colours

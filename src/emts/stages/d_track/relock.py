@@ -426,5 +426,5 @@ class Reacquisition:
         self._vetoes = 0  # a veto of the track before is not one of this new origin
         self._verified = False
         self._trail.clear()
-        self._lookless = 0  # (a re-anchor re-locks while locked: a new origin's count)
+        self._lookless = self._unlike = 0  # (a re-anchor re-locks while locked: counted afresh)
         self.misses = 0

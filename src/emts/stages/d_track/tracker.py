@@ -15,7 +15,7 @@ from emts.stages.appearance import (
     AppearanceView,
     own_share_in_view,
 )
-from emts.stages.d_track.identity import Refinder, colour_signature, has_signature
+from emts.stages.d_track.identity import Refinder, colour_signature, has_signature, similarity
 from emts.stages.d_track.kalman import ConstantVelocityKalman
 from emts.stages.d_track.relock import Reacquisition
 from emts.stages.d_track.types import Candidate, LockCommand, Mode, TrackState
@@ -101,6 +101,7 @@ class TargetTracker(Reacquisition):
         self._detected_only = 0  # consecutive locked frames measured by a detection alone
         self._appearance_only = 0  # ... by the appearance match alone
         self._lookless = 0  # ... with no colour signature in the box (lost_without_look)
+        self._unlike = 0  # ... with colours unlike the lock's there (lost_unlike)
         self._merge_hold = 0  # frames left in which the velocity stays (two people merged)
         self._crossing = 0  # measured frames left in which a look-alike crosses: walk held
         self._crossing_walk = np.zeros(2)  # the walk held meanwhile
@@ -742,21 +743,31 @@ class TargetTracker(Reacquisition):
         return walk is not None and detected <= k // 4 and now < c.stall_ratio * walk
 
     def _without_look(self, view: AppearanceView | None, measured_by: str) -> bool:
-        """Count this measured frame: has the appearance match alone followed the lock, with
-        none of a person's own colours around the box (no colour signature), on
-        ``lost_without_look`` frames in a row (at ``pace_fps``)?"""
+        """Count this measured frame: has the appearance match alone followed the lock with
+        none of a person's own colours in or around the box (no colour signature) on
+        ``lost_without_look`` frames in a row, or with colours unlike the lock's (similarity
+        below ``lost_unlike``) on ``lost_unlike_frames`` (both at ``pace_fps``)?"""
         c = self.config
         if not c.lost_without_look or not self._identity_on or view is None:
             return False
-        empty = measured_by == "appearance"
+        empty = unlike = measured_by == "appearance"
         if empty:  # (a detection's support: the detector sees a person here)
-            # none in the box (the cheaper test: 0.17 ms at 1280x720) nor around it
             centre, size = self.image_box()
-            empty = not has_signature(view, centre, size, c.appearance)
-            reach = c.lost_without_look_reach * size
-            empty = empty and not has_signature(view, centre, reach, c.appearance)
+            signature = colour_signature(view, centre, size, c.appearance)
+            if signature is not None:
+                empty = False
+                unlike = similarity(signature, self._signature) < c.lost_unlike
+            else:  # none in the box nor around it (the box's test first: the cheaper one)
+                unlike = False
+                reach = c.lost_without_look_reach * size
+                empty = not has_signature(view, centre, reach, c.appearance)
         self._lookless = self._lookless + 1 if empty else 0
-        return self._lookless >= max(int(round(c.lost_without_look * self.fps / c.pace_fps)), 1)
+        self._unlike = self._unlike + 1 if unlike else 0
+        rate = self.fps / c.pace_fps
+        return self._lookless >= max(int(round(c.lost_without_look * rate)), 1) or (
+            c.lost_unlike_frames > 0
+            and self._unlike >= max(int(round(c.lost_unlike_frames * rate)), 1)
+        )
 
     def _enter_reacquire_before_stall(self) -> None:
         """Lost at a stall: the walk and the look from before it, coasting on from here."""
@@ -793,7 +804,7 @@ class TargetTracker(Reacquisition):
     def _enter_reacquire(self) -> None:
         self.mode = "reacquire"
         self._merge_hold = 0
-        self._lookless = 0
+        self._lookless = self._unlike = 0
         self._crossing = 0
         self._rival = None
         self._rival_path = None
