@@ -1,6 +1,8 @@
 """The tracking protocols score what they claim to (with stand-in detectors)."""
 
 import hashlib
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -68,6 +70,21 @@ def test_a_perfect_detector_reacquires_every_trial_without_transfers(sets):
     assert report["trials"] > 0
     assert report["identity_transfer"] == 0 and report["locks_started_on_another_person"] == 0
     assert report["success_rate"] > 0.9
+
+
+def test_the_per_trial_trace_runs_the_same_trials_as_the_protocol(sets):
+    """benchmarks/reacq_trials.py replays `reacquisition`'s loop: the same trials, the same
+    successes at the paper's 20 px."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    reacq_trials = pytest.importorskip("reacq_trials")
+    oracle = Oracle(sets / "bench")
+    report = reacquisition(sets / "bench", oracle, detector_mode="plain")
+    rows = reacq_trials.trials(str(sets / "bench"), oracle, "plain")
+    assert len(rows) == report["trials"] > 0
+    kinds = [reacq_trials.kind(r, 20.0) for r in rows]
+    assert kinds.count("success") == report["success"]
+    assert kinds.count("identity transfer") == report["identity_transfer"]
+    assert all(len(r["frames"]) == r["blackout"][1] + 2 - 4 for r in rows)  # frames 5..check
 
 
 def test_a_lock_that_starts_nearer_a_neighbour_is_not_a_trial():
