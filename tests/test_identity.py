@@ -383,35 +383,47 @@ def test_a_relocks_uncertainty_is_the_locks_in_the_image_whatever_the_stabilized
         assert tracker.p[4, 4] == pytest.approx(9.0)  # the size's is in WORKING px already
 
 
-def _fading_into_shadow(ground, x, y, fade, shade=0.65):
-    """The person at (x, y) (as :func:`_frame`) faded by ``fade`` (0..1) into a shadow of their
-    shape: the ground darkened, its colour kept -- as bright as the person to the gray
-    template, with none of their colours once ``fade`` is 1."""
+def _shadow_of_their_shape(ground, x, y, shade=0.65):
+    """A shadow of the shape of :func:`_frame`'s person at (x, y): the ground darkened, its
+    colour kept -- as bright as the person to the gray template, none of their colours."""
     shaded = ground.copy()
     x0, y0 = int(round(x - 6)), int(round(y - 15))
     shaded[y0 : y0 + 15, x0 : x0 + 12] *= shade
     shaded[y0 + 15 : y0 + 30, x0 + 2 : x0 + 10] *= shade
-    person = _frame(ground, [(x, y, RED, BLUE)]).image.astype(np.float32)
-    frame = np.clip((1 - fade) * person + fade * shaded, 0, 255).astype(np.uint8)
-    return AppearanceView(frame, np.eye(3), frame.mean(axis=2).astype(np.uint8))
+    return np.clip(shaded, 0, 255).astype(np.uint8)
+
+
+def _bush_of_their_shape(ground, x, y):
+    """A bush of the person's shape and brightness: green where they wore red and blue."""
+    return _frame(ground, [(x, y, GREEN, GREEN)]).image
+
+
+def _fading_walk(ground, into, steps, **config):
+    """Lock on the person, then walk them 2 px a frame, faded over frames 4-11 into ``into(x,
+    y)`` (an image of the same ground), the appearance match alone following them (10 fps,
+    the template refreshed all along): the modes, frame by frame."""
+    tracker = _tracker_on(ground)
+    tracker.fps = 10.0
+    tracker.config = replace(tracker.config, **config)
+    x, modes = 80.0, []
+    for step in range(steps):
+        x += 2.0
+        fade = float(np.clip((step - 3) / 8, 0, 1))
+        person = _frame(ground, [(x, 120.0, RED, BLUE)]).image.astype(np.float32)
+        other = into(ground, x, 120.0).astype(np.float32)
+        frame = np.clip((1 - fade) * person + fade * other, 0, 255).astype(np.uint8)
+        view = AppearanceView(frame, np.eye(3), frame.mean(axis=2).astype(np.uint8))
+        state = tracker.update(np.eye(2, 3), [], view=view)
+        modes.append(state.mode)
+        assert state.measured_by in ("appearance", None)
+    return modes
 
 
 @pytest.mark.parametrize("frames", [3, 0])
 def test_a_lock_whose_match_slid_onto_a_person_shaped_shadow_is_lost(frames):
-    """The appearance match alone follows the person as they fade into a shadow of their shape
-    (the template refreshed all along): a box with none of a person's colours around it is not
-    `locked` for long (TrackerConfig.lost_without_look; 0: it stays `locked` on the shadow)."""
-    ground = _ground(4)
-    tracker = _tracker_on(ground)
-    tracker.fps = 10.0
-    tracker.config = replace(tracker.config, lost_without_look=frames)
-    x, modes = 80.0, []
-    for step in range(18):  # walking; faded into the shadow over frames 4-11
-        x += 2.0
-        view = _fading_into_shadow(ground, x, 120.0, float(np.clip((step - 3) / 8, 0, 1)))
-        state = tracker.update(np.eye(2, 3), [], view=view)
-        modes.append(state.mode)
-        assert state.measured_by in ("appearance", None)
+    """A box with none of a person's colours in or around it is not `locked` for long
+    (TrackerConfig.lost_without_look; 0: it stays `locked` on the shadow)."""
+    modes = _fading_walk(_ground(4), _shadow_of_their_shape, 18, lost_without_look=frames)
     assert modes[:8] == ["locked"] * 8  # the person's colours are still there
     # none of their colours left from frame 10 on: lost on the third such frame, or never
     assert set(modes[12:]) == ({"reacquire"} if frames else {"locked"})
@@ -419,24 +431,8 @@ def test_a_lock_whose_match_slid_onto_a_person_shaped_shadow_is_lost(frames):
 
 @pytest.mark.parametrize("frames", [5, 0])
 def test_a_lock_whose_match_slid_onto_a_bush_is_lost(frames):
-    """The appearance match alone follows the person as their place is taken by a bush of
-    their shape and brightness (green where they wore red and blue): a box whose colours are
-    unlike the lock's is not `locked` for long (TrackerConfig.lost_unlike_frames; 0: it stays
-    `locked` on the bush)."""
-    ground = _ground(5)
-    tracker = _tracker_on(ground)
-    tracker.fps = 10.0
-    tracker.config = replace(tracker.config, lost_unlike_frames=frames)
-    x, modes = 80.0, []
-    for step in range(20):  # walking; faded into the bush over frames 4-11
-        x += 2.0
-        fade = float(np.clip((step - 3) / 8, 0, 1))
-        person = _frame(ground, [(x, 120.0, RED, BLUE)]).image.astype(np.float32)
-        bush = _frame(ground, [(x, 120.0, GREEN, GREEN)]).image.astype(np.float32)
-        frame = np.clip((1 - fade) * person + fade * bush, 0, 255).astype(np.uint8)
-        view = AppearanceView(frame, np.eye(3), frame.mean(axis=2).astype(np.uint8))
-        state = tracker.update(np.eye(2, 3), [], view=view)
-        modes.append(state.mode)
-        assert state.measured_by in ("appearance", None)
+    """A box whose colours are unlike the lock's is not `locked` for long
+    (TrackerConfig.lost_unlike_frames; 0: it stays `locked` on the bush)."""
+    modes = _fading_walk(_ground(5), _bush_of_their_shape, 20, lost_unlike_frames=frames)
     assert modes[:8] == ["locked"] * 8  # mostly the person's colours still
     assert set(modes[14:]) == ({"reacquire"} if frames else {"locked"})
