@@ -1,7 +1,8 @@
 """Stage D: the locked target in stabilized coordinates (§3.5, eqs. 6-7).
 
 Modules: :mod:`.tracker` (:class:`~emts.stages.d_track.tracker.TargetTracker`, the modes),
-:mod:`.relock` (the reacquire mode's re-lock paths), :mod:`.identity` (the colour signature
+:mod:`.relock` (the reacquire mode's re-lock paths), :mod:`.loss` (when a measured lock has
+stopped seeing its person), :mod:`.identity` (the colour signature
 and the re-find anywhere), :mod:`.kalman` (the filter), :mod:`.types` (what it takes and
 says); the target's look is :mod:`emts.stages.appearance`.
 

@@ -15,8 +15,9 @@ from emts.stages.appearance import (
     AppearanceView,
     own_share_in_view,
 )
-from emts.stages.d_track.identity import Refinder, colour_signature, has_signature, similarity
+from emts.stages.d_track.identity import Refinder, colour_signature
 from emts.stages.d_track.kalman import ConstantVelocityKalman
+from emts.stages.d_track.loss import LossChecks
 from emts.stages.d_track.relock import Reacquisition
 from emts.stages.d_track.types import Candidate, LockCommand, Mode, TrackState
 
@@ -27,7 +28,7 @@ def _normalize(vector: np.ndarray) -> np.ndarray:
     return vector / max(float(np.linalg.norm(vector)), 1e-12)
 
 
-class TargetTracker(Reacquisition):
+class TargetTracker(Reacquisition, LossChecks):
     """Tracks one locked target. Stages hold only their own state; the lock and the
     verifier's verdict come in as arguments of :meth:`update`.
 
@@ -714,70 +715,6 @@ class TargetTracker(Reacquisition):
         self.x[2:4] = velocity
         self._retake_look(view)
         return best
-
-    def _stalled(self, measured_by: str) -> bool:
-        """Add this measured frame to the trail; has the track, followed by its appearance
-        alone, stopped dead after walking (see ``TrackerConfig.stall_frames``)?
-
-        Paces are image px per frame over ``stall_frames``; the walking pace is a running
-        value over the windows in which the track walked (updated here).
-        """
-        self._trail.append(
-            (
-                self.x[:2].copy(),
-                self.x[2:4].copy(),
-                self.appearance.state(),
-                measured_by != "appearance",
-            )
-        )
-        c = self.config
-        k = c.stall_frames
-        if len(self._trail) <= k:
-            return False
-        trail = list(self._trail)
-        now = float(np.hypot(*(trail[-1][0] - trail[-1 - k][0]))) / k * self._scale()
-        walk = self._walk_pace
-        if now >= c.walk_speed[0]:
-            self._walk_pace = now if walk is None else 0.9 * walk + 0.1 * now
-        detected = sum(d for *_, d in trail[-k:])
-        return walk is not None and detected <= k // 4 and now < c.stall_ratio * walk
-
-    def _without_look(self, view: AppearanceView | None, measured_by: str) -> bool:
-        """Count this measured frame: has the appearance match alone followed the lock with
-        none of a person's own colours in or around the box (no colour signature) on
-        ``lost_without_look`` frames in a row, or with colours unlike the lock's (similarity
-        below ``lost_unlike``) on ``lost_unlike_frames`` (both at ``pace_fps``)?"""
-        c = self.config
-        if not c.lost_without_look or not self._identity_on or view is None:
-            return False
-        empty = unlike = measured_by == "appearance"
-        if empty:  # (a detection's support: the detector sees a person here)
-            centre, size = self.image_box()
-            signature = colour_signature(view, centre, size, c.appearance)
-            if signature is not None:
-                empty = False
-                unlike = similarity(signature, self._signature) < c.lost_unlike
-            else:  # none in the box nor around it (the box's test first: the cheaper one)
-                unlike = False
-                reach = c.lost_without_look_reach * size
-                empty = not has_signature(view, centre, reach, c.appearance)
-        self._lookless = self._lookless + 1 if empty else 0
-        self._unlike = self._unlike + 1 if unlike else 0
-        rate = self.fps / c.pace_fps
-        return self._lookless >= max(int(round(c.lost_without_look * rate)), 1) or (
-            c.lost_unlike_frames > 0
-            and self._unlike >= max(int(round(c.lost_unlike_frames * rate)), 1)
-        )
-
-    def _enter_reacquire_before_stall(self) -> None:
-        """Lost at a stall: the walk and the look from before it, coasting on from here."""
-        k = self.config.stall_frames
-        _, velocity, look, _ = self._trail[-1 - k]
-        if look[0] is not None:
-            self.appearance.restore(look)
-        self.x[2:4] = velocity
-        self._trail.clear()
-        self._enter_reacquire()
 
     def _surged(self, contrast: float) -> bool:
         """Has the matched region far more contrast than the target's own (slow) value?"""
