@@ -54,7 +54,9 @@ class LossChecks:
         ``lost_without_look`` frames in a row, or with colours unlike the lock's (similarity
         below ``lost_unlike``) on ``lost_unlike_frames`` (both at ``pace_fps``)?"""
         c = self.config
-        if not c.lost_without_look or not self._identity_on or view is None:
+        if not (c.lost_without_look or c.lost_unlike_frames) or not self._identity_on:
+            return False
+        if view is None:
             return False
         empty = unlike = measured_by == "appearance"
         if empty:  # (a detection's support: the detector sees a person here)
@@ -70,7 +72,10 @@ class LossChecks:
         self._lookless = self._lookless + 1 if empty else 0
         self._unlike = self._unlike + 1 if unlike else 0
         rate = self.fps / c.pace_fps
-        return self._lookless >= max(int(round(c.lost_without_look * rate)), 1) or (
+        return (
+            c.lost_without_look > 0
+            and self._lookless >= max(int(round(c.lost_without_look * rate)), 1)
+        ) or (
             c.lost_unlike_frames > 0
             and self._unlike >= max(int(round(c.lost_unlike_frames * rate)), 1)
         )
