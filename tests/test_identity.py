@@ -7,7 +7,13 @@ import pytest
 
 from emts.config import TrackerConfig
 from emts.stages.appearance import AppearanceView
-from emts.stages.d_track.identity import Refinder, colour_signature, has_signature, similarity
+from emts.stages.d_track.identity import (
+    Refinder,
+    colour_proposals,
+    colour_signature,
+    has_signature,
+    similarity,
+)
 from emts.stages.d_track.relock import person_box
 from emts.stages.d_track.tracker import TargetTracker
 from emts.stages.d_track.types import Candidate, LockCommand
@@ -292,7 +298,7 @@ def test_a_walker_who_left_the_view_is_refound_on_faint_detections(out, floor, e
     (gust path 38 re-locked on another region with the person's colours), nor a person hidden
     mid-view (person12 --occlude 60:69 re-locked on a faint 22-px box of their upper half that
     slid off)."""
-    config = TrackerConfig(refind_faint=floor)
+    config = TrackerConfig(refind_faint=floor, refind_colour=0)  # (detections alone)
     tracker, ground = _walked_out(config, out=out)
     for _ in range(6):  # gone a while
         tracker.update(np.eye(2, 3), [], view=_frame(ground, []))
@@ -301,6 +307,42 @@ def test_a_walker_who_left_the_view_is_refound_on_faint_detections(out, floor, e
         me = (200.0, 12.0 + 3 * t, RED, BLUE) if edge else (200.0, 100.0 + 3 * t, RED, BLUE)
         faint = [Candidate(np.array(me[:2]), SIZE, 0.25, E[1])]
         state = tracker.update(np.eye(2, 3), [], view=_frame(ground, [me]), faint=faint)
+        if state.mode == "locked":
+            break
+    assert (state.mode == "locked") == found
+    if found:
+        assert t <= 3 and np.hypot(*(state.centre - me[:2])) < 4
+
+
+def test_colour_proposals_are_where_the_colours_of_the_lock_are():
+    ground = _ground(8)
+    me, other = (230.0, 70.0, RED, BLUE), (90.0, 160.0, GREEN, YELLOW)
+    signature = colour_signature(_frame(ground, [me]), np.array(me[:2]), SIZE)
+    content = (0.0, 0.0, 320.0, 240.0)
+    places = colour_proposals(_frame(ground, [me, other]), signature, content, SIZE)
+    assert places and np.hypot(*(places[0] - me[:2])) <= SIZE[1] / 4  # (~8 samples a box)
+    assert all(np.hypot(*(p - other[:2])) > SIZE[1] / 2 for p in places[:1])
+    gray = AppearanceView(np.zeros((240, 320), np.uint8))
+    assert colour_proposals(gray, signature, content, SIZE) == []
+
+
+@pytest.mark.parametrize(("out", "colours", "refind", "found"), [
+    (True, (RED, BLUE), 4, True), (True, (RED, BLUE), 0, False),
+    (True, (GREEN, YELLOW), 4, False), (False, (RED, BLUE), 4, True),
+])  # fmt: skip
+def test_a_lost_walker_is_refound_by_their_colours_undetected(out, colours, refind, found):
+    """A walker who left the view (or was hidden inside it) comes back elsewhere, whole, and
+    the detector never fires (person12 --leave 4: a 90-px walker, bigger than the detector
+    was trained for, came back through the left edge): the places with the lock's colours
+    (TrackerConfig.refind_colour), chained as a walk, re-find them; never someone in other
+    colours."""
+    config = TrackerConfig(refind_colour=refind, refind_faint=0.0)
+    tracker, ground = _walked_out(config, out=out)
+    for _ in range(6):  # gone a while
+        tracker.update(np.eye(2, 3), [], view=_frame(ground, []))
+    for t in range(8):  # back far from where they left, walking left, never detected
+        me = (250.0 - 3 * t, 150.0, *colours)
+        state = tracker.update(np.eye(2, 3), [], view=_frame(ground, [me]))
         if state.mode == "locked":
             break
     assert (state.mode == "locked") == found

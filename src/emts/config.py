@@ -219,6 +219,14 @@ class TrackerConfig:
     refind_faint: float = 0.2
     refind_faint_edge: float = 1.0  # ... a chain of them starting this many heights from its edge
     refind_step: float = 0.2  # ... each link at most this many body heights a frame (at pace_fps)
+    # ... and by colours alone: this many places a frame whose colours are most the lock's
+    # signature, chained as detections are (refind_frames; 0: off), each at least this like
+    # the lock and walking at relock_min_pace; for a walker who left the view at once, for
+    # one lost inside it after this many seconds (its first frames are the look's, near
+    # where they were: sooner, paving and shade re-locked at 0.46-0.48)
+    refind_colour: int = 4
+    refind_colour_identity: float = 0.55
+    refind_colour_after: float = 0.5
     # ... and a single detection inside the re-lock gate whose signature is at least this like
     # the lock's re-locks at once (0: off)
     relock_identity_strong: float = 0.45

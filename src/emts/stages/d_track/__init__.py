@@ -55,7 +55,9 @@ means the person is in the box). On colour frames every re-lock needs the person
 who left the view (lost walking, last seen at its edge or coasted off it) comes back walking
 and cut by the edge: a still match does not re-lock them (``still_after_exit``), and the
 detector's faint sightings (down to ``refind_faint``; a chain of them starting at the edge)
-join the re-find anywhere.
+join the re-find anywhere; so do the places with the lock's colours, where the detector is
+silent (``refind_colour``: for a walker who left the view at once, for one lost inside it
+after ``refind_colour_after`` seconds).
 A re-lock
 (frozen template found again on consecutive frames near the coasted prediction, ahead of the
 walk before the loss, in a region as textured as the person, a detection

@@ -91,6 +91,61 @@ def has_signature(
     )
 
 
+def _bins(hsv: np.ndarray) -> np.ndarray:
+    """Each HSV pixel's signature bin (hue, saturation, value), as int32."""
+    hues, saturations, values = _BINS
+    hsv = hsv.astype(np.int32)
+    bins = (hsv[..., 0] * hues // 180 * saturations + hsv[..., 1] * saturations // 256) * values
+    return bins + hsv[..., 2] * values // 256
+
+
+def colour_proposals(
+    view: AppearanceView,
+    signature: np.ndarray,
+    content: tuple[float, float, float, float],
+    size: np.ndarray,
+    count: int = 4,
+) -> list[np.ndarray]:
+    """Centres (WORKING px) of up to ``count`` boxes of ``size`` within ``content`` (x0, y0,
+    x1, y1, WORKING px) whose colours are most the ``signature``'s, strongest first.
+
+    Each half of the signature (upper, lower: shirt and trousers) is back-projected onto the
+    view through its histogram divided by the view's own (Swain and Ballard's ratio
+    histogram: the ground's common colours weigh little) and summed over its half of the
+    box; a box scores the two halves' mean. Sampled so that the box is ~16 samples tall.
+    Empty on a gray view."""
+    if view.image.ndim != 3:
+        return []
+    x0, y0, x1, y1 = content
+    step = max(1.0, float(size[1]) / 16.0)
+    samples = (int((x1 - x0) / step), int((y1 - y0) / step))
+    if samples[0] < 3 or samples[1] < 3:
+        return []
+    pixels = AppearanceTemplate.sample(view.image, view.from_working, (x0, y0), samples, step)
+    bins = _bins(cv2.cvtColor(pixels.astype(np.uint8), cv2.COLOR_BGR2HSV))
+    n = _BINS[0] * _BINS[1] * _BINS[2]
+    seen = np.maximum(np.bincount(bins.ravel(), minlength=n) / bins.size, 1e-6)
+    w = max(int(round(float(size[0]) / step)), 1)
+    half = max(int(round(float(size[1]) / step / 2)), 1)
+    shift = max(half // 2, 1)  # a half's centre from the box's (samples)
+    score = np.zeros(bins.shape, np.float32)
+    for part, dy in ((signature[:n], -shift), (signature[n:], shift)):
+        ratio = np.minimum(2.0 * part / seen, 1.0).astype(np.float32)
+        mass = cv2.boxFilter(ratio[bins], -1, (w, half), borderType=cv2.BORDER_CONSTANT)
+        # the box centred at y scores its upper half's mass at y - shift, lower at y + shift
+        moved = np.zeros_like(mass)
+        if dy < 0:
+            moved[-dy:] = mass[:dy]
+        else:
+            moved[:-dy] = mass[dy:]
+        score += 0.5 * moved
+    dilated = cv2.dilate(score, np.ones((2 * half + 1, w | 1), np.uint8))
+    ys, xs = np.nonzero((score >= dilated) & (score > 0.05))
+    order = np.argsort(-score[ys, xs])[:count]
+    origin = np.array([x0, y0], float)
+    return [origin + step * np.array([xs[i], ys[i]], float) for i in order]
+
+
 def similarity(a: np.ndarray, b: np.ndarray) -> float:
     """Bhattacharyya coefficient of two signatures (0..1)."""
     return float(np.sqrt(a * b).sum())

@@ -4,6 +4,8 @@ the modes and their reasons: :mod:`emts.stages.d_track`).
 
 The re-lock paths, in the order tried each lost frame: the frozen look matched near the
 coasted prediction by a region that walks (or, not for a walker who left the view, stands);
+the places anywhere in the view with the lock's colours chained as a walk (for a walker who
+left the view at once, for one lost inside it after ``refind_colour_after`` seconds);
 a detection anywhere with the lock's colours chained over frames (:mod:`.identity`; for a
 walker who left the view, faint detections too, a chain of them starting at its edge); a
 detection near the prediction with the frozen embedding; one held there for 3 frames. On
@@ -19,7 +21,7 @@ import numpy as np
 from emts.config import AppearanceConfig
 from emts.stages.a_ego_motion import local_ground_motion
 from emts.stages.appearance import AppearanceView, own_share_of_weight, own_target
-from emts.stages.d_track.identity import colour_signature, similarity
+from emts.stages.d_track.identity import colour_proposals, colour_signature, similarity
 
 _LOOK = AppearanceConfig()
 
@@ -105,6 +107,23 @@ class Reacquisition:
                 moving = None if still is None else (still, None)
             if moving is not None:  # at the chain's own velocity: it is walking (or stood)
                 self._relock_with_frozen_look(moving[0], self.x[4:6], moving[1])
+                return None, peak
+        # ... and by their colours anywhere in the view, chained as a walk (a walker who left
+        # the view at once; one lost inside it after refind_colour_after seconds)
+        after = max(int(round(c.refind_colour_after * self.fps)), 1)
+        lost_long = self._walked_out() or self.misses >= after
+        if c.refind_colour and lost_long and self._identity_on and view is not None:
+            refound = self._refind_by_colour(view)
+            if refound is not None:  # with the look from inside the view, placed by it
+                position, size, velocity = refound
+                self.appearance.restore(self._inside_look or self.frozen_appearance)
+                match = self.appearance.search(
+                    view.image, view.from_working, self._to_image(position), 0.5 * float(size[1])
+                )
+                # (the colours' mass sits on the shirt, not the box's centre)
+                if match is not None:
+                    position = self._from_image(match[1])
+                self._relock_with_frozen_look(position, size, velocity)
                 return None, peak
         # a walker who left the view comes back cut by its edge, first seen faintly: their
         # faint detections may re-find them too (the chain, the look and the walk as below)
@@ -238,15 +257,18 @@ class Reacquisition:
         def walks(before: np.ndarray, after: np.ndarray) -> bool:
             return self._moves_on_its_ground([before, after], view)
 
-        # A walker (at least walk_speed[0] stabilized px a frame at pace_fps), moving at most
-        # refind_step body heights a frame at pace_fps (1.5 m/s is ~0.1 h at 10 fps), plus a
-        # quarter height of detection jitter
+        self._pace_the_refinder(self._refinder)
+        return self._refinder.step(positions, similarities, walks, starts)
+
+    def _pace_the_refinder(self, refinder) -> None:
+        """A walker (at least walk_speed[0] stabilized px a frame at pace_fps), moving at most
+        refind_step body heights a frame at pace_fps (1.5 m/s is ~0.1 h at 10 fps), plus a
+        quarter height of detection jitter."""
         c = self.config
         rate = c.pace_fps / self.fps
         height = max(float(self.x[5]) / self._scale(), 1.0)
-        self._refinder.pace = c.walk_speed[0] * rate
-        self._refinder.reach = (0.25 * height, c.refind_step * height * rate)
-        return self._refinder.step(positions, similarities, walks, starts)
+        refinder.pace = c.walk_speed[0] * rate
+        refinder.reach = (0.25 * height, c.refind_step * height * rate)
 
     def _ahead_of_the_walk(self, position: np.ndarray) -> bool:
         """Is ``position`` (stabilized px) where a person hidden while walking can be now?
@@ -286,6 +308,27 @@ class Reacquisition:
             floor,
         )
         return [(p, self._from_image(centre), contrast) for p, centre, contrast in found]
+
+    def _refind_by_colour(self, view: AppearanceView):
+        """(position, size, velocity) where the person is found again by their colours alone
+        (:func:`~.identity.colour_proposals`: the detector misses a person larger than it was
+        trained for, or cut by the view's edge), or None: the places whose colours most
+        resemble the lock's signature, each with its own similarity (at least
+        ``relock_identity_strong``), chained over ``refind_frames`` frames as a walk
+        (:class:`~.identity.Refinder`, as detections are)."""
+        c = self.config
+        size = self.x[4:6]
+        places = colour_proposals(view, self._signature, self._content, size, c.refind_colour)
+        similarities = [self._similarity_at(view, place, size) for place in places]
+        positions = [self._from_image(place) for place in places]
+        self._pace_the_refinder(self._colour_refinder)
+        # (a walker's pace, as the look's chains: places on paving and shade with a grey
+        # walker's colours crept at 1-3 px a frame)
+        self._colour_refinder.pace = max(self._colour_refinder.pace, self.relock_min_pace())
+        found = self._colour_refinder.step(
+            positions, similarities, lambda a, b: self._moves_on_its_ground([a, b], view)
+        )
+        return None if found is None else (positions[found[0]], size.copy(), found[1])
 
     def _moving_match(
         self, positions: list[np.ndarray], view: AppearanceView
@@ -422,6 +465,7 @@ class Reacquisition:
         self._spatial_streak = 0
         self._appearance_streak = []
         self._refinder.reset()
+        self._colour_refinder.reset()
         self._anchor_offsets = []
         self._vetoes = 0  # a veto of the track before is not one of this new origin
         self._verified = False

@@ -85,6 +85,10 @@ class TargetTracker(Reacquisition, LossChecks):
         )
         # the look when the lock was lost: AppearanceTemplate.state(), (patch, weight)
         self.frozen_appearance: tuple[np.ndarray, np.ndarray | None] | None = None
+        # the look at the last measured frame with the template wholly inside the image
+        # content (a walker who left the view is searched for by it: at the loss, the
+        # template holds the black beyond the edge they walked over)
+        self._inside_look: tuple[np.ndarray, np.ndarray | None] | None = None
         self._lost_velocity = np.zeros(2)  # stabilized px/frame when the lock was lost
         self.lock_height = 0.0
         self.misses = 0
@@ -132,7 +136,9 @@ class TargetTracker(Reacquisition, LossChecks):
         self._anchor_offsets: list[np.ndarray] = []  # re-anchor streak: detection - prediction
         self._first_look: AppearanceTemplate | None = None  # the operator's lock, as tapped
         self._signature: np.ndarray | None = None  # the lock's colour signature (identity)
-        self._refinder = Refinder(self.config.refind_frames, self.config.identity_min)
+        c = self.config
+        self._refinder = Refinder(c.refind_frames, c.identity_min)
+        self._colour_refinder = Refinder(c.refind_frames, c.refind_colour_identity)
 
     def lock(self, candidate: Candidate | LockCommand, view: AppearanceView | None = None) -> None:
         """Lock now, on the current frame (``G_0 = I``); see also ``update(lock=...)``."""
@@ -183,6 +189,7 @@ class TargetTracker(Reacquisition, LossChecks):
         self.appearance.capture(
             view.image, view.from_working, centre, self.x[4:6], self.config, upper
         )
+        self._inside_look = None  # (another sampling step and offset)
 
     def _blend(self, view: AppearanceView, centre: np.ndarray, alpha: float) -> None:
         image_centre = self._to_image(centre)
@@ -310,6 +317,8 @@ class TargetTracker(Reacquisition, LossChecks):
             )
             if measured_by is not None:
                 self._last_seen = (self.x[:2].copy(), self.g)
+                if c.refind_colour and not self._overhangs(self.x[:2]):
+                    self._inside_look = self.appearance.state()
             if measured_by is not None and self._stalled(measured_by):
                 self._enter_reacquire_before_stall()
                 return self._state(chosen, candidates, None, content, peak, "lost")
@@ -760,3 +769,4 @@ class TargetTracker(Reacquisition, LossChecks):
         self._appearance_streak = []
         self._still_streak = []
         self._refinder.reset()
+        self._colour_refinder.reset()
