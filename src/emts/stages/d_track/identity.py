@@ -49,15 +49,12 @@ def colour_signature(
     mask, top_left, (w, h) = found
     pixels = AppearanceTemplate.sample(view.image, view.from_working, top_left, (w, h), 1.0)
     hsv = cv2.cvtColor(np.clip(pixels, 0, 255).astype(np.uint8), cv2.COLOR_BGR2HSV)
-    hues, saturations, values = _BINS
     halves = []
     for rows in (slice(0, h // 2), slice(h // 2, h)):
-        own = hsv[rows].reshape(-1, 3)[mask[rows].ravel() > 0].astype(np.int32)
+        own = hsv[rows].reshape(-1, 3)[mask[rows].ravel() > 0]
         if len(own) < _MIN_OWN:
             return None
-        bins = (own[:, 0] * hues // 180 * saturations + own[:, 1] * saturations // 256) * values
-        bins += own[:, 2] * values // 256
-        histogram = np.bincount(bins, minlength=hues * saturations * values).astype(float)
+        histogram = np.bincount(_bins(own), minlength=int(np.prod(_BINS))).astype(float)
         halves.append(histogram / (2.0 * histogram.sum()))
     return np.concatenate(halves)
 
