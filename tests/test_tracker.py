@@ -505,6 +505,34 @@ def test_the_ground_statistics_are_numpys_percentile_and_median(n):
         np.testing.assert_array_equal(_column_medians(rows), np.median(rows, axis=0))
 
 
+@pytest.mark.parametrize("count", [0, 1, 6, 50])
+def test_the_strongest_maxima_are_a_stable_sorts_first_without_a_full_sort(count):
+    from emts.stages.appearance import _strongest
+
+    rng = np.random.default_rng(count)
+    for values in (
+        rng.normal(0, 1, 500).astype(np.float32),
+        rng.integers(0, 4, 500).astype(np.float32),  # long runs of equal values
+        np.full(300, 0.5, np.float32),  # a flat stretch: every sample a maximum
+        rng.normal(0, 1, 3).astype(np.float32),  # fewer than asked for
+    ):
+        np.testing.assert_array_equal(
+            _strongest(values, count), np.argsort(-values, kind="stable")[:count]
+        )
+
+
+def test_a_part_of_the_squared_offset_is_that_part_of_the_whole():
+    from emts.stages.appearance import _squared_offset, _squared_offset_part
+
+    for rows, origin, shape in ((41, (0, 0), (41, 41)), (201, (37, 150), (7, 12)), (9, (8, 0), (1, 9))):
+        whole = _squared_offset((rows, rows))
+        y0, x0 = origin
+        np.testing.assert_array_equal(
+            _squared_offset_part(rows, origin, shape), whole[y0 : y0 + shape[0], x0 : x0 + shape[1]]
+        )
+    assert _squared_offset((5, 9))[2, 0] == pytest.approx(16.0 / 8.0)  # not square: (d / r)^2
+
+
 def test_masked_ncc_is_opencvs_masked_match_in_gray_and_refuses_flat_ground():
     import cv2
 
