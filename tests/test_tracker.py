@@ -521,10 +521,43 @@ def test_the_strongest_maxima_are_a_stable_sorts_first_without_a_full_sort(count
         )
 
 
+def test_a_window_reaching_past_the_view_is_sampled_and_matched_only_inside_it():
+    import cv2
+
+    from emts.stages.appearance import AppearanceTemplate, _ncc_over_content
+
+    rng = np.random.default_rng(3)
+    image = rng.integers(0, 255, (120, 200, 3)).astype(np.uint8)
+    template = AppearanceTemplate()
+    template.patch = rng.uniform(0, 255, (14, 9, 3)).astype(np.float32)
+    g = np.array([[1.3, 0.1, 5.0], [-0.1, 1.3, 2.0], [0.0, 0.0, 1.0]])  # domain -> image px
+
+    def gray(bgr):
+        return cv2.cvtColor(bgr, cv2.COLOR_BGR2GRAY)
+
+    for top_left, size in (((-150.0, -120.0), (400, 300)), ((60.0, 20.0), (230, 200))):
+        top_left = np.array(top_left)
+        whole = AppearanceTemplate.sample(image, g, top_left, size)
+        window = template._sample_in_view(image, g, top_left, size)
+        np.testing.assert_allclose(window, whole, atol=1e-3)
+        for small, patch in (
+            (window, template.patch),
+            (gray(window), gray(template.patch)),
+        ):
+            np.testing.assert_allclose(
+                _ncc_over_content(small, patch),
+                cv2.matchTemplate(small, patch, cv2.TM_CCOEFF_NORMED),
+                atol=1e-4,
+            )
+    outside = template._sample_in_view(image, g, np.array([500.0, 500.0]), (300, 300))
+    assert outside.shape == (300, 300, 3) and not outside.any()
+
+
 def test_a_part_of_the_squared_offset_is_that_part_of_the_whole():
     from emts.stages.appearance import _squared_offset, _squared_offset_part
 
-    for rows, origin, shape in ((41, (0, 0), (41, 41)), (201, (37, 150), (7, 12)), (9, (8, 0), (1, 9))):
+    parts = ((41, (0, 0), (41, 41)), (201, (37, 150), (7, 12)), (9, (8, 0), (1, 9)))
+    for rows, origin, shape in parts:
         whole = _squared_offset((rows, rows))
         y0, x0 = origin
         np.testing.assert_array_equal(
