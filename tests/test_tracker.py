@@ -1034,3 +1034,35 @@ def test_a_match_that_does_not_fade_at_the_edge_is_followed_as_without_the_rule(
         return [(s.mode, *np.round(s.centre, 6)) for _, s in _walk_out_of_the_top(0.0, config)]
 
     assert seen(TrackerConfig(edge_fade=0.7)) == seen(TrackerConfig(edge_fade=0.0))
+
+
+def _zoom(factor, centre=(320.0, 256.0)):
+    """A camera zooming by ``factor`` about ``centre`` (frame t-1 -> t)."""
+    cx, cy = centre
+    return np.array([[factor, 0.0, cx * (1 - factor)], [0.0, factor, cy * (1 - factor)]])
+
+
+@pytest.mark.parametrize("aware", [True, False])
+def test_the_filters_uncertainty_in_the_image_does_not_grow_with_the_stabilized_frames_scale(
+    aware,
+):
+    """A stabilized frame that drifted 7x in scale (a long oblique flight) must not make the
+    filter 7x less sure of where the person is in the image."""
+
+    def image_uncertainty(factor):
+        tracker = TargetTracker(TrackerConfig(scale_aware_noise=aware))
+        tracker.lock(_candidate(320, 256))
+        for _ in range(40):  # the person held at the image centre, detected on every frame
+            tracker.update(_zoom(factor), [_candidate(320, 256)])
+        for _ in range(3):  # then unseen for 3 frames
+            tracker.update(_zoom(factor), [])
+        scale = tracker._scale()
+        return scale, np.sqrt(tracker.p[0, 0]) * scale
+
+    still_scale, still_sigma = image_uncertainty(1.0)
+    scale, sigma = image_uncertainty(1.05)
+    assert still_scale == pytest.approx(1.0) and scale > 7.0
+    if aware:
+        assert sigma == pytest.approx(still_sigma, rel=0.25)
+    else:  # the paper's fixed noise in stabilized px: the image uncertainty grows with scale
+        assert sigma > 5 * still_sigma

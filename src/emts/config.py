@@ -124,7 +124,14 @@ class TrackerConfig:
     # plain NCC, so the shadow does not pull the lock (0: off; re-locks keep the plain NCC)
     appearance_object_weight: float = 0.7
     appearance_threshold: float = 0.3  # NCC peak that counts as a measurement while locked
-    appearance_noise: float = 2.0  # px^2, R of the NCC position measurement (stabilized px)
+    appearance_noise: float = 2.0  # px^2, R of the NCC position measurement (see scale_aware_noise)
+    # True: Q's and R's position terms are px of the current frame, divided by G's scale^2 each
+    # frame. The stabilized frame's scale drifts on a long flight (person12: 10x by frame 450, a
+    # tilting oblique camera), and noise fixed in its px (False: the paper's, the default) makes
+    # the filter 10x less sure of the person in the image and its coasting searches 10x wider.
+    # Measured (docs/history.md, 2026-12-06): the held-out follow taps 0.900 -> 0.926, but the
+    # auto suite 0.718 -> 0.697 and the demo 33 -> 32 of 36 seeds, so not the default
+    scale_aware_noise: bool = False
     search_radius: tuple[float, float] = (10.0, 48.0)  # (min, max) stabilized px, from 3 sigma
     # the search picks max NCC - prior * (d / radius)^2, d from the Kalman prediction
     appearance_prior: float = 0.3

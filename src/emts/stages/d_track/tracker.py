@@ -209,6 +209,18 @@ class TargetTracker(Reacquisition, LossChecks):
         )
         return None if match is None else (match[0], self._from_image(match[1]), match[2])
 
+    def _scale_noise(self) -> None:
+        """Q's and R's position terms, given in px of the current frame, in stabilized px
+        (divided by G's scale squared); the size terms are in image px already."""
+        c = self.config
+        k = 1.0 / self._scale() ** 2
+        q = c.process_noise
+        self.kf.q = np.diag([q * k, q * k, 4 * q * k, 4 * q * k, q / 4, q / 4])
+        r = np.array(c.measurement_noise, float)
+        r[:2] *= k
+        self.kf.r = np.diag(r)
+        self.kf.r_appearance = np.eye(2) * c.appearance_noise * k
+
     def _scale(self) -> float:
         return float(np.sqrt(abs(np.linalg.det(self.g[:2, :2]))))
 
@@ -237,7 +249,7 @@ class TargetTracker(Reacquisition, LossChecks):
 
     def _search_radius(self, upper: float) -> float:
         low, _ = self.config.search_radius
-        sigma = np.sqrt(max(self.p[0, 0], self.p[1, 1]) + self.config.appearance_noise)
+        sigma = np.sqrt(max(self.p[0, 0], self.p[1, 1]) + self.kf.r_appearance[0, 0])
         return float(min(max(3.0 * sigma, low), upper))  # (np.clip on a scalar: ~10 us)
 
     # ------------------------------------------------------------------ update
@@ -288,6 +300,8 @@ class TargetTracker(Reacquisition, LossChecks):
         c = self.config
         self.g = lift(motion) @ self.g  # G_t = H(M_t) G_{t-1}
         self._g_inverse = np.linalg.inv(self.g)  # once per frame, for every measurement
+        if c.scale_aware_noise:
+            self._scale_noise()
         if self.mode == "reacquire":  # coasting: a stop is likelier than a straight line
             self.x[2:4] *= c.coast_velocity_keep
         self.kf.predict()
