@@ -1008,7 +1008,7 @@ def _walk_out_of_the_top(fade: float, config=None):
         y = 100.0 - 4.0 * t
         peak = 0.85 - fade * max(0.0, (20.0 - y) / 4.0)
 
-        def search(view, radius, y=y, peak=peak):
+        def search(view, radius, prior_radius=None, y=y, peak=peak):
             return peak, np.array([300.0, max(y, 8.0)]), 20.0
 
         tracker._search = search
@@ -1066,3 +1066,18 @@ def test_the_filters_uncertainty_in_the_image_does_not_grow_with_the_stabilized_
         assert sigma == pytest.approx(still_sigma, rel=0.25)
     else:  # the paper's fixed noise in stabilized px: the image uncertainty grows with scale
         assert sigma > 5 * still_sigma
+
+
+def test_a_measured_locks_search_is_bounded_in_image_px_however_far_the_scale_drifted():
+    config = TrackerConfig()
+    tracker = TargetTracker(config)
+    tracker.lock(_candidate(320, 256))
+    for _ in range(40):  # a stabilized frame drifted 7x in scale, the person measured
+        tracker.update(_zoom(1.05), [_candidate(320, 256)])
+    scale = tracker._scale()
+    assert scale > 7.0
+    assert tracker._locked_search_radius() * scale == pytest.approx(config.search_radius[1])
+    for _ in range(3):  # coasting: the reach stays in stabilized px (re-finding uses it)
+        tracker.update(_zoom(1.05), [])
+    assert tracker.misses > 0
+    assert tracker._locked_search_radius() * tracker._scale() > 2 * config.search_radius[1]

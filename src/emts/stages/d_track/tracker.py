@@ -196,18 +196,35 @@ class TargetTracker(Reacquisition, LossChecks):
         self.appearance.blend(view.image, view.from_working, image_centre, alpha)
 
     def _search(
-        self, view: AppearanceView, radius: float
+        self, view: AppearanceView, radius: float, prior_radius: float | None = None
     ) -> tuple[float, np.ndarray, float] | None:
         """(NCC peak, matched centre in stabilized px, contrast) within ``radius`` stabilized
-        px."""
+        px; the distance penalty that of a search within ``prior_radius`` (default: the
+        same)."""
+        prior = self.config.appearance_prior
+        if prior_radius is not None and prior_radius > 0:
+            prior *= (radius / prior_radius) ** 2
         match = self.appearance.search(
             view.image,
             view.from_working,
             self._to_image(self.x[:2]),
             radius * self._scale(),
-            self.config.appearance_prior,
+            prior,
         )
         return None if match is None else (match[0], self._from_image(match[1]), match[2])
+
+    def _locked_search_radius(self) -> float:
+        """How far a held lock's appearance search reaches (stabilized px): 3 sigma, within
+        ``search_radius``. Measured on the frame before, at most ``search_radius[1]`` px of the
+        current frame: the stabilized frame's scale drifts on a long flight (person12: 10x by
+        frame 450) and a bound in its px had the search reach 100+ px on every frame (the
+        coarse-to-fine search, ~1-2 ms). Coasting, the bound stays in stabilized px: on
+        person12 that wider reach is part of how a walker is re-found (bounded in current-frame
+        px, leave 2 was re-found after 10 frames instead of 5)."""
+        upper = self.config.search_radius[1]
+        if not self.misses:
+            upper /= self._scale()
+        return self._search_radius(upper)
 
     def _scale_noise(self) -> None:
         """Q's and R's position terms, given in px of the current frame, in stabilized px
@@ -418,7 +435,8 @@ class TargetTracker(Reacquisition, LossChecks):
         match = None
         if view is not None:
             self.appearance.forget_search()
-            match = self._search(view, self._search_radius(c.search_radius[1]))
+            unbounded = self._search_radius(c.search_radius[1])
+            match = self._search(view, self._locked_search_radius(), unbounded)
             # (operator locks only: on person12's 16 auto-lock runs it cost lock recall,
             # 0.718 -> 0.631 mean)
             if c.crossing_hold and self._operator and match is not None:
