@@ -132,7 +132,9 @@ class TrackerConfig:
     # Measured (docs/history.md, 2026-12-06): the held-out follow taps 0.900 -> 0.926, but the
     # auto suite 0.718 -> 0.697 and the demo 33 -> 32 of 36 seeds, so not the default
     scale_aware_noise: bool = False
-    search_radius: tuple[float, float] = (10.0, 48.0)  # (min, max) stabilized px, from 3 sigma
+    # (min, max) stabilized px, from 3 sigma; the max is px of the current frame while the lock
+    # was measured on the frame before (TargetTracker._locked_search_radius: G's scale drifts)
+    search_radius: tuple[float, float] = (10.0, 48.0)
     # the search picks max NCC - prior * (d / radius)^2, d from the Kalman prediction
     appearance_prior: float = 0.3
     template_refresh: float = 0.1  # blend of the current patch into the template ...
