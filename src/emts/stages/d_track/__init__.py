@@ -2,7 +2,8 @@
 
 Modules: :mod:`.tracker` (:class:`~emts.stages.d_track.tracker.TargetTracker`, the modes),
 :mod:`.relock` (the reacquire mode's re-lock paths), :mod:`.loss` (when a measured lock has
-stopped seeing its person), :mod:`.identity` (the colour signature
+stopped seeing its person), :mod:`.crossing` (a tapped lock held through a look-alike
+crossing the person), :mod:`.identity` (the colour signature
 and the re-find anywhere), :mod:`.kalman` (the filter), :mod:`.types` (what it takes and
 says); the target's look is :mod:`emts.stages.appearance`.
 
