@@ -1,5 +1,7 @@
 """Stage D: stabilized Kalman tracking, two-key gating, template hygiene, reacquisition."""
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -1081,3 +1083,57 @@ def test_a_measured_locks_search_is_bounded_in_image_px_however_far_the_scale_dr
         tracker.update(_zoom(1.05), [])
     assert tracker.misses > 0
     assert tracker._locked_search_radius() * tracker._scale() > 2 * config.search_radius[1]
+
+
+def _drifted(config=None, frames=40):
+    """A lock held through a stabilized frame that drifted ~7x in scale (the person detected
+    at the image centre on every frame of a zooming camera)."""
+    tracker = TargetTracker(config or TrackerConfig())
+    tracker.lock(_candidate(320, 256))
+    for _ in range(frames):
+        tracker.update(_zoom(1.05), [_candidate(320, 256)])
+    return tracker
+
+
+def _image(point, g):
+    return g[:2, :2] @ point + g[:2, 2]
+
+
+def test_rebasing_moves_no_kept_place_or_uncertainty_in_the_image():
+    tracker = _drifted()
+    assert tracker._scale() > 7.0
+    tracker._rival_path = (np.array([300.0, 250.0]), np.array([1.0, 0.5]), 2)
+    tracker._refinder.chains = [[(np.array([310.0, 240.0]), 0, 1)]]
+    before = copy.deepcopy(tracker)
+    tracker._rebase()
+    assert tracker._scale() == pytest.approx(1.0)
+    centre, size = tracker.image_box()
+    np.testing.assert_allclose(centre, before.image_box()[0])
+    np.testing.assert_allclose(size, before.image_box()[1])
+    s = before._scale()
+    # the walk and the uncertainty in image px are unchanged
+    np.testing.assert_allclose(tracker.x[2:4], before.x[2:4] * s)
+    np.testing.assert_allclose(np.sqrt(tracker.p[0, 0]), np.sqrt(before.p[0, 0]) * s)
+    (seen, g), (seen_before, g_before) = tracker._last_seen, before._last_seen
+    np.testing.assert_allclose(_image(seen, g), _image(seen_before, g_before))
+    for (p, v, *_), (q, w, *_) in zip(tracker._trail, before._trail, strict=True):
+        np.testing.assert_allclose(_image(p, tracker.g), _image(q, before.g))
+        np.testing.assert_allclose(v, w * s)
+    np.testing.assert_allclose(
+        _image(tracker._rival_path[0], tracker.g), _image(before._rival_path[0], before.g)
+    )
+    np.testing.assert_allclose(
+        _image(tracker._refinder.chains[0][0][0], tracker.g),
+        _image(before._refinder.chains[0][0][0], before.g),
+    )
+
+
+def test_a_rebased_tracker_keeps_its_frames_scale_and_its_bounds_in_image_px():
+    config = TrackerConfig(rebase_scale=True)
+    tracker = _drifted(config)
+    assert tracker._scale() == pytest.approx(1.0)
+    assert tracker.image_box()[0] == pytest.approx([320.0, 256.0], abs=1.0)
+    for _ in range(3):  # coasting: the search's reach is image px too
+        tracker.update(_zoom(1.05), [])
+    assert tracker.misses > 0
+    assert tracker._locked_search_radius() <= config.search_radius[1]

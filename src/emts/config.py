@@ -132,6 +132,10 @@ class TrackerConfig:
     # Measured (docs/history.md, 2026-12-06): the held-out follow taps 0.900 -> 0.926, but the
     # auto suite 0.718 -> 0.697 and the demo 33 -> 32 of 36 seeds, so not the default
     scale_aware_noise: bool = False
+    # True: the stabilized frame is rescaled every frame so that G_t keeps the current frame's
+    # scale (emts.stages.d_track.rebase): every distance in stabilized px below is then px of
+    # the current frame
+    rebase_scale: bool = False
     # (min, max) stabilized px, from 3 sigma; the max is px of the current frame while the lock
     # was measured on the frame before (TargetTracker._locked_search_radius: G's scale drifts)
     search_radius: tuple[float, float] = (10.0, 48.0)

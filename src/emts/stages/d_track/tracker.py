@@ -19,6 +19,7 @@ from emts.stages.d_track.crossing import CrossingHold
 from emts.stages.d_track.identity import Refinder, colour_signature
 from emts.stages.d_track.kalman import ConstantVelocityKalman
 from emts.stages.d_track.loss import LossChecks
+from emts.stages.d_track.rebase import ScaleRebase
 from emts.stages.d_track.relock import Reacquisition
 from emts.stages.d_track.types import Candidate, LockCommand, Mode, TrackState
 
@@ -29,7 +30,7 @@ def _normalize(vector: np.ndarray) -> np.ndarray:
     return vector / max(float(np.linalg.norm(vector)), 1e-12)
 
 
-class TargetTracker(Reacquisition, LossChecks, CrossingHold):
+class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
     """Tracks one locked target. Stages hold only their own state; the lock and the
     verifier's verdict come in as arguments of :meth:`update`.
 
@@ -318,6 +319,8 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold):
         c = self.config
         self.g = lift(motion) @ self.g  # G_t = H(M_t) G_{t-1}
         self._g_inverse = np.linalg.inv(self.g)  # once per frame, for every measurement
+        if c.rebase_scale:
+            self._rebase()
         if c.scale_aware_noise:
             self._scale_noise()
         if self.mode == "reacquire":  # coasting: a stop is likelier than a straight line
