@@ -1137,3 +1137,25 @@ def test_a_rebased_tracker_keeps_its_frames_scale_and_its_bounds_in_image_px():
         tracker.update(_zoom(1.05), [])
     assert tracker.misses > 0
     assert tracker._locked_search_radius() <= config.search_radius[1]
+
+
+@pytest.mark.parametrize("radius", [40.0, 190.0])  # the fine and the coarse-to-fine path
+def test_re_lock_peaks_are_never_off_the_image_where_its_border_matches_the_template(radius):
+    # person12's leave path 2: a lost walker's re-lock search reaching past the view's right
+    # edge matched 0.66 at every position along it (the black border against a template with
+    # a dark side) and those maxima took every proposal from the walker re-entering the view
+    from emts.stages.appearance import AppearanceTemplate
+
+    rng = np.random.default_rng(3)
+    image = _blurred(rng.normal(170, 25, (300, 400)).astype(np.float32))
+    pattern = np.full((30, 14), 190.0, np.float32)
+    pattern[:, 7:] = 10.0  # a walker in dark clothes on a bright margin: dark on the right
+    pattern += rng.normal(0, 4, pattern.shape).astype(np.float32)
+    image[150:180, 340:354] = pattern + rng.normal(0, 50, pattern.shape)  # the walker, faint
+    template = AppearanceTemplate()
+    template.patch = pattern
+    centre = np.array([380.0, 165.0])  # the coasted prediction, near the right edge
+    found = template.peaks(image, np.eye(3), centre, radius, 0.3, count=3)
+    assert found, "the walker was not proposed"
+    assert all(-0.5 <= p[1][0] <= 399.5 and -0.5 <= p[1][1] <= 299.5 for p in found)
+    assert any(np.hypot(*(p[1] - [346.5, 164.5])) < 2.0 for p in found)

@@ -316,6 +316,7 @@ class AppearanceTemplate:
         if response is None:
             return []
         h, w = self.patch.shape[:2]
+        _outside(response, self._in_image(top_left, g, image.shape), (w, h), 1)
         return [
             (
                 float(response[y, x]),
@@ -324,6 +325,23 @@ class AppearanceTemplate:
             )
             for x, y in _local_maxima(response, floor, count)
         ]
+
+    def _in_image(self, top_left, g, shape) -> tuple[float, float, float, float]:
+        """(x0, y0, x1, y1): the samples of a window from ``top_left`` (g's domain, ``step``
+        apart) that lie in an image of ``shape``; a re-lock match must have its template
+        within them. Past the image the window is the warp's black border, whose edge
+        matches a template with a dark side along the whole edge (0.65-0.66 at every
+        position of the view's right edge on person12's leave path 2, the walker re-entering
+        at the top 0.5-0.6: those maxima took every re-lock proposal)."""
+        a = g[:2, :2] * self.step
+        origin = g[:2, :2] @ top_left + g[:2, 2]
+        height, width = shape[:2]
+        corners = np.array(
+            [[-0.5, -0.5], [width - 0.5, -0.5], [-0.5, height - 0.5], [width - 0.5, height - 0.5]]
+        )
+        at = (corners - origin) @ np.linalg.inv(a).T
+        (x0, y0), (x1, y1) = at.min(axis=0), at.max(axis=0)
+        return float(x0), float(y0), float(x1), float(y1)
 
     def forget_search(self) -> None:
         """Drop the last search's response (:meth:`other_maxima` then finds none)."""
@@ -442,12 +460,16 @@ class AppearanceTemplate:
         window, top_left, r = sampled
         h, w = self.patch.shape[:2]
         coarse = self._half_resolution_ncc(window, r, gray=True)
+        inside = self._in_image(top_left, g, image.shape)
+        _outside(coarse, inside, (w, h), 2)
         found: list[tuple[float, np.ndarray, float]] = []
         for cx, cy in _local_maxima(coarse, floor - self.look.coarse_slack, 2 * count):
             x0, y0, part = self._around(window, r, cx, cy)
             if part is None:
                 continue
             local = cv2.matchTemplate(part, self.patch, cv2.TM_CCOEFF_NORMED)
+            shifted = (inside[0] - x0, inside[1] - y0, inside[2] - x0, inside[3] - y0)
+            _outside(local, shifted, (w, h), 1)
             _, peak, _, (px, py) = cv2.minMaxLoc(local)
             if peak < floor:
                 continue
@@ -637,6 +659,27 @@ def _spread(samples: np.ndarray) -> float:
     """The standard deviation of all of ``samples`` (float32, any channels): OpenCV's, a
     seventh of numpy's time on a search window (16 vs 112 us)."""
     return float(cv2.meanStdDev(samples.reshape(samples.shape[0], -1))[1][0, 0])
+
+
+def _outside(response: np.ndarray, inside, size: tuple[int, int], factor: int) -> None:
+    """Set to -1 the positions of ``response`` (``factor`` window samples apart) at which a
+    template of ``size`` (w, h) samples does not lie wholly within ``inside`` (x0, y0, x1,
+    y1 window samples)."""
+    x0, y0, x1, y1 = inside
+    w, h = size
+    rows, cols = response.shape
+    left, top = max(int(np.ceil(x0 / factor)), 0), max(int(np.ceil(y0 / factor)), 0)
+    right = min(int(np.floor((x1 - (w - 1)) / factor)) + 1, cols)
+    bottom = min(int(np.floor((y1 - (h - 1)) / factor)) + 1, rows)
+    if left <= 0 and top <= 0 and right >= cols and bottom >= rows:
+        return
+    if right <= left or bottom <= top:
+        response[...] = -1.0
+        return
+    response[:top] = -1.0
+    response[bottom:] = -1.0
+    response[:, :left] = -1.0
+    response[:, right:] = -1.0
 
 
 def _local_maxima(response: np.ndarray, floor: float, count: int) -> list[tuple[int, int]]:
