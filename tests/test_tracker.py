@@ -1139,11 +1139,10 @@ def test_a_rebased_tracker_keeps_its_frames_scale_and_its_bounds_in_image_px():
     assert tracker._locked_search_radius() <= config.search_radius[1]
 
 
-@pytest.mark.parametrize("radius", [40.0, 190.0])  # the fine and the coarse-to-fine path
-def test_re_lock_peaks_are_never_off_the_image_where_its_border_matches_the_template(radius):
-    # person12's leave path 2: a lost walker's re-lock search reaching past the view's right
-    # edge matched 0.66 at every position along it (the black border against a template with
-    # a dark side) and those maxima took every proposal from the walker re-entering the view
+def _edge_scene():
+    """A faint walker 40 px from an image's right edge and a template dark on its right side
+    (the black border beyond the edge matches it along the whole edge); the prediction near
+    the edge."""
     from emts.stages.appearance import AppearanceTemplate
 
     rng = np.random.default_rng(3)
@@ -1154,8 +1153,46 @@ def test_re_lock_peaks_are_never_off_the_image_where_its_border_matches_the_temp
     image[150:180, 340:354] = pattern + rng.normal(0, 50, pattern.shape)  # the walker, faint
     template = AppearanceTemplate()
     template.patch = pattern
-    centre = np.array([380.0, 165.0])  # the coasted prediction, near the right edge
+    return image, template, np.array([380.0, 165.0])
+
+
+@pytest.mark.parametrize("radius", [40.0, 190.0])  # the fine and the coarse-to-fine path
+def test_re_lock_peaks_are_never_off_the_image_where_its_border_matches_the_template(radius):
+    # person12's leave path 2: a lost walker's re-lock search reaching past the view's right
+    # edge matched 0.66 at every position along it (the black border against a template with
+    # a dark side) and those maxima took every proposal from the walker re-entering the view
+    image, template, centre = _edge_scene()
     found = template.peaks(image, np.eye(3), centre, radius, 0.3, count=3)
     assert found, "the walker was not proposed"
     assert all(-0.5 <= p[1][0] <= 399.5 and -0.5 <= p[1][1] <= 299.5 for p in found)
     assert any(np.hypot(*(p[1] - [346.5, 164.5])) < 2.0 for p in found)
+
+
+@pytest.mark.parametrize("radius", [40.0, 190.0])
+def test_a_coasting_locks_search_is_not_drawn_onto_the_images_border(radius):
+    # person12's leave path 3 with the stabilized frame re-based: a coasting lock's search
+    # matched the border at the view's edge while the walker was out of view (2 false-lock
+    # frames); a coasting lock is measured only where its template lies in the image
+    image, template, centre = _edge_scene()
+    edge = template.search(image, np.eye(3), centre, radius)
+    assert edge[1][0] + 7 > 399.5  # unbounded: the template overhangs the border
+    inside = template.search(image, np.eye(3), centre, radius, in_image=True)
+    np.testing.assert_allclose(inside[1], [346.5, 164.5], atol=1.5)
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_only_a_coasting_locks_search_keeps_its_template_in_the_image(on):
+    from emts.stages.appearance import AppearanceView
+
+    rng = np.random.default_rng(0)
+    image = _blurred(rng.normal(128, 40, (512, 640)).astype(np.float32)).astype(np.uint8)
+    tracker = TargetTracker(TrackerConfig(coast_in_image=on))
+    view = AppearanceView.of(image)
+    tracker.lock(_candidate(320, 256), view)
+    asked = []
+    search = tracker.appearance.search
+    tracker.appearance.search = lambda *a, **k: asked.append(a[5]) or search(*a, **k)
+    tracker.update(_shift(0, 0), [_candidate(320, 256)], view=view)  # measured
+    tracker.misses = 1  # (as after a frame without a measurement)
+    tracker.update(_shift(0, 0), [], view=view)
+    assert asked[0] is False and asked[-1] is on

@@ -136,6 +136,12 @@ class TrackerConfig:
     # scale (emts.stages.d_track.rebase): every distance in stabilized px below is then px of
     # the current frame
     rebase_scale: bool = False
+    # True: a coasting lock (unmeasured on the frame before) is measured only where its template
+    # lies wholly in the image (past it the search window is the warp's black border, whose
+    # edge matched a dark-sided template: person12 leave 3 with rebase_scale, 2 false-lock
+    # frames -> 0). Off: at the defaults no person12 figure moves and `emts eval reacq` loses
+    # 3 of 454 (417 -> 414: people partly out of view re-measured no more)
+    coast_in_image: bool = False
     # (min, max) stabilized px, from 3 sigma; the max is px of the current frame while the lock
     # was measured on the frame before (TargetTracker._locked_search_radius: G's scale drifts)
     search_radius: tuple[float, float] = (10.0, 48.0)

@@ -268,8 +268,10 @@ class AppearanceTemplate:
         centre: np.ndarray,
         radius: float,
         prior: float = 0.0,
+        in_image: bool = False,
     ) -> tuple[float, np.ndarray, float] | None:
-        """(NCC peak, matched centre, contrast) within ``radius`` of ``centre``, or None.
+        """(NCC peak, matched centre, contrast) within ``radius`` of ``centre``, or None;
+        ``in_image``: only where the template lies wholly in the image (as :meth:`peaks`).
 
         The contrast is the standard deviation of the matched region's samples: a person
         replaced by flat ground or a smooth occluder loses most of it. ``prior`` > 0 picks
@@ -279,12 +281,15 @@ class AppearanceTemplate:
         (:meth:`_coarse_search`).
         """
         if self._wide(radius):
-            return self._coarse_search(image, g, centre, radius, prior)
+            return self._coarse_search(image, g, centre, radius, prior, in_image)
         response, top_left, window = self._response(
             image, g, centre + self.offset, radius, with_window=True
         )
         if response is None:
             return None
+        if in_image:
+            h, w = self.patch.shape[:2]
+            _outside(response, self._in_image(top_left, g, image.shape), (w, h), 1)
         if prior > 0.0:
             _, _, _, (px, py) = cv2.minMaxLoc(response - prior * _squared_offset(response.shape))
             peak = float(response[py, px])
@@ -415,7 +420,7 @@ class AppearanceTemplate:
         part = window[y0 : y1 + h - 1, x0 : x1 + w - 1]
         return x0, y0, (None if part.shape[0] < h or part.shape[1] < w else part)
 
-    def _coarse_search(self, image, g, centre, radius, prior):
+    def _coarse_search(self, image, g, centre, radius, prior, in_image=False):
         """:meth:`search` over a wide window: the plain NCC in gray at half resolution
         proposes its strongest local maxima and the window's centre (the prediction), and the
         match the search scores (blended, with the prior) is computed at full resolution in
@@ -428,6 +433,9 @@ class AppearanceTemplate:
         window, top_left, r = sampled
         h, w = self.patch.shape[:2]
         coarse = self._half_resolution_ncc(window, r, gray=True)
+        inside = self._in_image(top_left, g, image.shape) if in_image else None
+        if inside is not None:
+            _outside(coarse, inside, (w, h), 2)
         candidates = [(r // 2, r // 2), *_local_maxima(coarse, -1.0, self.look.coarse_candidates)]
         mask = self._mask()
         best = None
@@ -436,6 +444,9 @@ class AppearanceTemplate:
             if part is None:
                 continue
             local = self._match(part, mask)
+            if inside is not None:
+                shifted = (inside[0] - x0, inside[1] - y0, inside[2] - x0, inside[3] - y0)
+                _outside(local, shifted, (w, h), 1)
             if prior > 0.0:
                 offsets = _squared_offset_part(2 * r + 1, (y0, x0), local.shape)
                 _, value, _, (px, py) = cv2.minMaxLoc(local - prior * offsets)

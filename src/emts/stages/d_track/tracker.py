@@ -212,6 +212,7 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
             self._to_image(self.x[:2]),
             radius * self._scale(),
             prior,
+            self.misses > 0 and self.config.coast_in_image,
         )
         return None if match is None else (match[0], self._from_image(match[1]), match[2])
 
