@@ -1196,3 +1196,17 @@ def test_only_a_coasting_locks_search_keeps_its_template_in_the_image(on):
     tracker.misses = 1  # (as after a frame without a measurement)
     tracker.update(_shift(0, 0), [], view=view)
     assert asked[0] is False and asked[-1] is on
+
+
+@pytest.mark.parametrize(("size", "kept"), [((6.0, 8.0), True), ((11.0, 22.0), False)])
+def test_a_re_lock_on_a_detection_of_part_of_the_person_keeps_their_size(size, kept):
+    # person12's leave path 3: the walker (37x90) re-entering was re-locked on a 21x28
+    # detection of their legs, and the track stayed that small for 30 frames
+    from emts.stages.appearance import AppearanceView
+
+    tracker = TargetTracker()
+    tracker.lock(_candidate(320, 256, size=(10.0, 24.0)))
+    tracker._frame_view = AppearanceView.of(np.full((512, 640), 100, np.uint8))  # gray
+    tracker._relock(np.array([330.0, 250.0]), np.array(size), None, False, detected=True)
+    np.testing.assert_allclose(tracker.x[:2], [330.0, 250.0])
+    np.testing.assert_allclose(tracker.x[4:6], (10.0, 24.0) if kept else size)

@@ -260,6 +260,10 @@ class TrackerConfig:
     # overlapping the box, looked for half a box farther each way
     # (emts.stages.d_track.relock.person_box; False: the box as given)
     relock_person_box: bool = True
+    # ... and where the box is under this fraction of the track's height (a detection of part
+    # of the person: a 21x28 box of the legs of a walker 37x90 re-entering person12's leave
+    # path 3), the track keeps its own size at the box's centre (0: off)
+    relock_whole_person: float = 0.75
     give_up_after: int = 300  # frames without a measurement before reacquire gives up (search)
     # ... and an automatic lock's after this many seconds with its prediction off the image, so
     # auto-lock can find someone else; an operator's lock waits give_up_after. None: off

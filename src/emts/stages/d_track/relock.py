@@ -455,6 +455,8 @@ class Reacquisition:
             )  # fmt: skip
             if found is not None:
                 centre, size = self._from_image(found[0]), found[1]
+            if float(np.asarray(size, float)[1]) < c.relock_whole_person * float(self.x[5]):
+                size = self.x[4:6].copy()  # a part of the person: their size, at its centre
         covariance = np.array(c.lock_covariance, float)
         if c.relock_covariance_in_image:  # as uncertain in the image as at the lock
             covariance[:4] /= max(self._scale(), 1.0) ** 2
