@@ -218,11 +218,7 @@ class AppearanceTemplate:
         cols, rows = size
         if cols * rows < _WIDE_WINDOW:  # a tracking search: inside the view, and cheap
             return self.sample(image, g, top_left, size, self.step)
-        a = g[:2, :2] * self.step
-        origin = g[:2, :2] @ top_left + g[:2, 2]
-        height, width = image.shape[:2]
-        corners = np.array([[-1.0, -1.0], [width, -1.0], [-1.0, height], [width, height]])
-        at = (corners - origin) @ np.linalg.inv(a).T  # sample (x, y) of the image's corners
+        at = self._image_corners(top_left, g, image.shape, 1.0)
         x0, y0 = np.maximum(np.floor(at.min(axis=0)) - 1, 0).astype(int)
         x1, y1 = np.minimum(np.ceil(at.max(axis=0)) + 2, (cols, rows)).astype(int)
         if x1 <= x0 or y1 <= y0:
@@ -289,7 +285,7 @@ class AppearanceTemplate:
             return None
         if in_image:
             h, w = self.patch.shape[:2]
-            _outside(response, self._in_image(top_left, g, image.shape), (w, h), 1)
+            _outside(response, self._in_image(top_left, g, image.shape), (w, h))
         if prior > 0.0:
             _, _, _, (px, py) = cv2.minMaxLoc(response - prior * _squared_offset(response.shape))
             peak = float(response[py, px])
@@ -321,7 +317,7 @@ class AppearanceTemplate:
         if response is None:
             return []
         h, w = self.patch.shape[:2]
-        _outside(response, self._in_image(top_left, g, image.shape), (w, h), 1)
+        _outside(response, self._in_image(top_left, g, image.shape), (w, h))
         return [
             (
                 float(response[y, x]),
@@ -338,15 +334,20 @@ class AppearanceTemplate:
         matches a template with a dark side along the whole edge (0.65-0.66 at every
         position of the view's right edge on person12's leave path 2, the walker re-entering
         at the top 0.5-0.6: those maxima took every re-lock proposal)."""
+        at = self._image_corners(top_left, g, shape, 0.5)
+        (x0, y0), (x1, y1) = at.min(axis=0), at.max(axis=0)
+        return float(x0), float(y0), float(x1), float(y1)
+
+    def _image_corners(self, top_left, g, shape, pad: float) -> np.ndarray:
+        """The corners of an image of ``shape``, ``pad`` px beyond its outermost pixel
+        centres, in the samples (x, y) of a window from ``top_left`` (g's domain, ``step``
+        apart): 4x2."""
         a = g[:2, :2] * self.step
         origin = g[:2, :2] @ top_left + g[:2, 2]
         height, width = shape[:2]
-        corners = np.array(
-            [[-0.5, -0.5], [width - 0.5, -0.5], [-0.5, height - 0.5], [width - 0.5, height - 0.5]]
-        )
-        at = (corners - origin) @ np.linalg.inv(a).T
-        (x0, y0), (x1, y1) = at.min(axis=0), at.max(axis=0)
-        return float(x0), float(y0), float(x1), float(y1)
+        low, x1, y1 = -pad, width - 1 + pad, height - 1 + pad
+        corners = np.array([[low, low], [x1, low], [low, y1], [x1, y1]])
+        return (corners - origin) @ np.linalg.inv(a).T
 
     def forget_search(self) -> None:
         """Drop the last search's response (:meth:`other_maxima` then finds none)."""
@@ -445,8 +446,7 @@ class AppearanceTemplate:
                 continue
             local = self._match(part, mask)
             if inside is not None:
-                shifted = (inside[0] - x0, inside[1] - y0, inside[2] - x0, inside[3] - y0)
-                _outside(local, shifted, (w, h), 1)
+                _outside(local, inside, (w, h), origin=(x0, y0))
             if prior > 0.0:
                 offsets = _squared_offset_part(2 * r + 1, (y0, x0), local.shape)
                 _, value, _, (px, py) = cv2.minMaxLoc(local - prior * offsets)
@@ -479,8 +479,7 @@ class AppearanceTemplate:
             if part is None:
                 continue
             local = cv2.matchTemplate(part, self.patch, cv2.TM_CCOEFF_NORMED)
-            shifted = (inside[0] - x0, inside[1] - y0, inside[2] - x0, inside[3] - y0)
-            _outside(local, shifted, (w, h), 1)
+            _outside(local, inside, (w, h), origin=(x0, y0))
             _, peak, _, (px, py) = cv2.minMaxLoc(local)
             if peak < floor:
                 continue
@@ -672,11 +671,13 @@ def _spread(samples: np.ndarray) -> float:
     return float(cv2.meanStdDev(samples.reshape(samples.shape[0], -1))[1][0, 0])
 
 
-def _outside(response: np.ndarray, inside, size: tuple[int, int], factor: int) -> None:
-    """Set to -1 the positions of ``response`` (``factor`` window samples apart) at which a
-    template of ``size`` (w, h) samples does not lie wholly within ``inside`` (x0, y0, x1,
-    y1 window samples)."""
-    x0, y0, x1, y1 = inside
+def _outside(
+    response: np.ndarray, inside, size: tuple[int, int], factor: int = 1, origin=(0, 0)
+) -> None:
+    """Set to -1 the positions of ``response`` (``factor`` window samples apart, the first
+    at window sample ``origin``) at which a template of ``size`` (w, h) samples does not lie
+    wholly within ``inside`` (x0, y0, x1, y1 window samples)."""
+    x0, y0, x1, y1 = (v - o for v, o in zip(inside, (*origin, *origin), strict=True))
     w, h = size
     rows, cols = response.shape
     left, top = max(int(np.ceil(x0 / factor)), 0), max(int(np.ceil(y0 / factor)), 0)
