@@ -602,7 +602,11 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
             self._anchor_offsets = []
             return None
         height = max(float(self.x[5]) / self._scale(), 1.0)
-        reach = height * (c.reanchor_appearance_reach if drifting and not self._doubted else 1.0)
+        reach = c.reanchor_appearance_reach if drifting and not self._doubted else 1.0
+        if drifting and self._doubted and c.reanchor_reach_growth > 0:  # longer: farther
+            longer = (self._appearance_only - c.reanchor_after_appearance) * c.pace_fps / self.fps
+            reach = min(reach + c.reanchor_reach_growth * max(longer, 0.0), c.reanchor_reach_max)
+        reach *= height
         offsets = {i: m[:2] - self.x[:2] for i, m in enumerate(measurements)}
         # A detection of the whole person (a head alone would shrink the track onto it) ...
         least = c.reanchor_min_height * float(self.x[5])
