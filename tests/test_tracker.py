@@ -921,23 +921,35 @@ def test_an_appearance_re_lock_needs_the_looks_own_target_samples_on_colour_fram
     assert tracker._own_enough(gray, walker + [30.0, 0.0], 0.5)  # no colour: no such check
 
 
-def _accepted_walk_on_the_shadow(frames: int, config=None):
-    """As :func:`_vetoed_walk` with the track on the shadow and the walker detected, but the
-    verifier accepts the track: the events of frames 1..``frames``."""
+def _tapped_then_slid(config, image, slide_x: float, fps: float | None = None):
+    """A tracker tapped on the walker at (200, 200) of ``image`` whose track then slid to
+    x = ``slide_x`` (what a slow template drift leaves behind, set at once), its template
+    taken there."""
     from emts.stages.appearance import AppearanceView
     from emts.stages.d_track.types import LockCommand
 
-    ground = _ground()
     tracker = TargetTracker(config)
-    view = AppearanceView.of(_walker_with_shadow(ground, 200))
+    if fps is not None:
+        tracker.fps = fps
+    view = AppearanceView.of(image)
     tracker.update(
         np.eye(2, 3),
         [],
         lock=LockCommand(np.array([200.0, 200.0]), SIZE, E[0], "tap:box"),
         view=view,
     )
-    tracker.x[0] += 20.0
+    tracker.x[0] = slide_x
     tracker._capture(view)
+    return tracker
+
+
+def _accepted_walk_on_the_shadow(frames: int, config=None):
+    """As :func:`_vetoed_walk` with the track on the shadow and the walker detected, but the
+    verifier accepts the track: the events of frames 1..``frames``."""
+    from emts.stages.appearance import AppearanceView
+
+    ground = _ground()
+    tracker = _tapped_then_slid(config, _walker_with_shadow(ground, 200), 220.0)
     events = []
     for t in range(1, frames + 1):
         x = 200.0 + 3 * t
@@ -1219,22 +1231,12 @@ def _held_on_a_crown(frames: int, config=None, verdict=False):
     walker walks on, detected on every frame (an embedding the track's gate refuses): the
     events of frames 1..``frames`` and the last state."""
     from emts.stages.appearance import AppearanceView
-    from emts.stages.d_track.types import LockCommand
 
     ground = _ground()
     ground[184:216, 120:140] *= 0.35  # the crown, textured and static: the template holds it
 
-    tracker = TargetTracker(config)
-    tracker.fps = 10.0  # (person12's rate: the growth is per frame at pace_fps)
-    view = AppearanceView.of(_frame(ground, 200))
-    tracker.update(
-        np.eye(2, 3),
-        [],
-        lock=LockCommand(np.array([200.0, 200.0]), SIZE, E[0], "tap:box"),
-        view=view,
-    )
-    tracker.x[0] = 130.0  # the slide, at once
-    tracker._capture(view)
+    # (at person12's rate: the growth is per frame at pace_fps)
+    tracker = _tapped_then_slid(config, _frame(ground, 200), 130.0, fps=10.0)
     events = []
     for t in range(1, frames + 1):
         x = 200.0 + 0.5 * t
