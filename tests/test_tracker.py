@@ -946,15 +946,23 @@ def _tapped_then_slid(config, image, slide_x: float, fps: float | None = None):
 def _accepted_walk_on_the_shadow(frames: int, config=None):
     """As :func:`_vetoed_walk` with the track on the shadow and the walker detected, but the
     verifier accepts the track: the events of frames 1..``frames``."""
-    from emts.stages.appearance import AppearanceView
 
     ground = _ground()
     tracker = _tapped_then_slid(config, _walker_with_shadow(ground, 200), 220.0)
+    return _walk_detected(tracker, lambda x: _walker_with_shadow(ground, x), 3.0, frames, True)
+
+
+def _walk_detected(tracker, draw, step: float, frames: int, verdict):
+    """The walker drawn by ``draw(x)`` walking from x = 200 by ``step`` px a frame, detected
+    on every frame (an embedding the track's gate refuses), ``verdict`` on every frame: the
+    events of frames 1..``frames`` and the last state."""
+    from emts.stages.appearance import AppearanceView
+
     events = []
     for t in range(1, frames + 1):
-        x = 200.0 + 3 * t
-        view = AppearanceView.of(_walker_with_shadow(ground, x))
-        state = tracker.update(np.eye(2, 3), [_candidate(x, 200, E[1])], verdict=True, view=view)
+        x = 200.0 + step * t
+        view = AppearanceView.of(draw(x))
+        state = tracker.update(np.eye(2, 3), [_candidate(x, 200, E[1])], verdict=verdict, view=view)
         events.append(state.event)
     return events, state
 
@@ -1230,20 +1238,13 @@ def _held_on_a_crown(frames: int, config=None, verdict=False):
     it) and is held there by the appearance match alone, the verifier rejecting it, while the
     walker walks on, detected on every frame (an embedding the track's gate refuses): the
     events of frames 1..``frames`` and the last state."""
-    from emts.stages.appearance import AppearanceView
 
     ground = _ground()
     ground[184:216, 120:140] *= 0.35  # the crown, textured and static: the template holds it
 
     # (at person12's rate: the growth is per frame at pace_fps)
     tracker = _tapped_then_slid(config, _frame(ground, 200), 130.0, fps=10.0)
-    events = []
-    for t in range(1, frames + 1):
-        x = 200.0 + 0.5 * t
-        view = AppearanceView.of(_frame(ground, x))
-        state = tracker.update(np.eye(2, 3), [_candidate(x, 200, E[1])], verdict=verdict, view=view)
-        events.append(state.event)
-    return events, state
+    return _walk_detected(tracker, lambda x: _frame(ground, x), 0.5, frames, verdict)
 
 
 def test_a_track_held_on_the_occluder_far_from_the_detected_person_is_re_anchored_in_time():
