@@ -201,9 +201,11 @@ class TrackerConfig:
     # ... and while the verifier doubts the track, a body height growing by this many heights
     # per further appearance-only frame (at pace_fps), to at most reanchor_reach_max: a lock
     # that followed the walker behind a tree crown and stayed on it is ever farther from the
-    # walker the detector finds (the demo's seeds 3 and 16: 2.6-3.8 heights by the time it was
-    # 3-5 s on the crown). Not for a track the verifier passes: grown regardless, it took the
-    # other person of a thermal pair in 2 of 340 HIT-UAV group taps. 0: a fixed reach
+    # walker the detector finds (`emts demo --seed 3`, thermal model: 2.6-3.8 heights once it
+    # was 1-2 s on the crown; the default model's seeds 3 and 16 are re-taken, the thermal
+    # model's seed 3 not: the walker outpaces the reach). Not for a track the verifier
+    # passes: grown regardless, it took the other person of a thermal pair in 2 of 340
+    # HIT-UAV group taps. 0: a fixed reach
     reanchor_reach_growth: float = 0.1
     reanchor_reach_max: float = 4.0
     # a lock measured on none of the last this many frames is reported "reacquire" (it is not
