@@ -34,7 +34,7 @@ class ScaleRebase:
             return
         unscale = np.diag([1.0 / s, 1.0 / s, 1.0])
         self.g = self.g @ unscale
-        self._g_inverse = np.linalg.inv(self.g)
+        self._g_inverse = np.diag([s, s, 1.0]) @ self._g_inverse  # (G S^-1)^-1 = S G^-1
         t = np.array([s, s, s, s, 1.0, 1.0])
         self.kf.x = self.kf.x * t
         self.kf.p = self.kf.p * np.outer(t, t)
