@@ -1,6 +1,8 @@
 """Lock acquisition (tap, auto-lock with provisional verification) and the lock as Stage D
 applies it, through the Pipeline with stand-in detectors and verifiers."""
 
+from functools import partial
+
 import cv2
 import numpy as np
 import pytest
@@ -271,6 +273,34 @@ def test_tap_on_flat_ground_is_refused_and_a_drawn_box_is_kept():
     decision = _step(acquisition, np.full((512, 640), 90, np.uint8))
     assert decision.lock.source == "tap:box" and decision.refused is None
     np.testing.assert_allclose(decision.lock.centre, [100, 100])
+
+
+@pytest.mark.parametrize("floor", [0.2, 0.0])
+def test_a_tap_on_a_person_the_detector_barely_sees_takes_its_faint_sighting(floor):
+    """Neither a detection nor a blob under the finger (a person in deep shade, as dark as
+    the ground): the strongest faint sighting under it locks ("tap:faint"); one elsewhere, or
+    below AcquisitionConfig.tap_faint, does not (0: off, refused)."""
+    flat = np.full((512, 640), 90, np.uint8)
+    shaded = Candidate(np.array([300.0, 212.0]), np.array([20.0, 40.0]), 0.27, E[2])
+    weaker = Candidate(np.array([302.0, 206.0]), np.array([20.0, 40.0]), 0.22, E[3])
+    aside = Candidate(np.array([360.0, 200.0]), np.array([20.0, 40.0]), 0.29, E[4])
+    faint = [weaker, shaded, aside, Candidate(np.array([300.0, 200.0]), shaded.size, 0.1, E[5])]
+    acquisition = LockAcquisition(auto_lock=False, config=AcquisitionConfig(tap_faint=floor))
+    acquisition.request(Tap.make(300, 195))  # above the box's centre: its upper part
+    step = partial(acquisition.step, GEOMETRY, flat, np.eye(2, 3), [], "search", None, True)
+    decision = step(faint=faint)
+    if floor:
+        assert decision.lock.source == "tap:faint" and decision.refused is None
+        np.testing.assert_array_equal(decision.lock.embedding, E[2])
+        # its size, on the tapped point (the sighting's box is loose: legs and shadow)
+        np.testing.assert_allclose(decision.lock.centre, [300, 195])
+        np.testing.assert_allclose(decision.lock.size, shaded.size)
+    else:
+        assert decision == AcquisitionDecision(refused="no_target")
+    # a tap away from every sighting is refused whatever the floor
+    acquisition.request(Tap.make(500, 400))
+    decision = step(faint=faint)
+    assert decision.refused == "no_target" and decision.lock is None
 
 
 def test_a_tap_on_nothing_keeps_the_lock_the_operator_had():

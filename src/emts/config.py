@@ -394,7 +394,12 @@ class AcquisitionConfig:
     tap_size_limits: tuple[float, float] = (6.0, 120.0)  # blob sides clipped to this range
     tap_max_aspect: float = 0.45  # a wider blob (w/h) is a person with their shadow: narrowed
     tap_min_aspect: float = 0.3  # a narrower one may hold a shadow below or above: shortened
-    # ... else nothing: a tap with neither under the point is refused ("no_target"), not locked
+    # ... else the strongest of the detector's faint sightings under the point, down to this
+    # score (0: off; "tap:faint"): the operator points at the person the detector barely sees
+    # (person12 at 1280x720, the walker in the canopy's shade at frame 230: a sighting at 0.27
+    # under the finger, the detector's threshold 0.30, 1 gray level from the ground) ...
+    tap_faint: float = 0.2
+    # ... else nothing: a tap with none of these under the point is refused ("no_target")
     # A tap's lock made where nothing was detected (no embedding yet) moves onto the first
     # detection under the tapped point, carried with the track
     tap_wait_frames: int = 10  # ... within this many frames (0 -> never) ...

@@ -124,7 +124,7 @@ class FrameResult:
             held are unchanged; said only where none of the others is, since those tell of
             the mode -- ``tap`` says it either way); else None.
         lock_source: how the current lock was made (``"tap:detection"``, ``"tap:blob"``,
-            ``"tap:box"``, ``"auto"``); None while ``mode`` is ``search``.
+            ``"tap:faint"``, ``"tap:box"``, ``"auto"``); None while ``mode`` is ``search``.
         unseen: while ``mode`` is ``reacquire``, the frames since the person was last seen
             (the tracker gives up at ``TrackerConfig.give_up_after``); else None.
         tap: what became of an operator tap (:meth:`Pipeline.lock`) applied on this frame:
@@ -379,8 +379,21 @@ class Pipeline:
         else:
             sightings = candidates_of(found.passed, geometry)
         # a pending tap's lock depends on whether the camera sees colour (read only then); a
-        # tap's lock waiting for a detection needs the track's box (asked only then)
+        # tap's lock waiting for a detection needs the track's box (asked only then); a tap
+        # with nothing else under the finger may take a faint sighting there
         tapped = self.acquisition.pending
+        tap_faint = None
+        floor = self.acquisition.config.tap_faint
+        if (
+            tapped
+            and 0 < floor < found.threshold
+            and any(d.raw_score is not None for d in found.decoded)
+        ):
+            tap_faint = [
+                k
+                for k in candidates_of(found.decoded, geometry, floor, sightings=True)
+                if k.score < found.threshold
+            ]
         colour = tapped and frame_modality(frame) == COLOUR
         waiting = self.acquisition.waiting and self.tracker.locked
         decision = self.acquisition.step(
@@ -393,6 +406,7 @@ class Pipeline:
             colour,
             self.tracker.image_box() if waiting else None,
             self.verification.travel,
+            tap_faint,
         )
         release = decision.release or self._release or front.size_changed
         if front.size_changed and self.tracker.locked:

@@ -105,7 +105,7 @@ def record(result: FrameResult, index: int | None = None) -> dict:
     happened, or ``no_target`` where an operator's tap found nothing to lock on (no lock made;
     :attr:`emts.pipeline.FrameResult.event`); ``unseen`` (in ``reacquire``): frames since the
     person was last seen; ``lock_source`` says how the lock was made (``tap:detection``,
-    ``tap:blob``, ``tap:box``, ``auto``).
+    ``tap:blob``, ``tap:faint``, ``tap:box``, ``auto``).
     """
     target = None
     if result.target is not None:

@@ -9,7 +9,9 @@ frame's camera motion, so nothing outside the stages calls into D or E.
   under the point: the detection whose box holds the point if there is one (unless its box is
   more than 1.5x as wide as the blob under the point: then the blob's box, with the
   detection's embedding), else the appearance blob around the point (a dark or bright region
-  that stands out from the local ground). A tap with neither under the point locks on nothing:
+  that stands out from the local ground), else the strongest of the detector's faint sightings
+  under it (down to ``tap_faint``; source ``"tap:faint"``: the operator points at a person the
+  detector barely sees, in deep shade). A tap with none of these under the point locks on nothing:
   the decision says ``refused="no_target"``, the tap is spent and a lock the operator had is
   kept unchanged (a tap on empty ground gave a lock a gimbal would follow; issue 56). A
   tap with a box (a drag, or a ground station's rectangle) uses the box as given. A tap made
@@ -246,6 +248,7 @@ class LockAcquisition:
         colour: bool = False,
         track: tuple[np.ndarray, np.ndarray] | None = None,
         travel: float | None = None,
+        faint: list[Candidate] | None = None,
     ) -> AcquisitionDecision:
         """Decide for this frame.
 
@@ -267,12 +270,17 @@ class LockAcquisition:
             travel: with ``p_human``, the ground the track covered over the verifier's window,
                 in its heights (:meth:`emts.stages.e_verify.VerificationSchedule.travel_now`); an
                 auto-lock that went less than ``autolock_min_travel`` is released.
+            faint: this frame's sightings below the detector's threshold (read where a tap is
+                :attr:`pending`; down to ``tap_faint``): a tap with neither a detection nor a
+                blob under the point takes the strongest of them under it.
         """
         refused = None
         if self._tap is not None:
             tap, self._tap = self._tap, None
             recentre = not colour or self.config.tap_recentre_colour
-            command = self._tap_lock(tap, geometry, working, motion, candidates, recentre)
+            command = self._tap_lock(
+                tap, geometry, working, motion, candidates, recentre, faint or []
+            )
             if command is not None:
                 return AcquisitionDecision(lock=command)
             refused = "no_target"  # nothing there: what was locked (or waiting) stays so
@@ -307,7 +315,9 @@ class LockAcquisition:
         return self._auto_lock(motion, candidates)
 
     # ------------------------------------------------------------------ internals
-    def _tap_lock(self, tap, geometry, working, motion, candidates, recentre) -> LockCommand | None:
+    def _tap_lock(
+        self, tap, geometry, working, motion, candidates, recentre, faint=()
+    ) -> LockCommand | None:
         """The lock for ``tap`` (and the acquisition state it starts), or None: nothing
         under the point (the state left as it was)."""
         c = self.config
@@ -324,6 +334,8 @@ class LockAcquisition:
             command = LockCommand(centre, box[2:], None, "tap:box")
         else:
             command = self._point_lock(point, working, candidates, c)
+            if command is None:
+                command = self._faint_lock(point, faint, c)
             if command is None:
                 return None
         self.provisional = self.relocking = False
@@ -392,6 +404,26 @@ class LockAcquisition:
             centre, size = around_tap(point, blob[:2], blob[2:], c)
             return LockCommand(centre, size, None, "tap:blob")
         return None
+
+    @staticmethod
+    def _faint_lock(point, faint, c) -> LockCommand | None:
+        """The lock on the strongest faint sighting (at least ``tap_faint``) whose box holds
+        ``point`` (grown by ``tap_detection_margin``), or None: its size, centred on the
+        point (a box the detector barely sees is loose: on person12 at 1280x720 the walker in
+        the canopy's shade was sighted on their legs and shadow, 23 px below the finger, and
+        the lock followed the shadow)."""
+        if c.tap_faint <= 0:
+            return None
+        under = [
+            k
+            for k in faint
+            if k.score >= c.tap_faint
+            and np.all(np.abs(point - k.centre) <= k.size / 2 * (1 + c.tap_detection_margin))
+        ]
+        if not under:
+            return None
+        best = max(under, key=lambda k: k.score)
+        return LockCommand(np.asarray(point, float), best.size.copy(), best.embedding, "tap:faint")
 
     def _auto_lock(self, motion: np.ndarray, candidates: list[Candidate]) -> AcquisitionDecision:
         # §6.7: the strongest detection, spatially stable for 3 consecutive frames.

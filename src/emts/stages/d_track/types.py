@@ -28,8 +28,8 @@ class LockCommand:
     Attributes:
         centre, size: the target on this frame.
         embedding: the detector's embedding of it, or None (a tap with no detection there).
-        source: how the lock was made: ``"tap:detection"``, ``"tap:blob"``, ``"tap:box"`` or
-            ``"auto"``.
+        source: how the lock was made: ``"tap:detection"``, ``"tap:blob"``, ``"tap:faint"``,
+            ``"tap:box"`` or ``"auto"``.
         colour: the camera sees colour (:func:`emts.modality.frame_modality`; the pipeline
             sets it): the merge hold (``TrackerConfig.merge_area_ratio``) is off.
     """
