@@ -481,3 +481,27 @@ def test_a_lock_whose_match_slid_onto_a_bush_is_lost(frames):
     )
     assert modes[:8] == ["locked"] * 8  # mostly the person's colours still
     assert set(modes[14:]) == ({"reacquire"} if frames else {"locked"})
+
+
+def test_colour_places_cut_by_the_views_edge_count_where_asked():
+    """A person coming in through the left edge (7 of their 12 px inside): at edge_share 1 a
+    box's part outside scores nothing and the place is pinned half a box in; at 0.5 places
+    cut by the edge, scored over their part inside, follow the places as before (the
+    walker's chain of them then moves as they come in)."""
+    ground = _ground(2)
+    me = colour_signature(_frame(ground, [(80.0, 120.0, RED, BLUE)]), np.array([80.0, 120.0]), SIZE)
+    image = ground.copy()
+    image[105:120, 0:7] = RED
+    image[120:135, 0:5] = BLUE
+    image = np.clip(image, 0, 255).astype(np.uint8)
+    view = AppearanceView(image, np.eye(3), image.mean(axis=2).astype(np.uint8))
+    content = (0.0, 0.0, 320.0, 240.0)
+    whole = colour_proposals(view, me, content, SIZE, 4)
+    cut = colour_proposals(view, me, content, SIZE, 4, edge_share=0.5)
+    assert abs(whole[0][1] - 120) < 3  # the person first
+    assert all(p[0] >= SIZE[0] / 2 - 2 for p in whole)  # pinned half a box in
+    assert [list(p) for p in cut[: len(whole)]] == [list(p) for p in whole]  # as before ...
+    edge = cut[len(whole) :]  # ... then at most 2 places cut by the edge, at least half inside
+    assert 1 <= len(edge) <= 2 and all(min(p) >= -0.5 for p in edge)
+    assert all(p[0] < SIZE[0] / 2 - 1 or p[1] < SIZE[1] / 2 - 1 for p in edge)
+    assert edge[0][0] < SIZE[0] / 2 - 2 and abs(edge[0][1] - 120) < 3  # the person's

@@ -102,6 +102,7 @@ def colour_proposals(
     content: tuple[float, float, float, float],
     size: np.ndarray,
     count: int = 4,
+    edge_share: float = 1.0,
 ) -> list[np.ndarray]:
     """Centres (WORKING px) of up to ``count`` boxes of ``size`` within ``content`` (x0, y0,
     x1, y1, WORKING px) whose colours are most the ``signature``'s, strongest first.
@@ -110,7 +111,11 @@ def colour_proposals(
     view through its histogram divided by the view's own (Swain and Ballard's ratio
     histogram: the ground's common colours weigh little) and summed over its half of the
     box; a box scores the two halves' mean. Sampled so that the box is ~16 samples tall.
-    Empty on a gray view."""
+    With ``edge_share`` < 1, up to ``count // 2`` further places follow, boxes cut by the
+    content's edge scored by their mean over their part inside, where that is at least
+    ``edge_share`` of the box (a person coming into the view; in the ranking above a box's
+    part outside counts as none of the signature, and an edge's strip, scored over a sliver,
+    would crowd out a person wholly inside). Empty on a gray view."""
     if view.image.ndim != 3:
         return []
     x0, y0, x1, y1 = content
@@ -126,21 +131,40 @@ def colour_proposals(
     half = max(int(round(float(size[1]) / step / 2)), 1)
     shift = max(half // 2, 1)  # a half's centre from the box's (samples)
     score = np.zeros(bins.shape, np.float32)
+    inside = np.zeros(bins.shape, np.float32)  # the share of the box within the content
+    parts = (
+        ((score, None), (inside, np.ones(bins.shape, np.float32)))
+        if edge_share < 1.0
+        else ((score, None),)
+    )
     for part, dy in ((signature[:n], -shift), (signature[n:], shift)):
         ratio = np.minimum(2.0 * part / seen, 1.0).astype(np.float32)
-        mass = cv2.boxFilter(ratio[bins], -1, (w, half), borderType=cv2.BORDER_CONSTANT)
-        # the box centred at y scores its upper half's mass at y - shift, lower at y + shift
-        moved = np.zeros_like(mass)
-        if dy < 0:
-            moved[-dy:] = mass[:dy]
-        else:
-            moved[:-dy] = mass[dy:]
-        score += 0.5 * moved
-    dilated = cv2.dilate(score, np.ones((2 * half + 1, w | 1), np.uint8))
-    ys, xs = np.nonzero((score >= dilated) & (score > 0.05))
-    order = np.argsort(-score[ys, xs])[:count]
+        for into, values in parts:
+            values = ratio[bins] if values is None else values
+            mass = cv2.boxFilter(values, -1, (w, half), borderType=cv2.BORDER_CONSTANT)
+            # the box centred at y scores its upper half's mass at y - shift, lower at y + shift
+            moved = np.zeros_like(mass)
+            if dy < 0:
+                moved[-dy:] = mass[:dy]
+            else:
+                moved[:-dy] = mass[dy:]
+            into += 0.5 * moved
+    kernel = np.ones((2 * half + 1, w | 1), np.uint8)
     origin = np.array([x0, y0], float)
-    return [origin + step * np.array([xs[i], ys[i]], float) for i in order]
+
+    def strongest(values: np.ndarray, k: int) -> list[np.ndarray]:
+        ys, xs = np.nonzero((values >= cv2.dilate(values, kernel)) & (values > 0.05))
+        order = np.argsort(-values[ys, xs])[:k]
+        return [origin + step * np.array([xs[i], ys[i]], float) for i in order]
+
+    places = strongest(score, count)
+    if edge_share < 1.0:  # boxes cut by the content's edge, scored over their part inside
+        cut = (inside < 1.0 - 1e-3) & (inside >= edge_share)
+        density = np.where(cut, score / np.maximum(inside, 1e-6), 0.0).astype(np.float32)
+        for place in strongest(density, count // 2):
+            if all(np.hypot(*(place - other)) > step for other in places):
+                places.append(place)
+    return places
 
 
 def similarity(a: np.ndarray, b: np.ndarray) -> float:
