@@ -168,6 +168,30 @@ def test_the_walk_is_held_for_the_configured_frames_after_the_last_merged_blob()
     assert tracker._merge_hold == 0
 
 
+@pytest.mark.parametrize("after", [2, 0])
+def test_the_first_measurement_after_a_short_coast_keeps_the_walk(after):
+    """A walker at +1 px/frame in x, unseen 3 frames (still locked), then detected 4 px
+    above the coasted prediction: the estimate moves there, the walk stays the coasted one
+    (TrackerConfig.coast_keeps_walk; 0: the update turns it upwards)."""
+    tracker = TargetTracker(TrackerConfig(coast_keeps_walk=after))
+    tracker.lock(_candidate(300, 200, E[0]))
+    for x in range(301, 313):
+        tracker.update(np.eye(2, 3), [_candidate(x, 200, E[0])])
+    for _ in range(3):
+        state = tracker.update(np.eye(2, 3), [])
+    assert tracker.mode == "locked" and tracker.misses == 3
+    walk = tracker.x[2:4].copy()
+    found = tracker.image_box()[0] + np.array([1.0, -4.0])  # (the prediction moves 1 px)
+    state = tracker.update(np.eye(2, 3), [_candidate(*found, E[0])])
+    assert state.mode == "locked" and state.associated == 0 and tracker.x[1] < 198.0
+    if after:
+        np.testing.assert_allclose(tracker.x[2:4], walk)
+    else:
+        assert tracker.x[3] < walk[1] - 0.3
+    # measured on every frame again, the filter learns the walk as before
+    assert tracker.misses == 0
+
+
 def test_relock_reinitializes_position_and_velocity_instead_of_a_kalman_jump():
     tracker = TargetTracker()
     tracker.lock(_candidate(300, 200, E[0]))

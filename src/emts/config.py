@@ -212,6 +212,10 @@ class TrackerConfig:
     # seen: "locked" means the person is in the box), though it keeps its locked association
     # until reacquire_after_misses
     unseen_frames_locked: int = 2
+    # The first measurement of a lock unmeasured on at least this many frames keeps the
+    # coasted walk (0: the filter's update turns it; `emts eval reacq`: a re-association after
+    # a blackout turned the walk, and the next frame's match fell outside the gate)
+    coast_keeps_walk: int = 2
     # ... from this many where the appearance match was refused as an occluder (a sudden drop,
     # a flattened, surged or fading region): the frame an occluder arrives is not `locked`
     unseen_frames_occluded: int = 1

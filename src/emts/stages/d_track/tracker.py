@@ -504,6 +504,10 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
         self._merge_hold = max(self._merge_hold - 1, 0)
         if chosen is None and not appearance_ok:
             return None, peak, None
+        # The first measurement after a coast moves the estimate, not the walk: the position
+        # jump spans the coasted frames (their covariance lets it turn the velocity)
+        coasted = c.coast_keeps_walk and self.misses >= c.coast_keeps_walk
+        before = self.x[2:4].copy() if coasted else None
         if chosen is not None:
             velocity = self.x[2:4].copy()
             self._accept(candidates[chosen], measurements[chosen], verdict)
@@ -512,6 +516,8 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
         if appearance_ok:
             self.kf.update(match[1], self.kf.h_position, self.kf.r_appearance)
             self.misses = 0
+        if before is not None:
+            self.x[2:4] = before
         if walk is not None:
             self.x[2:4] = walk
         if self._crossing:  # a look-alike crossing: the walk is held
