@@ -34,7 +34,7 @@ The first measurement after ``TrackerConfig.coast_keeps_walk`` or more unmeasure
 moves the estimate but keeps the coasted walk: the jump spans the coasted frames, and the
 covariance they built let one update turn the velocity, whose prediction the next frame's
 appearance match then fell outside of (``emts eval reacq``: a person re-found after a 3-frame
-blackout reported `reacquire` the frame after).
+blackout reported ``reacquire`` the frame after).
 
 A vetoed operator's lock is not dropped (the operator decides) but may be **re-anchored**: a
 detection of the whole person held beside the track for a few frames, where the target's

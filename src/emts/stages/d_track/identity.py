@@ -105,7 +105,8 @@ def colour_proposals(
     edge_share: float = 1.0,
 ) -> list[np.ndarray]:
     """Centres (WORKING px) of up to ``count`` boxes of ``size`` within ``content`` (x0, y0,
-    x1, y1, WORKING px) whose colours are most the ``signature``'s, strongest first.
+    x1, y1, WORKING px) whose colours are most the ``signature``'s, strongest first (then,
+    with ``edge_share`` < 1, up to ``count // 2`` cut by the content's edge: below).
 
     Each half of the signature (upper, lower: shirt and trousers) is back-projected onto the
     view through its histogram divided by the view's own (Swain and Ballard's ratio
