@@ -148,6 +148,21 @@ class FrameResult:
     tap: str | None = None
 
 
+def _faint_sightings(found, geometry, floor: float) -> list[Candidate] | None:
+    """Stage C's sightings of this frame scored from ``floor`` up to its threshold (the
+    detector's faint ones), as candidates; None where ``floor`` is 0 or not below the
+    threshold, or the detector gives no raw scores."""
+    if not 0 < floor < found.threshold:
+        return None
+    if not any(d.raw_score is not None for d in found.decoded):
+        return None
+    return [
+        k
+        for k in candidates_of(found.decoded, geometry, floor, sightings=True)
+        if k.score < found.threshold
+    ]
+
+
 class Pipeline:
     """Stages A-E on the multi-rate schedule of §3.7: A-D every frame, E every 8th frame.
 
@@ -366,34 +381,20 @@ class Pipeline:
         t = time.perf_counter()
         boxes_net = np.array([d.box for d in detections]).reshape(-1, 4)
         candidates = candidates_of(detections, geometry)
-        faint = None
         if any(d.raw_score is not None for d in found.decoded):
             sightings = candidates_of(found.decoded, geometry, found.threshold, sightings=True)
-            floor = self.tracker.config.refind_faint
-            if self.tracker.mode == "reacquire" and 0 < floor < found.threshold:
-                faint = [
-                    k
-                    for k in candidates_of(found.decoded, geometry, floor, sightings=True)
-                    if k.score < found.threshold
-                ]
         else:
             sightings = candidates_of(found.passed, geometry)
+        faint = None
+        if self.tracker.mode == "reacquire":
+            faint = _faint_sightings(found, geometry, self.tracker.config.refind_faint)
         # a pending tap's lock depends on whether the camera sees colour (read only then); a
         # tap's lock waiting for a detection needs the track's box (asked only then); a tap
         # with nothing else under the finger may take a faint sighting there
         tapped = self.acquisition.pending
         tap_faint = None
-        floor = self.acquisition.config.tap_faint
-        if (
-            tapped
-            and 0 < floor < found.threshold
-            and any(d.raw_score is not None for d in found.decoded)
-        ):
-            tap_faint = [
-                k
-                for k in candidates_of(found.decoded, geometry, floor, sightings=True)
-                if k.score < found.threshold
-            ]
+        if tapped:
+            tap_faint = _faint_sightings(found, geometry, self.acquisition.config.tap_faint)
         colour = tapped and frame_modality(frame) == COLOUR
         waiting = self.acquisition.waiting and self.tracker.locked
         decision = self.acquisition.step(
