@@ -172,8 +172,9 @@ def add_track(sub) -> None:
         help="'auto' (lock on its own on someone walking, once the verifier accepts them, "
         "section 6.7; a person standing still is not auto-locked: tap them), X,Y[@FRAME]: "
         "operator tap at input pixel X,Y on frame FRAME (default 0), locking at once on the "
-        "person under the point (where nothing is detected and nothing stands out from the "
-        "ground: no lock, a warning, event no_target), or X,Y,W,H[@FRAME]: lock on exactly "
+        "person under the point (where nothing is detected, not even faintly, and nothing "
+        "stands out from the ground: no lock, a warning, event no_target), or "
+        "X,Y,W,H[@FRAME]: lock on exactly "
         "that box",
     )
     p.add_argument("--out", help="annotated video (e.g. annotated.mp4)")
