@@ -1281,3 +1281,22 @@ def test_a_track_held_on_the_occluder_far_from_the_detected_person_is_re_anchore
     # is as far: HIT-UAV group taps lost 2 of 340 runs to a reach growing regardless)
     events, state = _held_on_a_crown(40, verdict=True)
     assert "relock" not in events
+
+
+def test_the_relock_radius_stays_within_body_heights_when_the_stabilized_frame_drifts():
+    # G's scale drifts on a long flight (person12's follow: 7.9 by frame 300): a cap in
+    # stabilized px alone then reaches the whole view. The walk and a coast under a camera
+    # whose every step scales the image 1.1x about the person: G's scale ~6.7 after 20 frames.
+    tracker = TargetTracker()
+    tracker.lock(_candidate(300, 200, E[0]))
+    for step in range(1, 11):
+        tracker.update(np.eye(2, 3), [_candidate(300 + 15.0 * step, 200, E[0])])
+    zoom = np.array([[1.1, 0.0, -0.1 * 450.0], [0.0, 1.1, -0.1 * 200.0]])
+    for _ in range(20):
+        state = tracker.update(zoom, [])
+    assert state.mode == "reacquire" and tracker._scale() > 6.0
+    height = float(tracker.x[5])  # image px
+    reach = tracker._relock_radius() * tracker._scale()  # image px
+    assert reach == pytest.approx(tracker.config.relock_max_heights * height)
+    tracker.config = TrackerConfig(relock_max_heights=0.0)  # the stabilized-px cap alone
+    assert tracker._relock_radius() * tracker._scale() > 5 * reach

@@ -72,12 +72,16 @@ class Reacquisition:
         """How far from the coasted prediction the target can be by now (stabilized px): a
         body height, growing per frame since the last measurement by ``relock_growth``
         heights or ``relock_walk`` times the walk's speed (before the loss, when lost),
-        whichever is more, at most ``relock_max_radius``."""
+        whichever is more, at most ``relock_max_radius`` and ``relock_max_heights`` body
+        heights (the first is in stabilized px, which G's scale drifts away from the image's)."""
         c = self.config
         height = max(float(self.x[5]) / self._scale(), 1.0)
         velocity = self._lost_velocity if self.mode == "reacquire" else self.x[2:4]
         walk = c.relock_walk * float(np.hypot(*velocity))
-        return min(c.relock_max_radius, height + max(c.relock_growth * height, walk) * self.misses)
+        most = c.relock_max_radius
+        if c.relock_max_heights > 0:
+            most = min(most, c.relock_max_heights * height)
+        return min(most, height + max(c.relock_growth * height, walk) * self.misses)
 
     def _try_relock(self, candidates, measurements, gammas, view):
         c = self.config
