@@ -1123,10 +1123,13 @@ def test_a_measured_locks_search_is_bounded_in_image_px_however_far_the_scale_dr
     scale = tracker._scale()
     assert scale > 7.0
     assert tracker._locked_search_radius() * scale == pytest.approx(config.search_radius[1])
-    for _ in range(3):  # coasting: the reach stays in stabilized px (re-finding uses it)
+    for _ in range(3):  # coasting: the reach stays in stabilized px (re-finding uses it) ...
         tracker.update(_zoom(1.05), [])
     assert tracker.misses > 0
-    assert tracker._locked_search_radius() * tracker._scale() > 2 * config.search_radius[1]
+    reach = tracker._locked_search_radius() * tracker._scale()
+    assert reach > 1.5 * config.search_radius[1]
+    # ... up to relock_max_heights body heights (48 stabilized px: 390 px of the image here)
+    assert reach == pytest.approx(config.relock_max_heights * float(tracker.x[5]))
 
 
 def _drifted(config=None, frames=40):
@@ -1298,5 +1301,10 @@ def test_the_relock_radius_stays_within_body_heights_when_the_stabilized_frame_d
     height = float(tracker.x[5])  # image px
     reach = tracker._relock_radius() * tracker._scale()  # image px
     assert reach == pytest.approx(tracker.config.relock_max_heights * height)
-    tracker.config = TrackerConfig(relock_max_heights=0.0)  # the stabilized-px cap alone
+    # a coasting lock's appearance search too (that of a lock measured on the frame before
+    # is bounded in the current frame's px)
+    search = tracker._locked_search_radius() * tracker._scale()
+    assert search <= tracker.config.relock_max_heights * height + 1e-6
+    tracker.config = TrackerConfig(relock_max_heights=0.0)  # the stabilized-px caps alone
     assert tracker._relock_radius() * tracker._scale() > 5 * reach
+    assert tracker._locked_search_radius() * tracker._scale() > 2 * search

@@ -173,9 +173,10 @@ class TrackerConfig:
     relock_min_pace: float = 2.0  # re-lock chain: mean stabilized px/frame from first to last
     pace_fps: float = 10.0  # ... at this frame rate (person12's); scaled to the stream's
     relock_max_radius: float = 96.0  # re-lock searches at most this far (stabilized px) ...
-    # ... and at most this many body heights: G's scale drifts on a long flight (person12's
-    # follow runs: 7.9 by frame 300), and 96 stabilized px then reached 480 working px of a
-    # 26-px walker -- the whole view, searched by the appearance at 15-30 ms a frame (0: off)
+    # ... and at most this many body heights, as a coasting lock's search (search_radius[1]):
+    # G's scale drifts on a long flight (person12's follow runs: 7.9 by frame 300), and 96
+    # stabilized px then reached 480 working px of a 26-px walker -- the whole view, searched
+    # by the appearance at 15-30 ms a frame (0: off)
     relock_max_heights: float = 4.0
     relock_growth: float = 0.05  # ... within a body height growing by this many per lost frame
     # ... or by this many times the walk's speed before the loss, whichever is more: a hidden

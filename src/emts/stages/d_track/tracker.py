@@ -223,10 +223,15 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
         frame 450) and a bound in its px had the search reach 100+ px on every frame (the
         coarse-to-fine search, ~1-2 ms). Coasting, the bound stays in stabilized px: on
         person12 that wider reach is part of how a walker is re-found (bounded in current-frame
-        px, leave 2 was re-found after 10 frames instead of 5)."""
-        upper = self.config.search_radius[1]
+        px, leave 2 was re-found after 10 frames instead of 5), and at most
+        ``relock_max_heights`` body heights, as a re-lock's reach (person12's follow runs: G's
+        scale 7.9, 48 stabilized px 380 working px of a 26-px walker)."""
+        c = self.config
+        upper = c.search_radius[1]
         if not self.misses:
             upper /= self._scale()
+        elif c.relock_max_heights > 0:
+            upper = min(upper, c.relock_max_heights * float(self.x[5]) / self._scale())
         return self._search_radius(upper)
 
     def _scale_noise(self) -> None:
