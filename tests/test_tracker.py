@@ -533,7 +533,7 @@ def test_the_ground_statistics_are_numpys_percentile_and_median(n):
 
 @pytest.mark.parametrize("count", [0, 1, 6, 50])
 def test_the_strongest_maxima_are_a_stable_sorts_first_without_a_full_sort(count):
-    from emts.stages.appearance import _strongest
+    from emts.stages.appearance import strongest_first
 
     rng = np.random.default_rng(count)
     for values in (
@@ -543,7 +543,7 @@ def test_the_strongest_maxima_are_a_stable_sorts_first_without_a_full_sort(count
         rng.normal(0, 1, 3).astype(np.float32),  # fewer than asked for
     ):
         np.testing.assert_array_equal(
-            _strongest(values, count), np.argsort(-values, kind="stable")[:count]
+            strongest_first(values, count), np.argsort(-values, kind="stable")[:count]
         )
 
 

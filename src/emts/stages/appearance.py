@@ -698,11 +698,11 @@ def _local_maxima(response: np.ndarray, floor: float, count: int) -> list[tuple[
     """(x, y) of up to ``count`` strongest 5x5 local maxima of ``response`` above ``floor``."""
     dilated = cv2.dilate(response, np.ones((5, 5), np.uint8))
     ys, xs = np.nonzero((response >= dilated) & (response >= floor))
-    order = _strongest(response[ys, xs], count)
+    order = strongest_first(response[ys, xs], count)
     return [(int(xs[i]), int(ys[i])) for i in order]
 
 
-def _strongest(values: np.ndarray, count: int) -> np.ndarray:
+def strongest_first(values: np.ndarray, count: int) -> np.ndarray:
     """Indices of the ``count`` largest ``values``, largest first, equal values in their
     order (``np.argsort(-values, kind="stable")[:count]``) without sorting them all: a
     flat stretch of a response (a window reaching past the image) is a local maximum at
