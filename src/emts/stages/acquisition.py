@@ -92,6 +92,11 @@ class AcquisitionDecision:
 NOTHING = AcquisitionDecision()
 
 
+def _under(point: np.ndarray, candidates: list[Candidate], margin: float) -> list[Candidate]:
+    """The candidates whose box, grown by ``margin`` of its size, holds ``point``."""
+    return [k for k in candidates if np.all(np.abs(point - k.centre) <= k.size / 2 * (1 + margin))]
+
+
 def blob_box(
     working: np.ndarray, point: np.ndarray, config: AcquisitionConfig
 ) -> np.ndarray | None:
@@ -379,11 +384,7 @@ class LockAcquisition:
     def _point_lock(self, point, working, candidates, c) -> LockCommand | None:
         """The lock for a tap at ``point`` (WORKING px): the detection under it, the blob
         under it, or None when there is neither (see the module's doc)."""
-        under = [
-            k
-            for k in candidates
-            if np.all(np.abs(point - k.centre) <= k.size / 2 * (1 + c.tap_detection_margin))
-        ]
+        under = _under(point, candidates, c.tap_detection_margin)
         blob = blob_box(working, point, c)
         if blob is not None and np.hypot(*(blob[:2] - point)) > blob[3]:
             blob = None  # not the person under the point
@@ -414,12 +415,8 @@ class LockAcquisition:
         the lock followed the shadow)."""
         if c.tap_faint <= 0:
             return None
-        under = [
-            k
-            for k in faint
-            if k.score >= c.tap_faint
-            and np.all(np.abs(point - k.centre) <= k.size / 2 * (1 + c.tap_detection_margin))
-        ]
+        strong = [k for k in faint if k.score >= c.tap_faint]
+        under = _under(point, strong, c.tap_detection_margin)
         if not under:
             return None
         best = max(under, key=lambda k: k.score)
