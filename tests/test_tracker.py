@@ -1308,3 +1308,38 @@ def test_the_relock_radius_stays_within_body_heights_when_the_stabilized_frame_d
     tracker.config = TrackerConfig(relock_max_heights=0.0)  # the stabilized-px caps alone
     assert tracker._relock_radius() * tracker._scale() > 5 * reach
     assert tracker._locked_search_radius() * tracker._scale() > 2 * search
+
+
+def _back_in_other_light(config=None):
+    """A walker (+3 px/frame, detected on every frame) hidden for 3 frames comes back with
+    their look at half its contrast (another light), detected on the first frame back only."""
+    from emts.stages.appearance import AppearanceView
+
+    ground = _ground()
+    tracker = TargetTracker(config)
+    tracker.lock(_candidate(200, 200), AppearanceView.of(_frame(ground, 200)))
+    states = []
+    for t in range(1, 21):
+        x = 200 + 3 * t
+        if 8 <= t <= 10:  # hidden: no view, no detection
+            states.append(tracker.update(np.eye(2, 3), []))
+            continue
+        image = _frame(ground, x).astype(np.float32)
+        if t > 10:  # the walker's own pixels at half their contrast to the ground
+            box = (slice(188, 212), slice(x - 5, x + 5))
+            image[box] = 0.5 * image[box] + 0.5 * ground[box]
+        view = AppearanceView.of(np.clip(image, 0, 255).astype(np.uint8))
+        seen = [_candidate(x, 200)] if t <= 11 else []
+        states.append(tracker.update(np.eye(2, 3), seen, view=view))
+    return states
+
+
+def test_a_lock_detected_again_in_other_light_is_followed_by_its_look_from_there():
+    states = _back_in_other_light()
+    assert [s.mode for s in states[7:10]] != ["locked"] * 3  # hidden: not locked throughout
+    assert states[10].mode == "locked" and states[10].measured_by == "detection"
+    after = states[11:]  # no detection: the look alone, at its new contrast
+    assert all(s.mode == "locked" and s.measured_by == "appearance" for s in after)
+    # the contrast from before the loss refuses every match after it
+    states = _back_in_other_light(TrackerConfig(match_restarts_on_return=False))
+    assert states[11].mode == "reacquire"

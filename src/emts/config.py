@@ -226,6 +226,9 @@ class TrackerConfig:
     unseen_frames_occluded: int = 1
     # ... and seeing it again there is a re-lock: on colour frames it needs the lock's colours
     unseen_needs_identity: bool = True
+    # ... and measured again, it is the person found again: the running peak and contrast of
+    # the look's matches restart there, as at a re-lock (False: those from before hold)
+    match_restarts_on_return: bool = True
     # Honest loss on colour frames: a lock followed by its appearance match alone (no detection)
     # on this many frames in a row (at pace_fps), each time with none of a person's own colours
     # in the box nor around it (too few own-target samples for a colour signature in the box,

@@ -509,6 +509,15 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
         self._merge_hold = max(self._merge_hold - 1, 0)
         if chosen is None and not appearance_ok:
             return None, peak, None
+        # Measured again after unseen_frames_locked frames unseen (reported `reacquire`), the
+        # lock is the person found again, as at a re-lock: the running peak and contrast of
+        # the look's matches restart from here. They came back in other light or pose, and the
+        # values from before refused them (`emts eval reacq`: back at 0.66x the contrast, at
+        # more than the slow contrast's 1.5x, or fading at the view's edge against the slow
+        # peak, and the next frame said `reacquire` on them).
+        if c.match_restarts_on_return and self.misses >= c.unseen_frames_locked:
+            self._restart_running_match()
+            previous = contrast = None
         # The first measurement after a coast moves the estimate, not the walk: the position
         # jump spans the coasted frames (their covariance lets it turn the velocity)
         coasted = c.coast_keeps_walk and self.misses >= c.coast_keeps_walk
