@@ -268,11 +268,6 @@ class TrackerConfig:
     refind_colour: int = 4
     refind_colour_identity: float = 0.55
     refind_colour_after: float = 0.5
-    # ... and for a walker who left the view, places cut by its edge count, scored over
-    # their part inside it where that is at least this share of the box (1: their part
-    # outside counts as none of the lock's colours; person12 leave path 4, re-entering through
-    # the left edge: re-found 6 -> 4 frames after coming back in)
-    refind_colour_edge: float = 0.5
     # ... and a single detection inside the re-lock gate whose signature is at least this like
     # the lock's re-locks at once (0: off)
     relock_identity_strong: float = 0.45

@@ -64,9 +64,8 @@ and cut by the edge: a still match does not re-lock them (``still_after_exit``),
 detector's faint sightings (down to ``refind_faint``; a chain of them starting at the edge)
 join the re-find anywhere; so do the places with the lock's colours, where the detector is
 silent (``refind_colour``: for a walker who left the view at once, for one lost inside it
-after ``refind_colour_after`` seconds; for the first, places cut by the view's edge too,
-``refind_colour_edge``: a box pinned half a box inside the edge stood still while the walker
-came in, and its chain did not walk).
+after ``refind_colour_after`` seconds; a place cut by the view's edge scores by its part
+inside, so the places of a walker coming in move as they do).
 A re-lock
 (frozen template found again on consecutive frames near the coasted prediction, ahead of the
 walk before the loss, in a region as textured as the person, a detection

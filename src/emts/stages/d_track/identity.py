@@ -102,21 +102,25 @@ def colour_proposals(
     content: tuple[float, float, float, float],
     size: np.ndarray,
     count: int = 4,
-    edge_share: float = 1.0,
 ) -> list[np.ndarray]:
     """Centres (WORKING px) of up to ``count`` boxes of ``size`` within ``content`` (x0, y0,
-    x1, y1, WORKING px) whose colours are most the ``signature``'s, strongest first (then,
-    with ``edge_share`` < 1, up to ``count // 2`` cut by the content's edge: below).
+    x1, y1, WORKING px) whose colours are most the ``signature``'s, strongest first.
 
-    Each half of the signature (upper, lower: shirt and trousers) is back-projected onto the
-    view through its histogram divided by the view's own (Swain and Ballard's ratio
-    histogram: the ground's common colours weigh little) and summed over its half of the
-    box; a box scores the two halves' mean. Sampled so that the box is ~16 samples tall.
-    With ``edge_share`` < 1, up to ``count // 2`` further places follow, boxes cut by the
-    content's edge scored by their mean over their part inside, where that is at least
-    ``edge_share`` of the box (a person coming into the view; in the ranking above a box's
-    part outside counts as none of the signature, and an edge's strip, scored over a sliver,
-    would crowd out a person wholly inside). Empty on a gray view."""
+    A box scores the lesser of its two halves' likeness to the signature's halves (upper,
+    lower: shirt and trousers): the Bhattacharyya coefficient of the half's HSV histogram,
+    all its pixels, to the signature's, from one box filter per signature bin. Sampled so
+    that the box is ~16 samples tall. The lesser half: a region of one colour (a tree's
+    shadow, dark as the trousers) is like one half only. (Was Swain and Ballard's ratio
+    histogram back-projected and summed over the box: it scores a box by how much of it has
+    the signature's rarer colours, and on person12 leave path 1 a tree's shadow, wholly dark,
+    outscored the walker re-entering the view, whose trousers fill a third of their box, on
+    every frame: the walker was not among the places at all; by the likeness the walker is
+    the first or second place on those frames.)
+
+    A box cut by the content's edge scores by its part inside (outside counts as no colour
+    at all): a person coming into the view is placed where they are, not pinned half a box
+    inside the edge (the ratio histogram's sum did that, and their places' chain covered no
+    ground while they came in: ``refind_colour_edge``, now gone). Empty on a gray view."""
     if view.image.ndim != 3:
         return []
     x0, y0, x1, y1 = content
@@ -127,47 +131,39 @@ def colour_proposals(
     pixels = AppearanceTemplate.sample(view.image, view.from_working, (x0, y0), samples, step)
     bins = _bins(cv2.cvtColor(pixels.astype(np.uint8), cv2.COLOR_BGR2HSV))
     n = _BINS[0] * _BINS[1] * _BINS[2]
-    seen = np.maximum(np.bincount(bins.ravel(), minlength=n) / bins.size, 1e-6)
     w = max(int(round(float(size[0]) / step)), 1)
     half = max(int(round(float(size[1]) / step / 2)), 1)
     shift = max(half // 2, 1)  # a half's centre from the box's (samples)
-    score = np.zeros(bins.shape, np.float32)
-    inside = np.zeros(bins.shape, np.float32)  # the share of the box within the content
-    parts = (
-        ((score, None), (inside, np.ones(bins.shape, np.float32)))
-        if edge_share < 1.0
-        else ((score, None),)
-    )
-    for part, dy in ((signature[:n], -shift), (signature[n:], shift)):
-        ratio = np.minimum(2.0 * part / seen, 1.0).astype(np.float32)
-        for into, values in parts:
-            values = ratio[bins] if values is None else values
-            mass = cv2.boxFilter(values, -1, (w, half), borderType=cv2.BORDER_CONSTANT)
-            # the box centred at y scores its upper half's mass at y - shift, lower at y + shift
-            moved = np.zeros_like(mass)
-            if dy < 0:
-                moved[-dy:] = mass[:dy]
-            else:
-                moved[:-dy] = mass[dy:]
-            into += 0.5 * moved
+
+    def moved(mass: np.ndarray, dy: int) -> np.ndarray:
+        """``mass`` of the half boxes centred ``dy`` samples from each sample (the box
+        centred at y: its upper half's centre at y - shift, its lower half's at y + shift)."""
+        out = np.zeros_like(mass)
+        if dy < 0:
+            out[-dy:] = mass[:dy]
+        else:
+            out[:-dy] = mass[dy:]
+        return out
+
+    def half_mean(values: np.ndarray) -> np.ndarray:
+        # (outside the content counts as none of any colour)
+        return cv2.boxFilter(values, -1, (w, half), borderType=cv2.BORDER_CONSTANT)
+
+    weights = (np.sqrt(2.0 * signature[:n]), np.sqrt(2.0 * signature[n:]))  # halves sum to 1
+    sums = [np.zeros(bins.shape, np.float32), np.zeros(bins.shape, np.float32)]
+    for b in np.flatnonzero(weights[0] + weights[1]):
+        root = cv2.sqrt(half_mean((bins == b).astype(np.float32)))
+        for into, weight in zip(sums, weights, strict=True):
+            if weight[b] > 0:
+                into += float(weight[b]) * root
+    upper, lower = moved(sums[0], -shift), moved(sums[1], shift)
+    score = np.minimum(upper, lower)
     kernel = np.ones((2 * half + 1, w | 1), np.uint8)
-    origin = np.array([x0, y0], float)
-
-    def strongest(values: np.ndarray, k: int) -> list[np.ndarray]:
-        ys, xs = np.nonzero((values >= cv2.dilate(values, kernel)) & (values > 0.05))
-        # (a partial sort: a flat stretch is a local maximum at every sample, and a full sort
-        # of them was a fifth of a coasting frame at 1280x720)
-        order = strongest_first(values[ys, xs], k)
-        return [origin + step * np.array([xs[i], ys[i]], float) for i in order]
-
-    places = strongest(score, count)
-    if edge_share < 1.0:  # boxes cut by the content's edge, scored over their part inside
-        cut = (inside < 1.0 - 1e-3) & (inside >= edge_share)
-        density = np.where(cut, score / np.maximum(inside, 1e-6), 0.0).astype(np.float32)
-        for place in strongest(density, count // 2):
-            if all(np.hypot(*(place - other)) > step for other in places):
-                places.append(place)
-    return places
+    ys, xs = np.nonzero((score >= cv2.dilate(score, kernel)) & (score > 0.05))
+    # (a partial sort: a flat stretch is a local maximum at every sample, and a full sort of
+    # them was a fifth of a coasting frame at 1280x720)
+    order = strongest_first(score[ys, xs], count)
+    return [np.array([x0, y0], float) + step * np.array([xs[i], ys[i]], float) for i in order]
 
 
 def similarity(a: np.ndarray, b: np.ndarray) -> float:

@@ -322,8 +322,7 @@ class Reacquisition:
         (:class:`~.identity.Refinder`, as detections are)."""
         c = self.config
         size = self.x[4:6]
-        edge = c.refind_colour_edge if self._walked_out() else 1.0
-        places = colour_proposals(view, self._signature, self._content, size, c.refind_colour, edge)
+        places = colour_proposals(view, self._signature, self._content, size, c.refind_colour)
         similarities = [self._similarity_at(view, place, size) for place in places]
         positions = [self._from_image(place) for place in places]
         self._pace_the_refinder(self._colour_refinder)
