@@ -113,9 +113,9 @@ def colour_proposals(
     shadow, dark as the trousers) is like one half only. (Was Swain and Ballard's ratio
     histogram back-projected and summed over the box: it scores a box by how much of it has
     the signature's rarer colours, and on person12 leave path 1 a tree's shadow, wholly dark,
-    outscored the walker re-entering the view, whose trousers fill a third of their box, on
-    every frame: the walker was not among the places at all; by the likeness the walker is
-    the first or second place on those frames.)
+    outscored the walker re-entering the view, whose trousers fill a third of their box: on
+    two frames no place lay within 50 px of them; by the likeness the walker's place is the
+    first on every frame of their return.)
 
     A box cut by the content's edge scores by its part inside (outside counts as no colour
     at all): a person coming into the view is placed where they are, not pinned half a box
