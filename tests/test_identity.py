@@ -523,3 +523,15 @@ def test_a_region_of_one_of_the_locks_colours_is_not_placed_before_the_person():
     assert abs(places[0][1] - me[1]) <= 3  # first a box holding the person ...
     assert abs(places[0][0] - me[0]) <= wide[0] / 2
     assert not any(p[0] < 110 + wide[0] / 2 and p[1] < 110 + wide[1] / 2 for p in places)
+
+
+def test_signature_bins_are_hue_saturation_value_levels():
+    from emts.stages.d_track.identity import _bins
+
+    rng = np.random.default_rng(1)
+    hsv = rng.integers(0, 256, (50, 40, 3)).astype(np.uint8)
+    hsv[..., 0] %= 180  # OpenCV's 8-bit hue
+    hsv[0, :3] = [[0, 0, 0], [179, 255, 255], [90, 85, 86]]
+    h, s, v = (hsv[..., k].astype(int) for k in range(3))
+    assert np.array_equal(_bins(hsv), (h * 8 // 180 * 3 + s * 3 // 256) * 3 + v * 3 // 256)
+    assert _bins(hsv.reshape(-1, 3)).shape == (2000,)  # a list of pixels too
