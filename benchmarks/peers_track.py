@@ -58,6 +58,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -273,7 +274,8 @@ def write_markdown(summary: dict, path: Path) -> None:
     runs, times, groups = summary["runs"], summary["timing"], summary["groups"]
     cell = "lock recall / false-lock frames / locked while hidden / recovery"
     lines = [
-        "# EMTS beside the peer trackers on person12",
+        "# EMTS beside the peer trackers on person12"
+        + (" in gray (a monochrome camera)" if summary.get("clip", "").endswith("(gray)") else ""),
         "",
         "EMTS (`Pipeline.default(auto_lock=False)`, the shipped models), OpenCV's VitTrack and "
         "NanoTrack v2, scored by `emts eval track`'s scorer under its stress protocols, in one "
@@ -447,6 +449,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="without our labels of frames 202-300 (benchmarks/labels/): no shade or follow runs",
     )
+    parser.add_argument(
+        "--gray",
+        action="store_true",
+        help="the clip in gray (a monochrome camera; EMTS picks its thermal model by itself)",
+    )
     args = parser.parse_args(argv)
     try:
         factories = peer_factories(args.peers)
@@ -470,15 +477,19 @@ def main(argv: list[str] | None = None) -> int:
         truth = full_ground_truth(args.clip)
     todo = protocols(truth, args.quick)
     runs = {}
-    for protocol in tqdm(todo, desc="peers_track", unit="protocol"):
-        runs[protocol.name] = run_protocol(protocol, args.clip / "frames", truth, factories)
+    with tempfile.TemporaryDirectory() as scratch:
+        frames = gray_frames(args.clip / "frames", Path(scratch)) if args.gray else None
+        for protocol in tqdm(todo, desc="peers_track", unit="protocol"):
+            runs[protocol.name] = run_protocol(
+                protocol, frames or args.clip / "frames", truth, factories
+            )
     groups = {p.name: p.group for p in todo}
     summary = {
         "command": " ".join(["python", "benchmarks/peers_track.py", *argv]),
         "commit": commit(),
         "machine": machine(),
         "opencv": cv2.__version__,
-        "clip": args.clip.name,
+        "clip": args.clip.name + (" (gray)" if args.gray else ""),
         "frames": [0, LAST_FRAME],
         "fps": FPS,
         "trackers": list(TRACKERS),
@@ -509,6 +520,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"wrote {args.out}/peers.json, README.md, peers.png")
     return 0
+
+
+def gray_frames(folder: Path, into: Path) -> Path:
+    """The clip's frames in gray (OpenCV's weights), lossless, in ``into``: every tracker
+    reads them as they read the colour ones."""
+    import cv2
+
+    for path in tqdm(sorted(folder.glob("*.jpg")), desc="gray frames", unit="frame"):
+        image = cv2.imread(str(path), cv2.IMREAD_GRAYSCALE)
+        if image is None:
+            raise SystemExit(f"error: {path}: unreadable")
+        cv2.imwrite(str(into / (path.stem + ".png")), image)
+    return into
 
 
 def _jsonable(options: dict) -> dict:

@@ -416,6 +416,10 @@ class AcquisitionConfig:
     # detection under the tapped point, carried with the track
     tap_wait_frames: int = 10  # ... within this many frames (0 -> never) ...
     tap_wait_max_iou: float = 0.5  # ... overlapping its box by less than this IoU (else held)
+    # ... and, without colour (the detection re-centred on the tapped point), not where that
+    # box lies within the track's and the detection is at least this share of the track's
+    # box's area (the region under the finger is what the detector sees; 0: always moves)
+    tap_wait_hold_area: float = 0.5
 
 
 @dataclass(frozen=True)

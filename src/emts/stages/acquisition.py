@@ -377,8 +377,19 @@ class LockAcquisition:
         if box_iou(box, held)[0] >= self.config.tap_wait_max_iou:
             return None  # the lock holds what the detector sees
         if recentre:  # without colour, on the tapped point (around_tap), as a tap's lock is
+            detected = float(np.prod(command.size))
             centre, size = around_tap(point, command.centre, command.size, self.config)
             command = replace(command, centre=centre, size=size)
+            # ... and where that box lies within the track's and the detection is about as
+            # large as the track's box, the lock holds the region the detector sees (a gray
+            # person12 tap: the detection of walker and shadow, 13 px to the shadow's side,
+            # recentred to half the walker's box in the middle of the lock's; the look
+            # captured there slid onto the shadow, lock recall 0.26). A detection far smaller
+            # than the track's box still moves it (a blob grown into its surroundings).
+            hold = self.config.tap_wait_hold_area
+            large = detected >= hold * float(np.prod(track[1]))
+            if hold > 0 and large and _within(centre, size, held[0]):
+                return None
         return command
 
     def _point_lock(self, point, working, candidates, c) -> LockCommand | None:
@@ -438,3 +449,9 @@ class LockAcquisition:
         self.provisional = self.verify_auto_locks
         self.last_source = "auto"
         return AcquisitionDecision(lock=LockCommand.from_candidate(top, "auto"))
+
+
+def _within(centre: np.ndarray, size: np.ndarray, box: np.ndarray) -> bool:
+    """Does the box ``size`` around ``centre`` lie wholly within ``box`` ([x, y, w, h])?"""
+    low, high = centre - size / 2, centre + size / 2
+    return bool(np.all(low >= box[:2]) and np.all(high <= box[:2] + box[2:]))
