@@ -206,7 +206,7 @@ def test_a_tap_without_a_detection_moves_onto_the_first_detection_where_the_trac
     # without colour the detection is re-centred on the tapped point, as a tap's is
     # (around_tap): tapped 6 px right of the centre. There it lies within the track's box,
     # and the detection is as large as that box: the lock holds the region (a gray person12
-    # tap moved onto half the walker's box and slid onto the shadow: lock recall 0.26)
+    # tap moved onto half the walker's box and slid onto the shadow: lock recall 0.39)
     acquisition, lock = _waiting_tap(colour=False, tap=(305, 200))
     np.testing.assert_allclose(lock.centre, [305, 200])  # the blob's, re-centred
     box = np.array([16.0, 34.0])  # the track's box by now (a margin of ground)

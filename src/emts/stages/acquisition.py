@@ -384,7 +384,7 @@ class LockAcquisition:
             # large as the track's box, the lock holds the region the detector sees (a gray
             # person12 tap: the detection of walker and shadow, 13 px to the shadow's side,
             # recentred to half the walker's box in the middle of the lock's; the look
-            # captured there slid onto the shadow, lock recall 0.26). A detection far smaller
+            # captured there slid onto the shadow, lock recall 0.39). A detection far smaller
             # than the track's box still moves it (a blob grown into its surroundings).
             hold = self.config.tap_wait_hold_area
             large = detected >= hold * float(np.prod(track[1]))

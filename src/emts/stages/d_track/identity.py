@@ -129,12 +129,12 @@ def colour_proposals(
     that the box is ~16 samples tall (12 cost person12's shade 260 three false-lock frames;
     8 put the walker below a shadow's places on 3 of 8 frames of leave path 1's return).
     The lesser half: a region of one colour (a tree's shadow, dark as the trousers) is like
-    one half only. (Was Swain and Ballard's ratio
-    histogram back-projected and summed over the box: it scores a box by how much of it has
-    the signature's rarer colours, and on person12 leave path 1 a tree's shadow, wholly dark,
-    outscored the walker re-entering the view, whose trousers fill a third of their box: on
-    two frames no place lay within 50 px of them; by the likeness the walker's place is the
-    first on every frame of their return.)
+    one half only. (Was Swain and Ballard's ratio histogram back-projected and summed over
+    the box: it scores a box by how much of it has the signature's rarer colours, and on
+    person12 leave path 1 a tree's shadow, wholly dark, outscored the walker re-entering the
+    view, whose trousers fill a third of their box: on two frames no place lay within 50 px
+    of them; by the likeness the walker's place is the first on every frame of their
+    return.)
 
     A box cut by the content's edge scores by its part inside (outside counts as no colour
     at all): a person coming into the view is placed where they are, not pinned half a box
