@@ -413,6 +413,25 @@ def test_a_relock_on_a_box_of_legs_and_shadow_takes_the_person(on):
     assert (abs(centre[1] - me[1]) < 3) == on
 
 
+@pytest.mark.parametrize("widest", [1.3, 0.0])
+def test_a_relock_does_not_take_a_region_far_wider_than_the_detection(widest):
+    # PETS 2009 vtest.avi (auto-lock): the own-target region around a detection held the
+    # person beside them too, and re-locks took boxes twice the detection's width
+    ground = _ground(3)
+    me = (84.0, 120.0, RED, BLUE)
+    beside = (96.0, 120.0, RED, BLUE)  # shoulder to shoulder: one region with me
+    tracker = _lost(ground)
+    tracker.config = replace(tracker.config, relock_person_max=widest)
+    seen = Candidate(np.array([84.0, 120.0]), SIZE, 0.6, E[1])
+    state = tracker.update(np.eye(2, 3), [seen], view=_frame(ground, [me, beside]))
+    assert state.mode == "locked" and state.event == "relock"
+    centre, size = tracker.image_box()
+    if widest:  # the detection's box, as it came
+        assert abs(centre[0] - 84.0) < 1 and size[0] == pytest.approx(SIZE[0], abs=0.5)
+    else:  # the pair
+        assert centre[0] > 86.0 and size[0] >= 18.0  # (as far as the search reached)
+
+
 def test_a_relocks_uncertainty_is_the_locks_in_the_image_whatever_the_stabilized_scale():
     ground = _ground(3)
     for in_image, expected in ((True, 4.0 / 16), (False, 4.0)):

@@ -925,6 +925,53 @@ def test_on_colour_frames_a_vetoed_tap_lock_is_not_re_anchored_onto_a_shadow():
     assert "relock" in [s.event for s in states]
 
 
+def _walk_beside_a_detected_shadow(config=None, colour=True):
+    """Tap the walker of :func:`_frame` (colour frames unless ``colour`` is False); they walk
+    +3 px a frame with their long shadow below them, attached at the feet (dark, headless),
+    and the detector finds the shadow alone, with the walker's embedding. The states of
+    frames 1-10."""
+    from emts.stages.appearance import AppearanceView
+    from emts.stages.d_track.types import LockCommand
+
+    ground = _ground()
+
+    def view_at(x):
+        image = _frame(ground, x).astype(np.float32)
+        x = int(round(x))
+        image[212:236, x - 2 : x + 8] = 60.0  # the shadow
+        image = image.astype(np.uint8)
+        return (
+            AppearanceView(_tinted(image), np.eye(3), image) if colour else AppearanceView.of(image)
+        )
+
+    tracker = TargetTracker(config)
+    lock = LockCommand(np.array([200.0, 200.0]), SIZE, E[0], "tap:box")
+    tracker.update(np.eye(2, 3), [], lock=lock, view=view_at(200))
+    states = []
+    for t in range(1, 11):
+        x = 200.0 + 3 * t
+        shadow = _candidate(x + 3, 214, E[0], size=(10.0, 20.0))  # legs and shadow
+        states.append(tracker.update(np.eye(2, 3), [shadow], view=view_at(x)))
+    return states
+
+
+def test_on_colour_frames_a_locked_track_is_not_measured_by_its_detected_shadow():
+    # person12 tapped at frame 0, frames 236-259 (our held-out labels): the walker's long
+    # shadow on lit paving was detected below them, associated, and pulled the box down onto
+    # it, shrinking it from 44 to 25 px tall
+    from emts.config import TrackerConfig
+
+    states = _walk_beside_a_detected_shadow()
+    assert all(s.mode == "locked" and s.measured_by == "appearance" for s in states)
+    assert abs(states[-1].centre[1] - 200) < 3 and abs(states[-1].size[1] - 24) < 1
+    # the own-target check is what keeps it there: without it the shadow measures the track
+    states = _walk_beside_a_detected_shadow(TrackerConfig(associate_own_share=0.0))
+    assert states[-1].measured_by == "both"
+    assert states[-1].centre[1] > 204 and states[-1].size[1] < 21
+    # no colour, no such check (a thermal person is no darker sample of its ground's colour)
+    assert _walk_beside_a_detected_shadow(colour=False)[-1].measured_by == "both"
+
+
 def test_an_appearance_re_lock_needs_the_looks_own_target_samples_on_colour_frames():
     # person12 tapped at 0, past its labels: the frozen template's plain NCC re-locked on a
     # canopy's edge (parallax moves it like a walker) whose region held none of them

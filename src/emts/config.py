@@ -199,6 +199,11 @@ class TrackerConfig:
     # (colour frames; 0: off): the walker's cast shadow is detected and walks with them
     reanchor_own_share: float = 0.5
     reanchor_min_height: float = 0.75  # a detection at least this fraction of the track's height
+    # A locked track is not measured by a detection holding under this fraction of the
+    # track's own-target share (colour frames; 0: off): the walker's long shadow on lit ground
+    # is detected below them, walks with them and, associated, pulled the box onto it and
+    # shrank it to the shadow's size (person12 frames 236-259, our held-out labels)
+    associate_own_share: float = 0.5
     # ... and, unvetoed, after an appearance-only run (a match re-made on the shadow after an
     # occlusion while the detector finds the walker)
     reanchor_after_appearance: int = 8  # ... of this many consecutive frames (0: off) ...
@@ -282,6 +287,11 @@ class TrackerConfig:
     # overlapping the box, looked for half a box farther each way
     # (emts.stages.d_track.relock.person_box; False: the box as given)
     relock_person_box: bool = True
+    # ... unless that region is more than this many times the detection's width (0: any
+    # width): no one person inside it (a group, a patch of non-ground; taller is allowed: a
+    # detection of half the person). On PETS 2009 vtest.avi (real colour, auto-lock) 9 of 11
+    # re-locks along one camera path took regions 1.6-2x the detection's width
+    relock_person_max: float = 1.3
     # ... and where the box is under this fraction of the track's height (a detection of part
     # of the person: a 21x28 box of the legs of a walker 37x90 re-entering person12's leave
     # path 3), the track keeps its own size at the box's centre (0: off)

@@ -457,7 +457,10 @@ class Reacquisition:
                 view, self._to_image(np.asarray(centre, float)), np.asarray(size, float),
                 float(self.x[5]), c.appearance,
             )  # fmt: skip
-            if found is not None:
+            # (a region far wider than the detection is no one person in it: a group, a patch
+            # of non-ground; PETS vtest.avi's auto-locks re-locked on twice their width)
+            widest = c.relock_person_max * float(np.asarray(size, float)[0])
+            if found is not None and (c.relock_person_max <= 0 or found[1][0] <= widest):
                 centre, size = self._from_image(found[0]), found[1]
             if float(np.asarray(size, float)[1]) < c.relock_whole_person * float(self.x[5]):
                 size = self.x[4:6].copy()  # a part of the person: their size, at its centre

@@ -126,6 +126,7 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
         # the last measured frame's (stabilized position, G): was it at the image's edge?
         self._last_seen: tuple[np.ndarray, np.ndarray] | None = None
         self._colour = False  # the lock was made on a colour frame: no merge hold
+        self._own_here: float | None = None  # the track's own-target share this frame
         self._previous: tuple[np.ndarray, np.ndarray] | None = None  # (working, G) at t-1
         # Stall check: (stabilized position, velocity, template, a detection took part) after
         # each of the last stall_frames + 1 measured locked frames.
@@ -414,6 +415,7 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
     def _locked_step(self, candidates, measurements, gammas, verdict, view):
         c = self.config
         chosen, best = None, np.inf
+        self._own_here = None  # (the track's own-target share this frame: _a_shadow)
         # Coasting widens the Kalman gate; no walker gets farther from the prediction than
         # a re-lock would search (a body height, growing per unmeasured frame).
         reach = self._relock_radius() if self.misses else np.inf
@@ -426,7 +428,7 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
             if self.has_embedding and similarity <= self.embedding_gate(k.size[1]):
                 continue
             cost = gamma - c.association_embedding_weight * similarity
-            if cost < best:
+            if cost < best and not self._a_shadow(view, k):
                 best, chosen = cost, i
         # Unseen for unseen_frames_locked frames, the track is reported `reacquire`: what
         # measures it again re-locks it, and on colour frames a re-lock needs the person's
@@ -574,6 +576,24 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
         if relearn and self._detected_only >= relearn and view is not None and verdict is not False:
             self._retake_look(view)
         return chosen, peak, measured_by
+
+    def _a_shadow(self, view, candidate: Candidate) -> bool:
+        """Does ``candidate`` hold far less of a target than the track's own box (under
+        ``associate_own_share`` of its share of own-target samples, colour frames): the
+        walker's cast shadow, detected beside them? Never on gray views."""
+        ratio = self.config.associate_own_share
+        if ratio <= 0 or view is None or view.image.ndim != 3:
+            return False
+        if self._own_here is None:  # the track's share, once a frame
+            own = own_share_in_view(
+                view, self._to_image(self.x[:2]), self.x[4:6], self.config.appearance
+            )
+            self._own_here = -1.0 if own is None else own
+        if self._own_here <= 0:
+            return False
+        look = self.config.appearance
+        share = own_share_in_view(view, candidate.centre, candidate.size, look)
+        return share is not None and share < ratio * self._own_here
 
     def _restart_running_match(self) -> None:
         """Forget the running peak and contrast of the matches (a new look or origin)."""
