@@ -459,10 +459,11 @@ def _bush_of_their_shape(ground, x, y):
     return _frame(ground, [(x, y, GREEN, GREEN)]).image
 
 
-def _fading_walk(ground, into, steps, **config):
+def _fading_walk(ground, into, steps, detected=False, **config):
     """Lock on the person, then walk them 2 px a frame, faded over frames 4-11 into ``into(x,
     y)`` (an image of the same ground), the appearance match alone following them (10 fps,
-    the template refreshed all along): the modes, frame by frame."""
+    the template refreshed all along; ``detected``: and a detection where they are, every
+    frame): the modes, frame by frame."""
     tracker = _tracker_on(ground)
     tracker.fps = 10.0
     tracker.config = replace(tracker.config, **config)
@@ -474,9 +475,12 @@ def _fading_walk(ground, into, steps, **config):
         other = into(ground, x, 120.0).astype(np.float32)
         frame = np.clip((1 - fade) * person + fade * other, 0, 255).astype(np.uint8)
         view = AppearanceView(frame, np.eye(3), frame.mean(axis=2).astype(np.uint8))
-        state = tracker.update(np.eye(2, 3), [], view=view)
+        seen = [_seen(x, 120.0)] if detected else []
+        state = tracker.update(np.eye(2, 3), seen, view=view)
         modes.append(state.mode)
-        assert state.measured_by in ("appearance", None)
+        assert state.measured_by in (
+            ("both", "detection", None) if detected else ("appearance", None)
+        )
     return modes
 
 
@@ -484,9 +488,25 @@ def _fading_walk(ground, into, steps, **config):
 def test_a_lock_whose_match_slid_onto_a_person_shaped_shadow_is_lost(frames):
     """A box with none of a person's colours in or around it is not `locked` for long
     (TrackerConfig.lost_without_look; 0: it stays `locked` on the shadow)."""
-    modes = _fading_walk(_ground(4), _shadow_of_their_shape, 18, lost_without_look=frames)
+    # (each check on its own: the emptied box's is off)
+    modes = _fading_walk(
+        _ground(4), _shadow_of_their_shape, 18, lost_without_look=frames, lost_empty_frames=0
+    )
     assert modes[:8] == ["locked"] * 8  # the person's colours are still there
     # none of their colours left from frame 10 on: lost on the third such frame, or never
+    assert set(modes[12:]) == ({"reacquire"} if frames else {"locked"})
+
+
+@pytest.mark.parametrize("frames", [2, 0])
+def test_a_tap_lock_on_a_detected_shadow_is_lost(frames):
+    """A tap lock whose box holds almost none of the person's own samples is not `locked` for
+    long, even where a detection there agrees (TrackerConfig.lost_empty_frames; 0: it stays
+    `locked` on the shadow). person12 at 1280x720, the walker cut out of frames 250-269: the
+    match and a detection took the shadow left behind, `locked` on 10 frames."""
+    modes = _fading_walk(
+        _ground(4), _shadow_of_their_shape, 18, detected=True, lost_empty_frames=frames
+    )
+    assert modes[:8] == ["locked"] * 8  # the person is still there
     assert set(modes[12:]) == ({"reacquire"} if frames else {"locked"})
 
 

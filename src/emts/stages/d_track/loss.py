@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from emts.stages.appearance import AppearanceView
+from emts.stages.appearance import AppearanceView, own_share_in_view, own_share_of_weight
 from emts.stages.d_track.identity import colour_signature, has_signature, similarity
 
 
@@ -79,6 +79,27 @@ class LossChecks:
             c.lost_unlike_frames > 0
             and self._unlike >= max(int(round(c.lost_unlike_frames * rate)), 1)
         )
+
+    def _emptied(self, view: AppearanceView | None) -> bool:
+        """Count this measured frame: has an operator's lock's box held almost none of the
+        person's own-target samples (under ``lost_empty`` x the share its look held as tapped)
+        on ``lost_empty_frames`` measured frames in a row (at ``pace_fps``)? Colour frames."""
+        c = self.config
+        first = self._first_look
+        if not c.lost_empty_frames or first is None or first.weight is None:
+            return False
+        if view is None or view.image.ndim != 3:
+            return False
+        tapped = own_share_of_weight(first.weight, first.look)
+        here = self._own_here  # (the box as predicted, where a detection was weighed)
+        if here is None:
+            here = own_share_in_view(view, self._to_image(self.x[:2]), self.x[4:6], c.appearance)
+        elif here < 0:  # (none: no colour)
+            here = None
+        empty = here is not None and here < c.lost_empty * tapped
+        self._empty = self._empty + 1 if empty else 0
+        rate = self.fps / c.pace_fps
+        return self._empty >= max(int(round(c.lost_empty_frames * rate)), 1)
 
     def _enter_reacquire_before_stall(self) -> None:
         """Lost at a stall: the walk and the look from before it, coasting on from here."""

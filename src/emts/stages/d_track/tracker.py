@@ -127,6 +127,7 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
         self._last_seen: tuple[np.ndarray, np.ndarray] | None = None
         self._colour = False  # the lock was made on a colour frame: no merge hold
         self._own_here: float | None = None  # the track's own-target share this frame
+        self._empty = 0  # measured frames in a row with an emptied box (_emptied)
         self._previous: tuple[np.ndarray, np.ndarray] | None = None  # (working, G) at t-1
         # Stall check: (stabilized position, velocity, template, a detection took part) after
         # each of the last stall_frames + 1 measured locked frames.
@@ -365,6 +366,9 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
                 self._enter_reacquire_before_stall()
                 return self._state(chosen, candidates, None, content, peak, "lost")
             if measured_by is not None and self._without_look(view, measured_by):
+                self._enter_reacquire()
+                return self._state(chosen, candidates, None, content, peak, "lost")
+            if measured_by is not None and self._emptied(view):
                 self._enter_reacquire()
                 return self._state(chosen, candidates, None, content, peak, "lost")
             if measured_by is None or not self._inside(content):
@@ -724,7 +728,7 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
     def _enter_reacquire(self) -> None:
         self.mode = "reacquire"
         self._merge_hold = 0
-        self._lookless = self._unlike = 0
+        self._lookless = self._unlike = self._empty = 0
         self._crossing = 0
         self._rival = None
         self._rival_path = None
