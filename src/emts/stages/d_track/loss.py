@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from emts.stages.appearance import AppearanceView, own_share_in_view, own_share_of_weight
+from emts.stages.appearance import AppearanceView, own_share_of_weight
 from emts.stages.d_track.identity import colour_signature, has_signature, similarity
 
 
@@ -91,11 +91,7 @@ class LossChecks:
         if view is None or view.image.ndim != 3:
             return False
         tapped = own_share_of_weight(first.weight, first.look)
-        here = self._own_here  # (the box as predicted, where a detection was weighed)
-        if here is None:
-            here = own_share_in_view(view, self._to_image(self.x[:2]), self.x[4:6], c.appearance)
-        elif here < 0:  # (none: no colour)
-            here = None
+        here = self._own_share_here(view)
         empty = here is not None and here < c.lost_empty * tapped
         self._empty = self._empty + 1 if empty else 0
         rate = self.fps / c.pace_fps

@@ -479,7 +479,6 @@ class Reacquisition:
         self._vetoes = 0  # a veto of the track before is not one of this new origin
         self._verified = False
         self._trail.clear()
-        self._lookless = self._unlike = self._empty = (
-            0  # (a re-anchor re-locks while locked: counted afresh)
-        )
+        # (a re-anchor re-locks while locked: counted afresh)
+        self._lookless = self._unlike = self._empty = 0
         self.misses = 0

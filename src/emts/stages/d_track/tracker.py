@@ -126,7 +126,9 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
         # the last measured frame's (stabilized position, G): was it at the image's edge?
         self._last_seen: tuple[np.ndarray, np.ndarray] | None = None
         self._colour = False  # the lock was made on a colour frame: no merge hold
-        self._own_here: float | None = None  # the track's own-target share this frame
+        # the track's box's own-target share this frame, once known (_own_share_here)
+        self._own_here: float | None = None
+        self._own_known = False
         self._empty = 0  # measured frames in a row with an emptied box (_emptied)
         self._previous: tuple[np.ndarray, np.ndarray] | None = None  # (working, G) at t-1
         # Stall check: (stabilized position, velocity, template, a detection took part) after
@@ -419,7 +421,7 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
     def _locked_step(self, candidates, measurements, gammas, verdict, view):
         c = self.config
         chosen, best = None, np.inf
-        self._own_here = None  # (the track's own-target share this frame: _a_shadow)
+        self._own_known = False  # (a new frame: _own_share_here)
         # Coasting widens the Kalman gate; no walker gets farther from the prediction than
         # a re-lock would search (a body height, growing per unmeasured frame).
         reach = self._relock_radius() if self.misses else np.inf
@@ -588,16 +590,23 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
         ratio = self.config.associate_own_share
         if ratio <= 0 or view is None or view.image.ndim != 3:
             return False
-        if self._own_here is None:  # the track's share, once a frame
-            own = own_share_in_view(
-                view, self._to_image(self.x[:2]), self.x[4:6], self.config.appearance
-            )
-            self._own_here = -1.0 if own is None else own
-        if self._own_here <= 0:
+        own = self._own_share_here(view)
+        if own is None or own <= 0:
             return False
         look = self.config.appearance
         share = own_share_in_view(view, candidate.centre, candidate.size, look)
-        return share is not None and share < ratio * self._own_here
+        return share is not None and share < ratio * own
+
+    def _own_share_here(self, view: AppearanceView) -> float | None:
+        """The share of own-target samples in the track's box (None on gray views), computed
+        once a frame: the shadow check weighs it before the update, the emptied box's check
+        reads it after (where no detection was weighed, it is taken there)."""
+        if not self._own_known:
+            self._own_here = own_share_in_view(
+                view, self._to_image(self.x[:2]), self.x[4:6], self.config.appearance
+            )
+            self._own_known = True
+        return self._own_here
 
     def _restart_running_match(self) -> None:
         """Forget the running peak and contrast of the matches (a new look or origin)."""
