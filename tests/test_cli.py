@@ -304,6 +304,7 @@ def _frames_in(path) -> int:
         (["demo", "--seed", "-1"], "--seed"),
         (["synth", "tier1", "--out", "x", "--seed", "-1"], "--seed"),
         (["synth", "preview", "x", "--out", "s.png", "--clips", "0"], "--clips"),
+        (["synth", "bench", "--out", "x", "--hard-shade", "1.5"], "--hard-shade"),
         (["track", "x.mp4", "--lock", "1..2,3"], "--lock"),
         (["track", "x.mp4", "--lock", ".,."], "--lock"),
         (["track", "x.mp4", "--lock", "here"], "--lock"),

@@ -176,3 +176,58 @@ def test_default_sets_are_rendered_at_the_calibrated_contrast(small_sets):
     plain = render_clip(ClipSpec("tier1", "train", 11, 0))
     stored = clip_set[0].labels["frames"]
     assert stored == at_scale.labels["frames"] != plain.labels["frames"]  # contrasts differ
+
+
+def test_no_hard_shade_renders_the_clips_as_before():
+    plain = render_clip(ClipSpec("tier1", "train", 5, 3))
+    off = render_clip(ClipSpec("tier1", "train", 5, 3, hard_shade=0.0))
+    assert plain.jpegs == off.jpegs and plain.labels == off.labels
+    assert "hard_shade" not in plain.labels["scene"]
+    assert all("shaded" not in p for f in plain.labels["frames"] for p in f["persons"])
+
+
+def test_hard_shade_is_fixed_to_the_ground_and_darkens_everything_in_it():
+    from emts.synth.phenomena import HardShade
+
+    rng = np.random.default_rng(3)
+    region = (np.array([100.0, 80.0]), np.array([740.0, 592.0]))
+    for _ in range(6):
+        shade = HardShade.random(rng, (840, 672), region, 40.0)
+        assert shade.kind in ("building", "canopy")
+        assert 0.45 <= shade.strength <= 0.85
+        assert shade.mask.min() >= 0 and shade.mask.max() <= 1 + 1e-5  # (a blur's rounding)
+        pose = np.array([[1.0, 0.0, -100.0], [0.0, 1.0, -80.0]])
+        seen = shade.coverage(pose, (640, 512))
+        assert 0.02 < seen.mean() < 0.98  # its edge crosses the view
+        # the camera moves 10 px right: the shade moves 10 px left in the frame
+        moved = shade.coverage(pose - np.array([[0, 0, 10.0], [0, 0, 0]]), (640, 512))
+        np.testing.assert_allclose(moved[:, :-12], seen[:, 10:-2], atol=1e-4)
+        frame = np.full((512, 640), 200.0, np.float32)
+        shade.apply(frame, seen)
+        np.testing.assert_allclose(frame, 200.0 * (1 - shade.strength * seen), rtol=1e-5)
+
+
+def test_hard_shade_labels_each_person_with_the_share_of_them_in_shade():
+    shaded = []
+    for index in range(8):
+        clip = render_clip(ClipSpec("tier1", "train", 5, index, hard_shade=1.0))
+        scene = clip.labels["scene"]
+        persons = [p for f in clip.labels["frames"] for p in f["persons"]]
+        if "hard_shade" not in scene:  # (not a sunlit scene: a warm thermal body, night)
+            assert all("shaded" not in p for p in persons)
+            continue
+        assert all(0.0 <= p["shaded"] <= 1.0 for p in persons)
+        shaded += [p["shaded"] for p in persons]
+    assert shaded and max(shaded) > 0.9  # someone walks in the shade
+
+
+def test_a_set_made_with_hard_shade_says_so_in_its_manifest(tmp_path):
+    from emts.cli import main
+
+    assert main(["synth", "bench", "--out", str(tmp_path / "b"), "--clips", "2",
+                 "--workers", "1", "--hard-shade", "1"]) == 0  # fmt: skip
+    clip_set = ClipSet(tmp_path / "b")
+    assert clip_set.manifest["hard_shade"] == 1.0
+    made = [render_clip(ClipSpec("tier1", "heldout", 0, i, contrast_scale=2.6, hard_shade=1.0))
+            for i in range(2)]  # fmt: skip
+    assert [clip_set[i].labels["frames"] for i in range(2)] == [c.labels["frames"] for c in made]

@@ -35,6 +35,7 @@ def _cmd_synth_set(args: argparse.Namespace) -> int:
         frames=args.frames,
         mesh_walkers=args.mesh_walkers,
         contrast_scale=args.contrast_scale,
+        hard_shade=args.hard_shade,
     )
     print(
         f"{manifest['clips']} clips, {manifest['frames']} frames in {manifest['seconds']} s "
@@ -111,6 +112,16 @@ def add_synth(sub) -> None:
             help="multiply every mover's contrast against its ground (persons, animals, "
             "vehicles) by S (default: %(default)s: the median person as far off its ground "
             "as real ones; 1 renders the sets made before 2026-11-27)",
+        )
+        p.add_argument(
+            "--hard-shade",
+            type=PROBABILITY,
+            default=0.0,
+            metavar="P",
+            help="share of clips with a building's or a tree canopy's deep, hard-edged shade "
+            "on the ground, darkening the people who walk through it (real shade: 15-55 %% as "
+            "bright as the sunlit ground; default: %(default)s, the sets the shipped detector "
+            "was trained on)",
         )
         p.add_argument(
             "--workers", type=THREADS, default=2, help="processes (default: %(default)s)"

@@ -19,6 +19,7 @@ from emts.synth.common import FRAME_SIZE, log_uniform
 from emts.synth.phenomena import (
     CloudShadows,
     Flicker,
+    HardShade,
     ParallaxObjects,
     SensorModel,
     WaterShimmer,
@@ -57,6 +58,10 @@ class ClipSpec:
     # Factor on every mover's part contrasts (persons, animals, vehicles; not the static
     # clutter, which is drawn 30-120 gray levels off its ground): 1 = actors.base.CONTRAST_RANGE.
     contrast_scale: float = 1.0
+    # Probability of a building's or a canopy's hard, deep shade on the ground
+    # (:class:`~emts.synth.phenomena.HardShade`; drawn after every other draw of the scene,
+    # so a set made at 0 is what it was before)
+    hard_shade: float = 0.0
 
     def rng(self) -> np.random.Generator:
         # Split and kind are part of the seed sequence: train and held-out never share seeds.
@@ -226,12 +231,18 @@ def _composite(frame, alpha_patch, values):
 
 
 def composite_actors(
-    frame: np.ndarray, actors: list, pose: np.ndarray, warm_persons: set | frozenset = frozenset()
+    frame: np.ndarray,
+    actors: list,
+    pose: np.ndarray,
+    warm_persons: set | frozenset = frozenset(),
+    shade: np.ndarray | None = None,
 ) -> list[tuple]:
     """Draw ``actors`` (plate px, seen through the 2x3/3x3 ``pose``) into the float gray
     ``frame`` in place: shadows first, then bodies, farther ones (smaller ground y on screen)
     first so that nearer ones occlude them. Each body's contrast is in units of the local
     standard deviation around it; persons in ``warm_persons`` are brighter than the ground.
+    ``shade``: the frame's coverage by a :class:`~emts.synth.phenomena.HardShade` (applied
+    by the caller afterwards), where no cast shadow is drawn.
 
     Returns the layers bottom to top: (sprite, mean contrast in local-std units).
     """
@@ -246,7 +257,10 @@ def composite_actors(
         if sprite.shadow is not None:
             win = _window(frame.shape, sprite.shadow)
             if win is not None:
-                frame[win[0]] *= 1.0 - sprite.shadow.values[win[1]]
+                darkening = sprite.shadow.values[win[1]]
+                if shade is not None:
+                    darkening = darkening * (1.0 - shade[win[0]])
+                frame[win[0]] *= 1.0 - darkening
     layers = []
     for sprite in sprites:
         mean, std = _local_stats(frame, sprite.alpha)
@@ -338,9 +352,17 @@ class Scene:
     gusts: dict = field(default_factory=dict)  # frame -> forced gust velocity (see CameraPath)
     clutter: int = 0  # static clutter objects drawn into the plate
     drone_shadow: DroneShadow | None = None
+    shade: HardShade | None = None
 
     def describe(self) -> dict:
+        extra = {}
+        if self.shade is not None:  # (only then: the labels of sets without it stay as they were)
+            extra["hard_shade"] = {
+                "kind": self.shade.kind,
+                "strength": round(self.shade.strength, 3),
+            }
         return {
+            **extra,
             "zoom": round(self.zoom, 4),
             "pitch_deg": round(self.pitch_deg, 2),
             "crowd": self.crowd,
@@ -427,6 +449,13 @@ def build_scene(spec: ClipSpec, pool: HitUavPlates | None, rng: np.random.Genera
         if rng.random() < 0.5
         else None
     )
+    # last of the draws: a set made without hard shade is what it was before
+    shade = None
+    # (a sunlit, visible-light scene: no night plate, no warm bodies -- in the shade a body
+    # is darkened with its ground)
+    sunlit = not plate.night and not warm_persons
+    if spec.hard_shade > 0 and rng.random() < spec.hard_shade and sunlit:
+        shade = HardShade.random(rng, plate.size, _view_region(path, 0.0), reference_height / zoom)
     return Scene(
         plate=plate,
         path=path,
@@ -446,6 +475,7 @@ def build_scene(spec: ClipSpec, pool: HitUavPlates | None, rng: np.random.Genera
         harsh=harsh,
         clutter=clutter,
         drone_shadow=drone_shadow,
+        shade=shade,
     )
 
 
@@ -488,7 +518,8 @@ def render_scene(
         )
         if scene.drone_shadow is not None:
             scene.drone_shadow.apply(frame, rng)
-        layers = composite_actors(frame, actors, pose, scene.warm_persons)
+        shade = None if scene.shade is None else scene.shade.coverage(pose[:2], FRAME_SIZE)
+        layers = composite_actors(frame, actors, pose, scene.warm_persons, shade)
         occluders = (
             scene.parallax.render(pose[:2], FRAME_SIZE, path.centre)
             if scene.parallax is not None
@@ -496,6 +527,8 @@ def render_scene(
         )
         for alpha, image in occluders:
             _composite(frame, alpha, image.values)
+        if scene.shade is not None:
+            scene.shade.apply(frame, shade)
         if scene.clouds is not None:
             scene.clouds.apply(frame, pose[:2])
         if scene.flicker is not None:
@@ -503,7 +536,7 @@ def render_scene(
         decoded, jpeg = scene.sensor.apply(frame, motion, rng, _noise())
         clip.frames.append(decoded)
         clip.jpegs.append(jpeg)
-        frames_labels.append(_frame_labels(t, motion, layers, [a for a, _ in occluders]))
+        frames_labels.append(_frame_labels(t, motion, layers, [a for a, _ in occluders], shade))
         previous_pose = pose
     return clip, frames_labels
 
@@ -525,8 +558,11 @@ def render_clip(spec: ClipSpec, pool: HitUavPlates | None = None) -> RenderedCli
     return clip
 
 
-def _frame_labels(t: int, motion: np.ndarray, layers: list, occluders: list) -> dict:
-    """Labels of one frame; visibility from everything composited above each person."""
+def _frame_labels(
+    t: int, motion: np.ndarray, layers: list, occluders: list, shade: np.ndarray | None = None
+) -> dict:
+    """Labels of one frame; visibility from everything composited above each person; with a
+    hard ``shade`` coverage, each person's ``shaded`` share (their alpha-weighted coverage)."""
     h, w = FRAME_SIZE[1], FRAME_SIZE[0]
     above = np.zeros((h, w), np.float32)  # coverage by everything drawn later
     for alpha in occluders:
@@ -546,14 +582,19 @@ def _frame_labels(t: int, motion: np.ndarray, layers: list, occluders: list) -> 
         if box is None:
             continue
         if sprite.kind == "person":
-            persons.append(
-                {
-                    "id": sprite.identity,
-                    "box": box,
-                    "visible": round(seen / max(total, 1e-6), 3),
-                    "contrast": round(contrast, 3),
-                }
-            )
+            person = {
+                "id": sprite.identity,
+                "box": box,
+                "visible": round(seen / max(total, 1e-6), 3),
+                "contrast": round(contrast, 3),
+            }
+            if shade is not None:
+                covered = 0.0
+                if win is not None:
+                    a = sprite.alpha.values[win[1]]
+                    covered = float((a * shade[win[0]]).sum()) / max(float(a.sum()), 1e-6)
+                person["shaded"] = round(covered, 3)
+            persons.append(person)
         else:
             distractors.append({"kind": sprite.kind, "id": sprite.identity, "box": box})
     persons.sort(key=lambda p: p["id"])

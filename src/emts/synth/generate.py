@@ -73,10 +73,13 @@ def generate_set(
     frames: int = TIER1_FRAMES,
     mesh_walkers: float = 0.0,
     contrast_scale: float = CONTRAST_SCALE,
+    hard_shade: float = 0.0,
 ) -> dict:
     """Generate set ``name`` (a key of :data:`SETS`) into ``out``, ``frames`` frames per clip,
     a ``mesh_walkers`` share of its persons drawn as MakeHuman meshes, every mover's contrast
-    times ``contrast_scale``; returns the manifest."""
+    times ``contrast_scale``, a ``hard_shade`` share of its clips with a building's or a
+    canopy's deep shade on the ground (:class:`~emts.synth.phenomena.HardShade`); returns the
+    manifest."""
     kind = SETS[name]
     count = kind.default_clips if clips is None else clips
     out = Path(out)
@@ -93,6 +96,7 @@ def generate_set(
         "seed": seed,
         "mesh_walkers": mesh_walkers,
         "contrast_scale": contrast_scale,
+        **({"hard_shade": hard_shade} if hard_shade > 0 else {}),  # (older sets: none)
         "real_plates": None if hituav is None else f"HIT-UAV train split, {kind.split} id blocks",
         "complete": False,
     }
@@ -108,6 +112,7 @@ def generate_set(
             frames=frames,
             mesh_walkers=mesh_walkers,
             contrast_scale=contrast_scale,
+            hard_shade=hard_shade,
         )
         for index in range(count)
     ]

@@ -5,6 +5,8 @@ frame coordinates through the camera pose, so it moves with the ground (or, for 
 objects, *differently* from the ground) exactly as the camera dictates.
 
 * :class:`CloudShadows` -- a large soft darkening that drifts (translates, never articulates).
+* :class:`HardShade` -- the deep, hard-edged shade of a building or a tree canopy, fixed to the
+  ground, darkening everything in it (a person walking through it too).
 * :class:`WaterShimmer` -- fine texture that changes every frame inside water surfaces.
 * :class:`ParallaxObjects` -- tree crowns and roofs standing above the ground: a layer that
   moves with its own parallax, and tree crowns sway (oscillate without translating). They
@@ -71,6 +73,91 @@ class CloudShadows:
         coverage = cv2.warpAffine(
             self.mask, to_frame, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT_101
         )
+        frame *= 1.0 - self.strength * coverage
+
+
+@dataclass
+class HardShade:
+    """The shade of a building or a tree canopy on the ground: fixed to the ground (it moves
+    with the camera's view of it, never on its own), hard-edged (a penumbra of a few px) and
+    deep -- shaded paving is 15-55 % as bright as the sunlit paving beside it (uav123-person12's
+    building shade: ~22 %), where a cloud's shadow takes 15-45 % off. Everything in it is
+    darkened alike, a person walking through it too, and a person's own cast shadow is not
+    drawn inside it (the sun that would cast it is blocked already).
+
+    ``kind``: ``"building"`` (one straight edge, or two meeting at a corner) or ``"canopy"``
+    (overlapping crowns' shade with sunflecks).
+    """
+
+    mask: np.ndarray  # float32 coverage 0..1 over the plate, at 1/MASK_SCALE
+    strength: float  # darkening at full coverage: 1 - shaded / lit brightness
+    kind: str
+
+    MASK_SCALE = 2
+    STRENGTH = (0.45, 0.85)
+
+    @classmethod
+    def random(
+        cls,
+        rng: np.random.Generator,
+        plate_size: tuple[int, int],
+        region: tuple[np.ndarray, np.ndarray],
+        reference_height: float,
+    ) -> HardShade:
+        """A shade whose edge crosses ``region`` (plate px, the first frame's view: top-left,
+        bottom-right) near its middle; crowns a few ``reference_height`` (plate px) across."""
+        s = cls.MASK_SCALE
+        w, h = (int(np.ceil(v / s)) for v in plate_size)
+        low, high = (np.asarray(v, float) / s for v in region)
+        span = high - low
+        mask = np.zeros((h, w), np.float32)
+        ys, xs = np.mgrid[0:h, 0:w].astype(np.float32)
+        kind = "building" if rng.random() < 0.6 else "canopy"
+        if kind == "building":
+            point = low + span * rng.uniform(0.3, 0.7, 2)
+            angle = rng.uniform(0, 2 * np.pi)
+            inside = (xs - point[0]) * np.cos(angle) + (ys - point[1]) * np.sin(angle) > 0
+            if rng.random() < 0.4:  # a corner: a second edge, at 60-120 degrees to the first
+                turn = angle + rng.choice([-1, 1]) * rng.uniform(np.pi / 3, 2 * np.pi / 3)
+                corner = point + span * rng.uniform(-0.2, 0.2, 2)
+                inside &= (xs - corner[0]) * np.cos(turn) + (ys - corner[1]) * np.sin(turn) > 0
+            mask[inside] = 1.0
+        else:
+            height = max(reference_height / s, 2.0)
+            for _ in range(int(rng.integers(2, 7))):
+                centre = low + span * rng.uniform(0.15, 0.85, 2)
+                axes = height * rng.uniform(1.5, 5.0, 2)
+                cv2.ellipse(
+                    mask,
+                    (int(centre[0]), int(centre[1])),
+                    (int(axes[0]), int(axes[1])),
+                    float(rng.uniform(0, 180)),
+                    0,
+                    360,
+                    1.0,
+                    -1,
+                )
+            # sunflecks: the light through gaps between leaves
+            flecks = fractal_noise(rng, (w, h), max(height * rng.uniform(0.3, 1.0), 2.0), 3)
+            mask *= (flecks < rng.uniform(1.0, 2.0)).astype(np.float32)
+        penumbra = float(rng.uniform(0.3, 1.5))  # mask px (1/MASK_SCALE of the plate's)
+        return cls(
+            mask=cv2.GaussianBlur(mask, (0, 0), penumbra),
+            strength=float(rng.uniform(*cls.STRENGTH)),
+            kind=kind,
+        )
+
+    def coverage(self, pose: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+        """Coverage 0..1 of the frame ``size`` (w, h) seen through the 2x3 plate -> frame
+        ``pose``."""
+        s = self.MASK_SCALE
+        to_frame = (_lift(pose) @ np.diag([s, s, 1.0]))[:2]
+        return cv2.warpAffine(
+            self.mask, to_frame, size, flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
+        )
+
+    def apply(self, frame: np.ndarray, coverage: np.ndarray) -> None:
+        """Darken ``frame`` (float32, in place) by this frame's ``coverage``."""
         frame *= 1.0 - self.strength * coverage
 
 
