@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "labels"))
 from person12_gt import full_ground_truth  # noqa: E402
 
 from emts.eval.real_metrics import MATCH_IOU  # noqa: E402
+from emts.geometry import box_iou  # noqa: E402
 from emts.pipeline import Pipeline  # noqa: E402
 from emts.stages.c_detect.detector import Detector, default_model_path  # noqa: E402
 from emts.stages.c_detect.stage import detector_stage  # noqa: E402
@@ -46,18 +47,6 @@ from emts.stages.c_detect.stage import detector_stage  # noqa: E402
 LAST_FRAME = 299
 SHADE_RATIO = 0.5  # ring around the person / the frame's sunlit ground
 WARMUP = 3  # synthetic clips: frames before the motion channels carry a mover
-
-
-def iou(box: np.ndarray, boxes: np.ndarray) -> np.ndarray:
-    """IoU of one x,y,w,h box with each of ``boxes``."""
-    if len(boxes) == 0:
-        return np.zeros(0)
-    x0 = np.maximum(box[0], boxes[:, 0])
-    y0 = np.maximum(box[1], boxes[:, 1])
-    x1 = np.minimum(box[0] + box[2], boxes[:, 0] + boxes[:, 2])
-    y1 = np.minimum(box[1] + box[3], boxes[:, 1] + boxes[:, 3])
-    inter = np.clip(x1 - x0, 0, None) * np.clip(y1 - y0, 0, None)
-    return inter / (box[2] * box[3] + boxes[:, 2] * boxes[:, 3] - inter)
 
 
 def in_shade(gray: np.ndarray, box: np.ndarray) -> bool:
@@ -96,7 +85,7 @@ def person12(clip: Path, models: dict[str, Path]) -> dict:
         hits = []
         for frame, t in tqdm(zip(frames, truth, strict=True), total=len(frames), desc=name):
             found = boxes_of(pipe.step(frame))
-            hits.append(bool(np.isfinite(t).all() and (iou(t, found) >= MATCH_IOU).any()))
+            hits.append(bool(np.isfinite(t).all() and (box_iou(t, found) >= MATCH_IOU).any()))
         out["models"][name] = {"hits": hits, **_split(hits, shade, truth)}
     return out
 
@@ -135,8 +124,9 @@ def synthetic(folder: Path, models: dict[str, Path]) -> dict:
                     key = "shade" if shaded >= 0.5 else "sun" if shaded <= 0.05 else None
                     if key is None:
                         continue
+                    overlap = box_iou(np.array(person["box"]), found)
+                    counts[key][0] += bool((overlap >= MATCH_IOU).any())
                     counts[key][1] += 1
-                    counts[key][0] += bool((iou(np.array(person["box"]), found) >= MATCH_IOU).any())
         out["models"][name] = {
             f"recall_{k}": round(h / n, 4) if n else None for k, (h, n) in counts.items()
         } | {f"persons_{k}": n for k, (_, n) in counts.items()}
@@ -198,10 +188,8 @@ def main(argv=None) -> None:
     )
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
-    models = {"shipped": default_model_path()}
-    if args.model:
-        models = dict(item.split("=", 1) for item in args.model)
-        models = {name: Path(path) for name, path in models.items()}
+    pairs = [item.split("=", 1) for item in args.model or []]
+    models = {name: Path(path) for name, path in pairs} or {"shipped": default_model_path()}
     cv2.setNumThreads(1)
     result = {"person12": person12(Path(args.clip), models)}
     if args.synth:

@@ -111,9 +111,9 @@ class HardShade:
         low, high = (np.asarray(v, float) / s for v in region)
         span = high - low
         mask = np.zeros((h, w), np.float32)
-        ys, xs = np.mgrid[0:h, 0:w].astype(np.float32)
         kind = "building" if rng.random() < 0.6 else "canopy"
         if kind == "building":
+            ys, xs = np.mgrid[0:h, 0:w].astype(np.float32)
             point = low + span * rng.uniform(0.3, 0.7, 2)
             angle = rng.uniform(0, 2 * np.pi)
             inside = (xs - point[0]) * np.cos(angle) + (ys - point[1]) * np.sin(angle) > 0
