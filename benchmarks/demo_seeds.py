@@ -42,7 +42,10 @@ def tracker_config(overrides: list[str]) -> TrackerConfig:
         key, _, value = item.partition("=")
         if key not in fields:
             raise SystemExit(f"--tracker {item}: no TrackerConfig field {key!r}")
-        values[key] = float(value) if "." in value or "e" in value else int(value)
+        if value.lower() in ("true", "false"):
+            values[key] = value.lower() == "true"
+        else:
+            values[key] = float(value) if "." in value or "e" in value else int(value)
     return TrackerConfig(**values)
 
 

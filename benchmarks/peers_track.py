@@ -201,14 +201,21 @@ def summarize_run(report: dict, seconds: list[float]) -> dict:
     }
 
 
-def run_protocol(protocol: Protocol, frames: Path, truth: np.ndarray, factories) -> dict:
-    """EMTS, then each peer (a fresh tracker each) on one protocol: name -> figures."""
+def run_protocol(
+    protocol: Protocol, frames: Path, truth: np.ndarray, factories, tracker=None
+) -> dict:
+    """EMTS, then each peer (a fresh tracker each) on one protocol: name -> figures
+    (``tracker``: EMTS's Stage D parameters, None: the defaults)."""
     from emts.eval.track_eval import TrackEvalConfig, evaluate_track
     from emts.pipeline import Pipeline
+    from emts.stages.d_track.tracker import TargetTracker
 
     frames_and_lock = {"lock_frame": 0, "first": 0, "last": LAST_FRAME, **protocol.options}
     config = TrackEvalConfig(fps=FPS, **frames_and_lock)
-    emts = Timed(Pipeline.default(auto_lock=False))
+    pipeline = Pipeline.default(auto_lock=False)
+    if tracker is not None:
+        pipeline.tracker = TargetTracker(tracker)
+    emts = Timed(pipeline)
     report = evaluate_track(frames, truth, config, emts)
     out = {EMTS: summarize_run(report, emts.seconds)}
     tap_box = tuple(report["per_frame"][0]["box"])  # EMTS's target on the lock frame
@@ -454,7 +461,18 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the clip in gray (a monochrome camera; EMTS picks its thermal model by itself)",
     )
+    parser.add_argument(
+        "--tracker",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a TrackerConfig field for EMTS (repeatable; e.g. refind_colour_relative=true): a "
+        "candidate's figures beside the peers'",
+    )
     args = parser.parse_args(argv)
+    from demo_seeds import tracker_config
+
+    tracker = tracker_config(args.tracker) if args.tracker else None
     try:
         factories = peer_factories(args.peers)
     except PeerSetupError as error:
@@ -481,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
         frames = gray_frames(args.clip / "frames", Path(scratch)) if args.gray else None
         for protocol in tqdm(todo, desc="peers_track", unit="protocol"):
             runs[protocol.name] = run_protocol(
-                protocol, frames or args.clip / "frames", truth, factories
+                protocol, frames or args.clip / "frames", truth, factories, tracker
             )
     groups = {p.name: p.group for p in todo}
     summary = {
@@ -492,6 +510,7 @@ def main(argv: list[str] | None = None) -> int:
         "clip": args.clip.name + (" (gray)" if args.gray else ""),
         "frames": [0, LAST_FRAME],
         "fps": FPS,
+        "emts_tracker": args.tracker,
         "trackers": list(TRACKERS),
         "not_run": NOT_RUN,
         "protocols": {p.name: {"group": p.group, **_jsonable(p.options)} for p in todo},

@@ -103,8 +103,8 @@ def test_the_refinder_wants_a_walking_chain_of_the_look():
     assert found is not None
 
 
-def _tracker_on(ground, start=(80.0, 120.0)):
-    tracker = TargetTracker()
+def _tracker_on(ground, start=(80.0, 120.0), config=None):
+    tracker = TargetTracker(config)
     view = _frame(ground, [(*start, RED, BLUE)])
     tracker.lock(LockCommand(np.array(start), SIZE, None, "tap:box", colour=True), view)
     return tracker
@@ -219,11 +219,12 @@ def test_a_person_who_stopped_while_hidden_is_relocked_standing_still():
     assert frames_to_relock(0) is None  # a match that does not walk: not without this
 
 
-def _walked_out(config=None, out=True):
+def _walked_out(config=None, out=True, at_lock=False):
     """A tapped walker (appearance only) walks up 3 px a frame, out through the top of the
-    view (``out``), or is hidden mid-view; returns the tracker once it has lost them."""
+    view (``out``), or is hidden mid-view; returns the tracker once it has lost them
+    (``config`` set after the lock, or from it: ``at_lock``)."""
     ground = _ground(7)
-    tracker = _tracker_on(ground, start=(80.0, 60.0))
+    tracker = _tracker_on(ground, start=(80.0, 60.0), config=config if at_lock else None)
     if config is not None:
         tracker.config = config
     for t in range(1, 40):
@@ -574,3 +575,72 @@ def test_signature_bins_are_hue_saturation_value_levels():
     h, s, v = (hsv[..., k].astype(int) for k in range(3))
     assert np.array_equal(_bins(hsv), (h * 8 // 180 * 3 + s * 3 // 256) * 3 + v * 3 // 256)
     assert _bins(hsv.reshape(-1, 3)).shape == (2000,)  # a list of pixels too
+
+
+BRIGHT_RED = (30, 30, 255)
+
+
+def _shaded(view: AppearanceView, factor: float, columns: slice = slice(None)) -> AppearanceView:
+    """``view`` with ``columns`` darkened by ``factor`` (a shade over person and ground alike)."""
+    image = view.image.astype(np.float32)
+    image[:, columns] *= factor
+    image = np.clip(image, 0, 255).astype(np.uint8)
+    return AppearanceView(image, np.eye(3), image.mean(axis=2).astype(np.uint8))
+
+
+def test_a_relative_signature_is_the_one_from_the_sun_in_deep_shade():
+    """A building's shade darkens a person and the ground around them alike (person12: the
+    paving at 22 % of its sunlit value): their absolute values all fall into the darkest
+    bin, their values relative to the ground stay where they were."""
+    ground = _ground(3)
+    sun = _frame(ground, [(150, 100, BRIGHT_RED, BLUE)])
+    at = np.array([150.0, 100.0])
+    shade = _shaded(sun, 0.4)  # (deeper, and the own-target mask's contrast is not met)
+    absolute = similarity(colour_signature(sun, at, SIZE), colour_signature(shade, at, SIZE))
+    relative = similarity(
+        colour_signature(sun, at, SIZE, relative=True),
+        colour_signature(shade, at, SIZE, relative=True),
+    )
+    assert relative > 0.85 and relative > absolute + 0.2
+    # still the person's colours: someone in others is not them, in the sun or the shade
+    other = _shaded(_frame(ground, [(150, 100, GREEN, YELLOW)]), 0.4)
+    me = colour_signature(sun, at, SIZE, relative=True)
+    assert similarity(me, colour_signature(other, at, SIZE, relative=True)) < 0.3
+
+
+def test_relative_colour_proposals_find_the_person_in_a_shade_beside_the_sun():
+    """The lock's relative signature taken in the sun; the person now in the shaded half of
+    the view, a person in other colours in the sun: the first relative place is the person."""
+    ground = _ground(8)
+    me, other = (230.0, 70.0, BRIGHT_RED, BLUE), (90.0, 160.0, GREEN, YELLOW)
+    signature = colour_signature(_frame(ground, [me]), np.array(me[:2]), SIZE, relative=True)
+    view = _shaded(_frame(ground, [me, other]), 0.4, slice(160, None))
+    content = (0.0, 0.0, 320.0, 240.0)
+    places = colour_proposals(view, signature, content, SIZE, relative=True)
+    assert places and np.hypot(*(places[0] - me[:2])) <= SIZE[1] / 4
+
+
+@pytest.mark.parametrize("relative", [False, True])
+@pytest.mark.parametrize(("pace", "found"), [(0.05, True), (0.4, False)])
+def test_the_colour_refind_walks_in_body_heights_when_asked(relative, pace, found):
+    """TrackerConfig.refind_colour_pace: the colour re-find's chain must walk that many body
+    heights a frame at pace_fps (not stabilized px, which G's scale drifts away from): a
+    walker coming back at 3 px a frame of 30 fps (0.3 of their 30 px height a frame at 10 fps)
+    is re-found at 0.05, not at 0.4; the relative
+    signature (refind_colour_relative) re-finds them as the absolute one does. (The other
+    re-lock paths off: no detections, no chain of the frozen look, no still match.)"""
+    config = TrackerConfig(
+        refind_faint=0.0, relock_appearance_frames=100, relock_still_frames=0,
+        refind_colour_relative=relative, refind_colour_pace=pace,
+    )  # fmt: skip
+    tracker, ground = _walked_out(config, out=True, at_lock=True)
+    for _ in range(6):
+        tracker.update(np.eye(2, 3), [], view=_frame(ground, []))
+    for t in range(8):
+        me = (250.0 - 3 * t, 150.0, RED, BLUE)
+        state = tracker.update(np.eye(2, 3), [], view=_frame(ground, [me]))
+        if state.mode == "locked":
+            break
+    assert (state.mode == "locked") == found
+    if found:
+        assert t <= 3 and np.hypot(*(state.centre - me[:2])) < 4

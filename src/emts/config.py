@@ -281,6 +281,16 @@ class TrackerConfig:
     refind_colour: int = 4
     refind_colour_identity: float = 0.55
     refind_colour_after: float = 0.5
+    # Off by default (a measured candidate, reports/real/shade): True, the colour re-find reads
+    # each sample's value relative to its local ground's (identity.colour_signature's
+    # ``relative``: the same colours in a building's shade as in the sun); > 0, its chain's
+    # pace is at least this many body heights a frame at pace_fps instead of relock_min_pace
+    # stabilized px (which G's scale drifts away from: person12's walker in the shade of frames
+    # 270-280 covers ~0.5 of them at a G scale of 6.5). Both on, with refind_colour_identity
+    # 0.45, person12's walker cut out of 250-269 is re-found in the shade 2 frames after coming
+    # back; leave 1 and shade 230 re-lock off the walker (4 and 3 false-lock frames)
+    refind_colour_relative: bool = False
+    refind_colour_pace: float = 0.0
     # ... and a single detection inside the re-lock gate whose signature is at least this like
     # the lock's re-locks at once (0: off)
     relock_identity_strong: float = 0.45

@@ -32,6 +32,10 @@ from emts.stages.appearance import AppearanceTemplate, AppearanceView, own_targe
 
 _BINS = (8, 3, 3)  # hue, saturation, value bins
 _MIN_OWN = 12  # own-target pixels a half needs for a signature
+# a relative signature's values are read as if the local ground's were this (a sunlit ground:
+# person12's paving reads 150-190), so that the value bins' edges (85, 170) lie at 0.57 and
+# 1.13 of the ground's value
+_GROUND_VALUE = 150.0
 
 
 def colour_signature(
@@ -39,16 +43,29 @@ def colour_signature(
     centre: np.ndarray,
     size: np.ndarray,
     look: AppearanceConfig | None = None,
+    relative: bool = False,
 ) -> np.ndarray | None:
     """The colour signature of the box ``size`` around ``centre`` (WORKING px) in a colour
     ``view``: two normalized 72-bin HSV histograms (upper, lower half) concatenated, each
-    weighted 1/2; None on a gray view or where a half holds too few own-target pixels."""
+    weighted 1/2; None on a gray view or where a half holds too few own-target pixels.
+
+    ``relative``: each value read relative to the local ground's (the median value of the
+    box grown by its size each way, scaled so that it reads ``_GROUND_VALUE``): a shade
+    darkens a person and the ground around them alike, so their relative signature is the
+    one they had in the sun (person12's walker in a building's shade, against their look as
+    tapped in the sun: 0.45-0.55, the re-find's other places 0.28 or less; absolute values:
+    0.45-0.48 against up to 0.36; reports/real/shade)."""
     found = _own_mask(view, centre, size, look)
     if found is None:
         return None
     mask, top_left, (w, h) = found
     pixels = AppearanceTemplate.sample(view.image, view.from_working, top_left, (w, h), 1.0)
     hsv = cv2.cvtColor(np.clip(pixels, 0, 255).astype(np.uint8), cv2.COLOR_BGR2HSV)
+    if relative:
+        origin = top_left - np.array([w, h], float)
+        context = AppearanceTemplate.sample(view.image, view.from_working, origin, (3 * w, 3 * h))
+        ground = float(np.median(context[::2, ::2].max(axis=-1)))
+        hsv = _relative_value(hsv, np.float32(ground))
     halves = []
     for rows in (slice(0, h // 2), slice(h // 2, h)):
         own = hsv[rows].reshape(-1, 3)[mask[rows].ravel() > 0]
@@ -88,6 +105,16 @@ def has_signature(
     )
 
 
+def _relative_value(hsv: np.ndarray, ground) -> np.ndarray:
+    """``hsv`` (uint8) with its value scaled so that ``ground`` (a number, or an array of
+    ``hsv``'s shape without channels) reads ``_GROUND_VALUE``."""
+    scale = np.float32(_GROUND_VALUE) / np.maximum(ground, np.float32(1.0))
+    value = np.clip(hsv[..., 2] * scale, 0, 255)
+    out = hsv.copy()
+    out[..., 2] = value.astype(np.uint8)
+    return out
+
+
 def _channel_bins(levels: int, top: int, scale: int) -> np.ndarray:
     """uint8 lookup of an 8-bit HSV channel's bin (``levels`` over 0..``top``-1) times
     ``scale``."""
@@ -119,9 +146,12 @@ def colour_proposals(
     content: tuple[float, float, float, float],
     size: np.ndarray,
     count: int = 4,
+    relative: bool = False,
 ) -> list[np.ndarray]:
     """Centres (WORKING px) of up to ``count`` boxes of ``size`` within ``content`` (x0, y0,
-    x1, y1, WORKING px) whose colours are most the ``signature``'s, strongest first.
+    x1, y1, WORKING px) whose colours are most the ``signature``'s, strongest first
+    (``relative``: a relative signature, :func:`colour_signature`; each sample's value read
+    against the median value of the samples within 1.5 box heights of it).
 
     A box scores the lesser of its two halves' likeness to the signature's halves (upper,
     lower: shirt and trousers): the Bhattacharyya coefficient of the half's HSV histogram,
@@ -148,7 +178,12 @@ def colour_proposals(
     if samples[0] < 3 or samples[1] < 3:
         return []
     pixels = AppearanceTemplate.sample(view.image, view.from_working, (x0, y0), samples, step)
-    bins = _bins(cv2.cvtColor(pixels.astype(np.uint8), cv2.COLOR_BGR2HSV))
+    hsv = cv2.cvtColor(pixels.astype(np.uint8), cv2.COLOR_BGR2HSV)
+    if relative:
+        across = min(max(int(round(3.0 * float(size[1]) / step)) | 1, 3), 255)
+        ground = cv2.medianBlur(np.ascontiguousarray(hsv[..., 2]), across).astype(np.float32)
+        hsv = _relative_value(hsv, ground)
+    bins = _bins(hsv)
     n = _BINS[0] * _BINS[1] * _BINS[2]
     w = max(int(round(float(size[0]) / step)), 1)
     half = max(int(round(float(size[1]) / step / 2)), 1)

@@ -322,13 +322,29 @@ class Reacquisition:
         (:class:`~.identity.Refinder`, as detections are)."""
         c = self.config
         size = self.x[4:6]
-        places = colour_proposals(view, self._signature, self._content, size, c.refind_colour)
-        similarities = [self._similarity_at(view, place, size) for place in places]
+        relative = c.refind_colour_relative
+        signature = self._relative_signature if relative else self._signature
+        if signature is None:
+            return None
+        places = colour_proposals(
+            view, signature, self._content, size, c.refind_colour, relative=relative
+        )
+        if relative:
+            similarities = []
+            for place in places:
+                here = colour_signature(view, place, size, c.appearance, relative=True)
+                similarities.append(None if here is None else similarity(here, signature))
+        else:
+            similarities = [self._similarity_at(view, place, size) for place in places]
         positions = [self._from_image(place) for place in places]
         self._pace_the_refinder(self._colour_refinder)
         # (a walker's pace, as the look's chains: places on paving and shade with a grey
-        # walker's colours crept at 1-3 px a frame)
-        self._colour_refinder.pace = max(self._colour_refinder.pace, self.relock_min_pace())
+        # walker's colours crept at 1-3 px a frame; refind_colour_pace: in body heights)
+        pace = self.relock_min_pace()
+        if c.refind_colour_pace > 0:
+            height = max(float(self.x[5]) / self._scale(), 1.0)
+            pace = c.refind_colour_pace * height * c.pace_fps / self.fps
+        self._colour_refinder.pace = max(self._colour_refinder.pace, pace)
         found = self._colour_refinder.step(
             positions, similarities, lambda a, b: self._moves_on_its_ground([a, b], view)
         )

@@ -142,6 +142,8 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
         self._anchor_offsets: list[np.ndarray] = []  # re-anchor streak: detection - prediction
         self._first_look: AppearanceTemplate | None = None  # the operator's lock, as tapped
         self._signature: np.ndarray | None = None  # the lock's colour signature (identity)
+        # ... relative to its ground (the colour re-find's, TrackerConfig.refind_colour_relative)
+        self._relative_signature: np.ndarray | None = None
         c = self.config
         self._refinder = Refinder(c.refind_frames, c.identity_min)
         self._colour_refinder = Refinder(c.refind_frames, c.refind_colour_identity)
@@ -168,6 +170,10 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
             if not self._veto_drops and self.appearance.patch is not None:
                 self._first_look = self.appearance.copy()
             self._signature = colour_signature(view, candidate.centre, candidate.size, c.appearance)
+            if c.refind_colour_relative:
+                self._relative_signature = colour_signature(
+                    view, candidate.centre, candidate.size, c.appearance, relative=True
+                )
 
     @property
     def locked(self) -> bool:
