@@ -338,10 +338,16 @@ def test_a_lost_walker_is_refound_by_their_colours_undetected(out, colours, refi
     (TrackerConfig.refind_colour), chained as a walk, re-find them; never someone in other
     colours."""
     config = TrackerConfig(refind_colour=refind, refind_faint=0.0)
-    tracker, ground = _walked_out(config, out=out)
+    _assert_comes_back(*_walked_out(config, out=out), colours, found)
+
+
+def _assert_comes_back(tracker, ground, colours, found):
+    """The walker lost by ``tracker`` stays gone 6 frames, then comes back far from where
+    they left, walking left 3 px a frame, never detected: re-locked on them within 4 frames
+    (``found``), or never."""
     for _ in range(6):  # gone a while
         tracker.update(np.eye(2, 3), [], view=_frame(ground, []))
-    for t in range(8):  # back far from where they left, walking left, never detected
+    for t in range(8):
         me = (250.0 - 3 * t, 150.0, *colours)
         state = tracker.update(np.eye(2, 3), [], view=_frame(ground, [me]))
         if state.mode == "locked":
@@ -633,14 +639,4 @@ def test_the_colour_refind_walks_in_body_heights_when_asked(relative, pace, foun
         refind_faint=0.0, relock_appearance_frames=100, relock_still_frames=0,
         refind_colour_relative=relative, refind_colour_pace=pace,
     )  # fmt: skip
-    tracker, ground = _walked_out(config, out=True, at_lock=True)
-    for _ in range(6):
-        tracker.update(np.eye(2, 3), [], view=_frame(ground, []))
-    for t in range(8):
-        me = (250.0 - 3 * t, 150.0, RED, BLUE)
-        state = tracker.update(np.eye(2, 3), [], view=_frame(ground, [me]))
-        if state.mode == "locked":
-            break
-    assert (state.mode == "locked") == found
-    if found:
-        assert t <= 3 and np.hypot(*(state.centre - me[:2])) < 4
+    _assert_comes_back(*_walked_out(config, out=True, at_lock=True), (RED, BLUE), found)
