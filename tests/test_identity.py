@@ -640,3 +640,28 @@ def test_the_colour_refind_walks_in_body_heights_when_asked(relative, pace, foun
         refind_colour_relative=relative, refind_colour_pace=pace,
     )  # fmt: skip
     _assert_comes_back(*_walked_out(config, out=True, at_lock=True), (RED, BLUE), found)
+
+
+@pytest.mark.parametrize("probation", [6, 0])
+def test_a_colour_refind_is_on_probation_for_its_first_measured_frames(probation):
+    """TrackerConfig.refind_colour_probation: an operator's lock re-found by its colours must
+    keep them in its box on its first measured frames, or it is lost again (what the frozen
+    look slid onto on person12 had none of them); off (0), no probation."""
+    config = TrackerConfig(refind_faint=0.0, refind_colour_probation=probation)
+    tracker, ground = _walked_out(config, out=True, at_lock=True)
+    for _ in range(6):
+        tracker.update(np.eye(2, 3), [], view=_frame(ground, []))
+    for t in range(8):
+        me = (250.0 - 3 * t, 150.0, RED, BLUE)
+        state = tracker.update(np.eye(2, 3), [], view=_frame(ground, [me]))
+        if state.mode == "locked":
+            break
+    assert state.mode == "locked"
+    # (at the tracker's 30 fps, pace_fps 10: 3 frames a probation frame)
+    assert tracker._probation == probation * 3
+    if probation:
+        assert not tracker._failed_probation(_frame(ground, [me]))
+        assert tracker._probation == probation * 3 - 1
+        assert tracker._failed_probation(_frame(ground, [(*me[:2], GREEN, YELLOW)]))
+        assert tracker._probation == 0
+    assert not tracker._failed_probation(_frame(ground, [(*me[:2], GREEN, YELLOW)]))

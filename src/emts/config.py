@@ -277,20 +277,29 @@ class TrackerConfig:
     # signature, chained as detections are (refind_frames; 0: off), each at least this like
     # the lock and walking at relock_min_pace; for a walker who left the view at once, for
     # one lost inside it after this many seconds (its first frames are the look's, near
-    # where they were: sooner, paving and shade re-locked at 0.46-0.48)
+    # where they were: sooner, paving and shade re-locked at 0.46-0.48, absolute colours)
     refind_colour: int = 4
-    refind_colour_identity: float = 0.55
+    refind_colour_identity: float = 0.45
     refind_colour_after: float = 0.5
-    # Off by default (a measured candidate, reports/real/shade): True, the colour re-find reads
-    # each sample's value relative to its local ground's (identity.colour_signature's
-    # ``relative``: the same colours in a building's shade as in the sun); > 0, its chain's
-    # pace is at least this many body heights a frame at pace_fps instead of relock_min_pace
-    # stabilized px (which G's scale drifts away from: person12's walker in the shade of frames
-    # 270-280 covers ~0.5 of them at a G scale of 6.5). Both on, with refind_colour_identity
-    # 0.45, person12's walker cut out of 250-269 is re-found in the shade 2 frames after coming
-    # back; leave 1 and shade 230 re-lock off the walker (4 and 3 false-lock frames)
-    refind_colour_relative: bool = False
-    refind_colour_pace: float = 0.0
+    # ... its signature, places and likeness read each sample's value relative to its local
+    # ground's (identity.colour_signature's ``relative``: a shade darkens a person and their
+    # ground alike), and the re-lock is placed at the colours' place, not moved by the frozen
+    # look (False, with refind_colour_identity 0.55: the absolute colours of before, the look
+    # placing the box). person12's walker in a building's shade, against their look tapped in
+    # the sun: 0.45-0.55, the re-find's other places 0.28 or less (absolute: 0.45-0.48 against
+    # up to 0.36; reports/real/shade) ...
+    refind_colour_relative: bool = True
+    # ... its chain's pace at least this many body heights a frame at pace_fps (0: at
+    # relock_min_pace stabilized px, which G's scale drifts away from: the walker in that
+    # shade covered ~0.5 of them a frame at a G scale of 6.5; 0.033 is relock_min_pace's 2 px
+    # of person12's 60-px walker at scale 1) ...
+    refind_colour_pace: float = 0.033
+    # ... and an operator's lock it re-found is on probation for this many measured frames (at
+    # pace_fps; 0: off): where the box's likeness to the lock's signature falls under
+    # refind_colour_identity on one of them, it is lost again at once (the frozen look slid off
+    # a walker re-found in canopy shade, person12 shade 230, and off one coming into the view,
+    # leave 1: `locked` on 3 and 4 frames without it)
+    refind_colour_probation: int = 6
     # ... and a single detection inside the re-lock gate whose signature is at least this like
     # the lock's re-locks at once (0: off)
     relock_identity_strong: float = 0.45

@@ -48,6 +48,28 @@ class LossChecks:
         detected = sum(d for *_, d in trail[-k:])
         return walk is not None and detected <= k // 4 and now < c.stall_ratio * walk
 
+    def _failed_probation(self, view: AppearanceView | None) -> bool:
+        """On the first measured frames after an operator's lock was re-found by its colours
+        alone (``refind_colour_probation`` at ``pace_fps``): has the box lost the colours that
+        re-found it (its likeness to the lock's signature, relative where the re-find's is,
+        under ``refind_colour_identity``, or none)? Then it was not held on the person: on
+        person12 the frozen look slid off a walker re-found in canopy shade (shade 230) and
+        off one coming into the view (leave 1), `locked` on 3 and 4 frames."""
+        if self._probation <= 0 or view is None:
+            return False
+        self._probation -= 1
+        c = self.config
+        relative = c.refind_colour_relative
+        signature = self._relative_signature if relative else self._signature
+        if signature is None:
+            return False
+        centre, size = self.image_box()
+        here = colour_signature(view, centre, size, c.appearance, relative=relative)
+        failed = here is None or similarity(here, signature) < c.refind_colour_identity
+        if failed:
+            self._probation = 0
+        return failed
+
     def _without_look(self, view: AppearanceView | None, measured_by: str) -> bool:
         """Count this measured frame: has the appearance match alone followed the lock with
         none of a person's own colours in or around the box (no colour signature) on

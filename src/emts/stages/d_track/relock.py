@@ -121,13 +121,20 @@ class Reacquisition:
             if refound is not None:  # with the look from inside the view, placed by it
                 position, size, velocity = refound
                 self.appearance.restore(self._inside_look or self.frozen_appearance)
-                match = self.appearance.search(
-                    view.image, view.from_working, self._to_image(position), 0.5 * float(size[1])
-                )
-                # (the colours' mass sits on the shirt, not the box's centre)
-                if match is not None:
-                    position = self._from_image(match[1])
+                # (absolute colours: their mass sits on the shirt, not the box's centre, and
+                # the look places the box; relative ones place it themselves: the look, taken
+                # in other light, pulled it off the walker in the shade, and at the view's edge)
+                if not c.refind_colour_relative:
+                    match = self.appearance.search(
+                        view.image, view.from_working, self._to_image(position),
+                        0.5 * float(size[1]),
+                    )  # fmt: skip
+                    if match is not None:
+                        position = self._from_image(match[1])
                 self._relock_with_frozen_look(position, size, velocity)
+                if self._operator:  # (TrackerConfig.refind_colour_probation)
+                    rate = self.fps / c.pace_fps
+                    self._probation = int(round(c.refind_colour_probation * rate))
                 return None, peak
         # a walker who left the view comes back cut by its edge, first seen faintly: their
         # faint detections may re-find them too (the chain, the look and the walk as below)
@@ -497,4 +504,5 @@ class Reacquisition:
         self._trail.clear()
         # (a re-anchor re-locks while locked: counted afresh)
         self._lookless = self._unlike = self._empty = 0
+        self._probation = 0
         self.misses = 0

@@ -108,6 +108,7 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
         self._detected_only = 0  # consecutive locked frames measured by a detection alone
         self._appearance_only = 0  # ... by the appearance match alone
         self._lookless = 0  # ... with no colour signature in the box (lost_without_look)
+        self._probation = 0  # measured frames left to a colour re-find's probation
         self._unlike = 0  # ... with colours unlike the lock's there (lost_unlike)
         self._merge_hold = 0  # frames left in which the velocity stays (two people merged)
         self._crossing = 0  # measured frames left in which a look-alike crosses: walk held
@@ -372,6 +373,9 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
                     self._inside_look = self.appearance.state()
             if measured_by is not None and self._stalled(measured_by):
                 self._enter_reacquire_before_stall()
+                return self._state(chosen, candidates, None, content, peak, "lost")
+            if measured_by is not None and self._failed_probation(view):
+                self._enter_reacquire()
                 return self._state(chosen, candidates, None, content, peak, "lost")
             if measured_by is not None and self._without_look(view, measured_by):
                 self._enter_reacquire()
