@@ -277,29 +277,26 @@ class TrackerConfig:
     # signature, chained as detections are (refind_frames; 0: off), each at least this like
     # the lock and walking at relock_min_pace; for a walker who left the view at once, for
     # one lost inside it after this many seconds (its first frames are the look's, near
-    # where they were: sooner, paving and shade re-locked at 0.46-0.48, absolute colours)
+    # where they were: sooner, paving and shade re-locked at 0.46-0.48)
     refind_colour: int = 4
-    refind_colour_identity: float = 0.45
+    refind_colour_identity: float = 0.55
     refind_colour_after: float = 0.5
-    # ... its signature, places and likeness read each sample's value relative to its local
-    # ground's (identity.colour_signature's ``relative``: a shade darkens a person and their
-    # ground alike), and the re-lock is placed at the colours' place, not moved by the frozen
-    # look (False, with refind_colour_identity 0.55: the absolute colours of before, the look
-    # placing the box). person12's walker in a building's shade, against their look tapped in
-    # the sun: 0.45-0.55, the re-find's other places 0.28 or less (absolute: 0.45-0.48 against
-    # up to 0.36; reports/real/shade) ...
-    refind_colour_relative: bool = True
-    # ... its chain's pace at least this many body heights a frame at pace_fps (0: at
-    # relock_min_pace stabilized px, which G's scale drifts away from: the walker in that
-    # shade covered ~0.5 of them a frame at a G scale of 6.5; 0.033 is relock_min_pace's 2 px
-    # of person12's 60-px walker at scale 1) ...
-    refind_colour_pace: float = 0.033
-    # ... and an operator's lock it re-found is on probation for this many measured frames (at
-    # pace_fps; 0: off): where the box's likeness to the lock's signature falls under
-    # refind_colour_identity on one of them, it is lost again at once (the frozen look slid off
-    # a walker re-found in canopy shade, person12 shade 230, and off one coming into the view,
-    # leave 1: `locked` on 3 and 4 frames without it)
-    refind_colour_probation: int = 6
+    # A candidate, off by default (reports/real/shade): True, the colour re-find's signature,
+    # places and likeness read each sample's value relative to its local ground's
+    # (identity.colour_signature's ``relative``: a shade darkens a person and their ground
+    # alike) and the re-lock is placed at the colours' place, not moved by the frozen look;
+    # > 0, its chain's pace is at least this many body heights a frame at pace_fps instead of
+    # relock_min_pace stabilized px (which G's scale drifts away from); > 0, an operator's
+    # lock it re-found is on probation for this many measured frames (at pace_fps): where the
+    # box's likeness to the lock's signature falls under refind_colour_identity on one of
+    # them, it is lost again at once. All three with refind_colour_identity 0.45 and pace
+    # 0.033: person12's 37 protocol runs (640x360) 0.9886 / 2 false-lock frames -> 0.9896 / 2
+    # (the follow cut out of 250-269 re-found in deep shade, 0.925 -> 1.000), but at 1280x720
+    # its 14 runs 0.9024 / 47 -> 0.8986 / 70 (shade 230's lock, wrong from frame 248, re-found
+    # on wrong places: 18 -> 34)
+    refind_colour_relative: bool = False
+    refind_colour_pace: float = 0.0
+    refind_colour_probation: int = 0
     # ... and a single detection inside the re-lock gate whose signature is at least this like
     # the lock's re-locks at once (0: off)
     relock_identity_strong: float = 0.45
