@@ -600,12 +600,20 @@ def own_target(image, g, top_left, samples, step=1.0, look=_DEFAULT_LOOK) -> np.
     """:func:`object_pixels` over the ``samples`` (w, h) region from ``top_left`` (``g``'s
     domain, ``step`` px apart), judged against a window one region farther each way (the
     local ground); None on gray images."""
+    found = own_target_in_context(image, g, top_left, samples, step, look)
+    return None if found is None else found[0]
+
+
+def own_target_in_context(image, g, top_left, samples, step=1.0, look=_DEFAULT_LOOK):
+    """(:func:`own_target`'s mask, the window it was judged in: (3h, 3w, 3) float32 samples,
+    the region at [h:2h, w:2w]); None on gray images."""
     if image.ndim != 3:
         return None
     w, h = samples
     origin = np.asarray(top_left, float) - step * np.array([w, h], float)
     context = AppearanceTemplate.sample(image, g, origin, (3 * w, 3 * h), step)
-    return object_pixels(context, (h, 2 * h, w, 2 * w), look)
+    mask = object_pixels(context, (h, 2 * h, w, 2 * w), look)
+    return None if mask is None else (mask, context)
 
 
 @cache

@@ -31,8 +31,7 @@ from emts.config import AppearanceConfig
 from emts.stages.appearance import (
     AppearanceTemplate,
     AppearanceView,
-    object_pixels,
-    own_target,
+    own_target_in_context,
     strongest_first,
 )
 
@@ -61,16 +60,15 @@ def colour_signature(
     one they had in the sun (person12's walker in a building's shade, against their look as
     tapped in the sun: 0.45-0.55, the re-find's other places 0.28 or less; absolute values:
     0.45-0.48 against up to 0.36; reports/real/shade)."""
-    if relative:
-        found = _relative_hsv(view, centre, size, look)
-        if found is None:
-            return None
-        mask, hsv, h = found
+    found = _own_mask(view, centre, size, look)
+    if found is None:
+        return None
+    mask, top_left, (w, h), context = found
+    if relative:  # (the box is the context's middle: sampled once, its median value the ground's)
+        hsv = cv2.cvtColor(np.clip(context, 0, 255).astype(np.uint8), cv2.COLOR_BGR2HSV)
+        ground = np.float32(np.median(hsv[::2, ::2, 2]))
+        hsv = _relative_value(hsv[h : 2 * h, w : 2 * w], ground)
     else:
-        found = _own_mask(view, centre, size, look)
-        if found is None:
-            return None
-        mask, top_left, (w, h) = found
         pixels = AppearanceTemplate.sample(view.image, view.from_working, top_left, (w, h), 1.0)
         hsv = cv2.cvtColor(np.clip(pixels, 0, 255).astype(np.uint8), cv2.COLOR_BGR2HSV)
     halves = []
@@ -84,33 +82,15 @@ def colour_signature(
 
 
 def _own_mask(view: AppearanceView, centre: np.ndarray, size: np.ndarray, look):
-    """(own-target mask, top left, (w, h)) of the box ``size`` around ``centre``; None on a
-    gray view."""
+    """(own-target mask, top left, (w, h), the context it was judged in) of the box ``size``
+    around ``centre``; None on a gray view."""
     if view.image.ndim != 3:
         return None
     look = look or AppearanceConfig()
     w, h = (max(int(round(float(v))), 4) for v in size)
     top_left = np.asarray(centre, float) - 0.5 * np.array([w, h], float)
-    mask = own_target(view.image, view.from_working, top_left, (w, h), 1.0, look)
-    return None if mask is None else (mask, top_left, (w, h))
-
-
-def _relative_hsv(view: AppearanceView, centre: np.ndarray, size: np.ndarray, look):
-    """(own-target mask, relative HSV, h) of the box ``size`` around ``centre``: the box
-    grown by its size each way sampled once (:func:`own_target`'s context), its median value
-    the ground's; None on a gray view."""
-    if view.image.ndim != 3:
-        return None
-    look = look or AppearanceConfig()
-    w, h = (max(int(round(float(v))), 4) for v in size)
-    origin = np.asarray(centre, float) - np.array([1.5 * w, 1.5 * h], float)
-    context = AppearanceTemplate.sample(view.image, view.from_working, origin, (3 * w, 3 * h))
-    mask = object_pixels(context, (h, 2 * h, w, 2 * w), look)
-    if mask is None:
-        return None
-    hsv = cv2.cvtColor(np.clip(context, 0, 255).astype(np.uint8), cv2.COLOR_BGR2HSV)
-    ground = np.float32(np.median(hsv[::2, ::2, 2]))
-    return mask, _relative_value(hsv[h : 2 * h, w : 2 * w], ground), h
+    found = own_target_in_context(view.image, view.from_working, top_left, (w, h), 1.0, look)
+    return None if found is None else (found[0], top_left, (w, h), found[1])
 
 
 def has_signature(
@@ -124,7 +104,7 @@ def has_signature(
     found = _own_mask(view, centre, size, look)
     if found is None:
         return False
-    mask, _, (_, h) = found
+    mask, _, (_, h), _ = found
     return all(
         np.count_nonzero(mask[rows]) >= _MIN_OWN for rows in (slice(0, h // 2), slice(h // 2, h))
     )

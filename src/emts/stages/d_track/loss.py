@@ -58,14 +58,10 @@ class LossChecks:
         if self._probation <= 0 or view is None:
             return False
         self._probation -= 1
-        c = self.config
-        relative = c.refind_colour_relative
-        signature = self._relative_signature if relative else self._signature
-        if signature is None:
+        if self._refind_signature is None:
             return False
-        centre, size = self.image_box()
-        here = colour_signature(view, centre, size, c.appearance, relative=relative)
-        failed = here is None or similarity(here, signature) < c.refind_colour_identity
+        here = self._similarity_at(view, *self.image_box(), refind=True)
+        failed = here is None or here < self.config.refind_colour_identity
         if failed:
             self._probation = 0
         return failed

@@ -212,12 +212,23 @@ class Reacquisition:
         """Is there a colour signature of the lock to compare regions with (colour frames)?"""
         return self._signature is not None and self.config.identity_min > 0
 
-    def _similarity_at(self, view, centre: np.ndarray, size: np.ndarray) -> float | None:
+    def _similarity_at(
+        self, view, centre: np.ndarray, size: np.ndarray, refind: bool = False
+    ) -> float | None:
         """The colour-signature similarity of the box ``size`` around ``centre`` (WORKING px)
-        to the lock's; None where the box has no signature (too few of a person's own
-        colours: flat ground, a shadow)."""
-        signature = colour_signature(view, centre, size, self.config.appearance)
-        return None if signature is None else similarity(signature, self._signature)
+        to the lock's (``refind``: to the colour re-find's, :attr:`_refind_signature`); None
+        where the box has no signature (too few of a person's own colours: flat ground, a
+        shadow)."""
+        relative = refind and self.config.refind_colour_relative
+        lock = self._refind_signature if refind else self._signature
+        signature = colour_signature(view, centre, size, self.config.appearance, relative)
+        return None if signature is None else similarity(signature, lock)
+
+    @property
+    def _refind_signature(self) -> np.ndarray | None:
+        """The lock's signature the colour re-find compares with (relative to its ground
+        with ``refind_colour_relative``)."""
+        return self._relative_signature if self.config.refind_colour_relative else self._signature
 
     def _similarities(self, view, candidates) -> list[float | None]:
         """Each candidate's :meth:`_similarity_at` (all None without an identity check)."""
@@ -329,20 +340,13 @@ class Reacquisition:
         (:class:`~.identity.Refinder`, as detections are)."""
         c = self.config
         size = self.x[4:6]
-        relative = c.refind_colour_relative
-        signature = self._relative_signature if relative else self._signature
+        signature = self._refind_signature
         if signature is None:
             return None
         places = colour_proposals(
-            view, signature, self._content, size, c.refind_colour, relative=relative
+            view, signature, self._content, size, c.refind_colour, c.refind_colour_relative
         )
-        if relative:
-            similarities = []
-            for place in places:
-                here = colour_signature(view, place, size, c.appearance, relative=True)
-                similarities.append(None if here is None else similarity(here, signature))
-        else:
-            similarities = [self._similarity_at(view, place, size) for place in places]
+        similarities = [self._similarity_at(view, place, size, refind=True) for place in places]
         positions = [self._from_image(place) for place in places]
         self._pace_the_refinder(self._colour_refinder)
         # (a walker's pace, as the look's chains: places on paving and shade with a grey
