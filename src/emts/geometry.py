@@ -112,9 +112,17 @@ class Letterbox:
             )
         if self.source == self.size:
             return image
-        shrinking = self.content[0] < self.source[0]
-        interpolation = cv2.INTER_AREA if shrinking else cv2.INTER_LINEAR
-        resized = cv2.resize(image, self.content, interpolation=interpolation)
+        interpolation = cv2.INTER_AREA if self.shrinking else cv2.INTER_LINEAR
+        return self.padded(cv2.resize(image, self.content, interpolation=interpolation))
+
+    @property
+    def shrinking(self) -> bool:
+        """The content is smaller than the source (resized with ``cv2.INTER_AREA``)."""
+        return self.content[0] < self.source[0]
+
+    def padded(self, resized: np.ndarray) -> np.ndarray:
+        """The result of an image already resized to the content's size: padded with
+        replicated borders (:meth:`apply`'s second half)."""
         if self.content == self.size:
             return resized
         left, top = self.pad
