@@ -42,12 +42,12 @@ def test_the_view_does_not_depend_on_the_cameras_resolution():
     views = [appearance_view(f, _front((f.shape[1], f.shape[0]))) for f in (small, large)]
     top_left, size = np.array([280.0, 150.0]), (40, 110)  # WORKING px
     patches = [AppearanceTemplate.sample(v.image, v.from_working, top_left, size) for v in views]
-    assert np.abs(patches[0] - patches[1]).mean() < 0.5
     # read straight from the large frame (one pixel of every 3x3, unfiltered): aliased
     direct = FrameGeometry((1920, 1080)).matrix(Frame.WORKING, Frame.INPUT)
     aliased = AppearanceTemplate.sample(large, direct, top_left, size)
-    assert np.abs(aliased - patches[0]).mean() > 3.0
-    assert aliased.std() > 1.2 * patches[0].std()
+    difference = np.abs(patches[0] - patches[1]).mean()
+    assert difference < 0.5 * np.abs(aliased - patches[0]).mean()
+    assert patches[1].std() <= 1.02 * patches[0].std() < aliased.std() / 1.2
 
 
 def test_a_frame_at_the_working_scale_or_gray_is_viewed_as_it_is():
@@ -79,3 +79,20 @@ def test_the_front_end_shrinks_a_larger_colour_frame_once():
     for other in (frame[:360, :640], frame[..., 0], frame[..., 0].astype(np.uint16) * 200):
         preprocess(other)
         assert preprocess.colour is None
+
+
+def test_shrink_is_area_at_a_scale_of_two_and_anti_aliased_at_others():
+    from emts.geometry import shrink
+
+    rng = np.random.default_rng(4)
+    for size in ((1280, 720), (1920, 1080), (2704, 1520)):
+        frame = cv2.GaussianBlur(
+            rng.integers(0, 256, (*size[::-1], 3), dtype=np.uint8), (0, 0), 1.5
+        )
+        area = cv2.resize(frame, (640, 360), interpolation=cv2.INTER_AREA).astype(int)
+        small = shrink(frame, (640, 360))
+        assert small.shape == (360, 640, 3)
+        difference = np.abs(small.astype(int) - area).mean()
+        # anti-aliased: no more energy than INTER_AREA leaves (aliasing adds it)
+        assert difference == 0 if size == (1280, 720) else difference < 0.3 * area.std()
+        assert small.std() <= 1.02 * area.std()

@@ -12,7 +12,7 @@ import numpy as np
 
 from emts.config import NETWORK_SIZE
 from emts.errors import BadInputError
-from emts.geometry import FrameGeometry
+from emts.geometry import FrameGeometry, shrink
 
 # uint16 (thermal) frames: raw levels between the 1st and 99th percentiles of the first frame
 # are stretched to 0..255. The range then follows the scene slowly, each end moving at most
@@ -104,7 +104,7 @@ class Preprocessor:
             # frame made from it instead of the input: one colour conversion at full size less, gray
             # values within 1 of these, and person12's tap runs at 1280x720 moved 0.966 / 10 ->
             # 0.940 / 44 mean lock recall / false-lock frames: not kept.)
-            self.colour = cv2.resize(image, letterbox.content, interpolation=cv2.INTER_AREA)
+            self.colour = shrink(image, letterbox.content)
         gray = to_gray(image)
         if gray.dtype == np.uint16:
             gray = self._stretch_uint16(gray)

@@ -14,7 +14,7 @@ import cv2
 import numpy as np
 
 from emts.config import AppearanceConfig, TrackerConfig
-from emts.geometry import Frame
+from emts.geometry import Frame, shrink
 
 _DEFAULT_LOOK = AppearanceConfig()
 
@@ -745,7 +745,7 @@ def appearance_view(frame: np.ndarray, front) -> AppearanceView:
     working frame.
 
     Colour at the working scale: a frame larger than the working frame's content is read
-    shrunk to that content's size the way the working frame is (``cv2.INTER_AREA``; the
+    shrunk to that content's size by means of its pixels (:func:`emts.geometry.shrink`; the
     front end's ``colour``, made once). The appearance samples one value a working px: read
     straight from a 1920x1080 frame, each would be one input pixel of every 3x3 (of every 6x6
     at 3840x2160), unfiltered -- aliased templates, own-target masks and colour signatures,
@@ -755,7 +755,7 @@ def appearance_view(frame: np.ndarray, front) -> AppearanceView:
         if letterbox.shrinking:
             colour = getattr(front, "colour", None)
             if colour is None:
-                colour = cv2.resize(frame, letterbox.content, interpolation=cv2.INTER_AREA)
+                colour = shrink(frame, letterbox.content)
             left, top = letterbox.pad
             matrix = np.array([[1.0, 0.0, -left], [0.0, 1.0, -top], [0.0, 0.0, 1.0]])
             return AppearanceView(colour, matrix, front.working)
