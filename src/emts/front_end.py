@@ -45,8 +45,6 @@ class FrontEndResult:
         channels: Stage B's (3, H, W) float32 ``[L, R, D]`` at the network size.
         size_changed: the input size differs from the previous frame's (history restarted).
         ms: milliseconds spent per stage: ``"A"`` (incl. gray/letterbox conversion), ``"B"``.
-        colour: a BGR uint8 input larger than the working frame, shrunk to the working scale
-            (the letterbox's content, without its padding; the appearance's view); else None.
     """
 
     index: int
@@ -56,7 +54,6 @@ class FrontEndResult:
     channels: np.ndarray
     ms: dict[str, float] = field(default_factory=dict)
     size_changed: bool = False
-    colour: np.ndarray | None = None
 
     def motion_in_input(self) -> np.ndarray:
         """``M_t`` (2x3) in the input's own pixel coordinates."""
@@ -149,10 +146,7 @@ class MotionFrontEnd:
         channels = self.channels.update(working, motion, self._content)
         after_b = time.perf_counter()
         ms = {"A": (after_a - start) * 1e3, "B": (after_b - after_a) * 1e3}
-        colour = self.preprocess.colour
-        result = FrontEndResult(
-            self._index, geometry, working, motion, channels, ms, size_changed, colour
-        )
+        result = FrontEndResult(self._index, geometry, working, motion, channels, ms, size_changed)
         self._index += 1
         return result
 

@@ -70,21 +70,6 @@ def _resize_matrix(scale_x: float, scale_y: float, pad_x: float, pad_y: float) -
     )
 
 
-def shrink(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    """``image`` shrunk to ``size`` (w, h): halved by ``cv2.INTER_AREA`` (2x2 means) while it is
-    at least twice ``size``, the rest (less than 2x) by ``cv2.INTER_LINEAR``, which reads every
-    pixel there. Exactly INTER_AREA at a scale of 2 (1280x720 -> 640x360); at other scales
-    within a few levels of it and a fraction of its time on colour frames (here, 3 channels
-    to 640x360: 1920x1080 0.9 ms against 2.7, 2704x1520 1.6 against 14, 3840x2160 3.5
-    against 7.1: OpenCV's INTER_AREA is fast only at a scale of 2)."""
-    while image.shape[1] >= 2 * size[0] and image.shape[0] >= 2 * size[1]:
-        half = (image.shape[1] // 2, image.shape[0] // 2)
-        image = cv2.resize(image, half, interpolation=cv2.INTER_AREA)
-    if (image.shape[1], image.shape[0]) == tuple(size):
-        return image
-    return cv2.resize(image, tuple(size), interpolation=cv2.INTER_LINEAR)
-
-
 @dataclass(frozen=True)
 class Letterbox:
     """Resize by ``scale`` (kept aspect ratio) to ``content`` size, then pad to ``size``."""
@@ -127,17 +112,9 @@ class Letterbox:
             )
         if self.source == self.size:
             return image
-        interpolation = cv2.INTER_AREA if self.shrinking else cv2.INTER_LINEAR
-        return self.padded(cv2.resize(image, self.content, interpolation=interpolation))
-
-    @property
-    def shrinking(self) -> bool:
-        """The content is smaller than the source (resized with ``cv2.INTER_AREA``)."""
-        return self.content[0] < self.source[0]
-
-    def padded(self, resized: np.ndarray) -> np.ndarray:
-        """The result of an image already resized to the content's size: padded with
-        replicated borders (:meth:`apply`'s second half)."""
+        shrinking = self.content[0] < self.source[0]
+        interpolation = cv2.INTER_AREA if shrinking else cv2.INTER_LINEAR
+        resized = cv2.resize(image, self.content, interpolation=interpolation)
         if self.content == self.size:
             return resized
         left, top = self.pad

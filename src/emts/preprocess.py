@@ -12,7 +12,7 @@ import numpy as np
 
 from emts.config import NETWORK_SIZE
 from emts.errors import BadInputError
-from emts.geometry import FrameGeometry, shrink
+from emts.geometry import FrameGeometry
 
 # uint16 (thermal) frames: raw levels between the 1st and 99th percentiles of the first frame
 # are stretched to 0..255. The range then follows the scene slowly, each end moving at most
@@ -69,14 +69,10 @@ class Preprocessor:
     def __init__(self, network_size: tuple[int, int] = NETWORK_SIZE) -> None:
         self.network_size = network_size
         self.geometry: FrameGeometry | None = None
-        # the last frame in colour at the working scale (the letterbox's content, unpadded):
-        # a BGR uint8 frame larger than the working frame; else None
-        self.colour: np.ndarray | None = None
         self._thermal_range: tuple[float, float] | None = None
 
     def reset(self) -> None:
         self.geometry = None
-        self.colour = None
         self._thermal_range = None
 
     def __call__(self, frame: object) -> tuple[np.ndarray, FrameGeometry, bool]:
@@ -88,26 +84,13 @@ class Preprocessor:
             previous frame's (False on the first frame).
         """
         image = validate_frame(frame)
-        size = (image.shape[1], image.shape[0])
-        changed = self.geometry is not None and self.geometry.input_size != size
-        if self.geometry is None or changed:
-            self.geometry = FrameGeometry(size, self.network_size)
-        letterbox = self.geometry.input_to_working
-        self.colour = None
-        if (
-            image.dtype == np.uint8
-            and image.ndim == 3
-            and image.shape[2] == 3
-            and letterbox.shrinking
-        ):
-            # the appearance's view (:func:`emts.stages.appearance.appearance_view`). (The gray
-            # frame made from it instead of the input: one colour conversion at full size less, gray
-            # values within 1 of these, and person12's tap runs at 1280x720 moved 0.966 / 10 ->
-            # 0.940 / 44 mean lock recall / false-lock frames: not kept.)
-            self.colour = shrink(image, letterbox.content)
         gray = to_gray(image)
         if gray.dtype == np.uint16:
             gray = self._stretch_uint16(gray)
+        size = (gray.shape[1], gray.shape[0])
+        changed = self.geometry is not None and self.geometry.input_size != size
+        if self.geometry is None or changed:
+            self.geometry = FrameGeometry(size, self.network_size)
         return self.geometry.to_working(np.ascontiguousarray(gray)), self.geometry, changed
 
     def _stretch_uint16(self, gray: np.ndarray) -> np.ndarray:

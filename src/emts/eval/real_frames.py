@@ -28,7 +28,7 @@ from emts.config import NETWORK_SIZE, WORKING_SIZE, ChannelConfig
 from emts.errors import BadInputError
 from emts.front_end import MotionFrontEnd, key_config
 from emts.geometry import Frame, FrameGeometry
-from emts.stages.appearance import AppearanceView, appearance_view
+from emts.stages.appearance import AppearanceView
 from emts.stages.b_channels import MotionChannels, network_content
 from emts.synth.camera import REFERENCE_WIDTH, CameraMotionConfig
 from emts.synth.plates import read_hituav
@@ -185,7 +185,7 @@ def person12_frames(
         result = front.step(image)
         gt = result.geometry.boxes(labels[i : i + 1], Frame.INPUT, Frame.WORKING)
         frame = EvalFrame.of(f"{i + 1:06d}", result, previous, gt, more, first)
-        frame.colour = appearance_view(image, result)  # (as the pipeline reads colour)
+        frame.colour = AppearanceView(image, result.geometry.matrix(Frame.WORKING, Frame.INPUT))
         yield frame
         previous = result.working
 

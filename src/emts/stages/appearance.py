@@ -14,7 +14,7 @@ import cv2
 import numpy as np
 
 from emts.config import AppearanceConfig, TrackerConfig
-from emts.geometry import Frame, shrink
+from emts.geometry import Frame
 
 _DEFAULT_LOOK = AppearanceConfig()
 
@@ -740,25 +740,10 @@ def _parabola_offset(values: np.ndarray) -> float:
 
 def appearance_view(frame: np.ndarray, front) -> AppearanceView:
     """The view of a frame that the appearance samples, given Stages A-B's result ``front``
-    (:class:`emts.front_end.FrontEndResult`): colour input (uint8 BGR) -- colour tells a
-    person from the shadow they walk into, where gray does not; anything else, the gray
-    working frame.
-
-    Colour at the working scale: a frame larger than the working frame's content is read
-    shrunk to that content's size by means of its pixels (:func:`emts.geometry.shrink`; the
-    front end's ``colour``, made once). The appearance samples one value a working px: read
-    straight from a 1920x1080 frame, each would be one input pixel of every 3x3 (of every 6x6
-    at 3840x2160), unfiltered -- aliased templates, own-target masks and colour signatures,
-    and thresholds whose margins would depend on the camera's resolution."""
+    (:class:`emts.front_end.FrontEndResult`): colour input (uint8 BGR) directly -- colour
+    tells a person from the shadow they walk into, where gray does not; anything else, the
+    gray working frame."""
     if frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3:
-        letterbox = front.geometry.input_to_working
-        if letterbox.shrinking:
-            colour = getattr(front, "colour", None)
-            if colour is None:
-                colour = shrink(frame, letterbox.content)
-            left, top = letterbox.pad
-            matrix = np.array([[1.0, 0.0, -left], [0.0, 1.0, -top], [0.0, 0.0, 1.0]])
-            return AppearanceView(colour, matrix, front.working)
         matrix = front.geometry.matrix(Frame.WORKING, Frame.INPUT)
         return AppearanceView(frame, matrix, front.working)
     return AppearanceView.of(front.working)
