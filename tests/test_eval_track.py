@@ -198,6 +198,21 @@ def test_a_leave_path_takes_the_person_out_of_view_and_back_elsewhere(path, flip
     assert any(cut(clip.truth[t], back) for t in range(b + 1, b + 4))
 
 
+def test_a_leave_path_is_the_same_at_any_resolution_over_640_px():
+    from emts.eval.track_stress import plan_leave
+
+    _, truth = _walker(140)
+    plans = [
+        plan_leave(truth * 2 * k, (640 * k, 512 * k), 1, 0, len(truth) - 1, fps=10) for k in (1, 2)
+    ]
+    assert (plans[0].start, plans[0].span, plans[0].framed) == (
+        plans[1].start,
+        plans[1].span,
+        plans[1].framed,
+    )
+    np.testing.assert_allclose(plans[1].corners, 2 * plans[0].corners, atol=1e-6)
+
+
 def test_a_leave_path_refuses_what_it_cannot_do():
     from emts.eval.track_stress import plan_leave
 

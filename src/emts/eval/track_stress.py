@@ -27,10 +27,13 @@ from emts.errors import BadInputError
 
 # ----------------------------------------------------------------------------- leave
 LEAVE_ZOOM = 2.0  # the window is 1 / LEAVE_ZOOM of the frame's width and height
-# The pan, in output px (the delivered frame's) per second: 12 px a frame at 10 fps, 4 at 30,
-# a gentle gimbal pan; a walker crosses the view at about 90 px/s at 10 fps on person12.
+# The pan, in output px (the delivered frame's) per second, on a frame wider than 640 px
+# scaled with its width (a path is then the same at any such resolution of the same clip):
+# 12 px a frame at 10 fps, 4 at 30, a gentle gimbal pan; a walker crosses the view at about
+# 90 px/s at 10 fps on person12.
 LEAVE_MAX_PAN = 120.0
 LEAVE_MAX_ACCEL = 300.0  # output px/s^2: 3 px a frame per frame at 10 fps
+LEAVE_REFERENCE_WIDTH = 640.0
 LEAVE_VISIBLE_SHARE = 0.5  # a box with less of its area inside the window is out of view
 _LAG = 0.5  # s: the pan closes the distance to its target with this time constant
 _AROUND_SPEED = 1.0  # the target's speed around the corner, a share of LEAVE_MAX_PAN
@@ -184,8 +187,9 @@ class _Pan:
     def __init__(self, centre, size, window, zoom, fps) -> None:
         self.lo = (window[0] / 2, window[1] / 2)
         self.hi = (size[0] - window[0] / 2, size[1] - window[1] / 2)
-        self.speed = LEAVE_MAX_PAN / zoom / fps  # source px per frame
-        self.accel = LEAVE_MAX_ACCEL / zoom / fps**2
+        scale = max(1.0, size[0] / LEAVE_REFERENCE_WIDTH)
+        self.speed = scale * LEAVE_MAX_PAN / zoom / fps  # source px per frame
+        self.accel = scale * LEAVE_MAX_ACCEL / zoom / fps**2
         self.gain = 1 - math.exp(-1 / (_LAG * fps))
         self.c = [min(max(centre[i], self.lo[i]), self.hi[i]) for i in (0, 1)]
         self.v = [0.0, 0.0]
