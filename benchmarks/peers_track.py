@@ -462,6 +462,21 @@ def main(argv: list[str] | None = None) -> int:
         help="the clip in gray (a monochrome camera; EMTS picks its thermal model by itself)",
     )
     parser.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="the clip's frames resized by this factor (bicubic) and its labels with them: "
+        "the same scene at another resolution (2: person12 at its camera's 1280x720)",
+    )
+    parser.add_argument(
+        "--jpeg",
+        type=int,
+        default=None,
+        metavar="QUALITY",
+        help="the frames re-encoded once at this JPEG quality and read back: a perturbed copy "
+        "(person12's figures move with the input's exact values: reports/real/resolution)",
+    )
+    parser.add_argument(
         "--tracker",
         action="append",
         default=[],
@@ -493,10 +508,19 @@ def main(argv: list[str] | None = None) -> int:
         from person12_gt import full_ground_truth
 
         truth = full_ground_truth(args.clip)
+    if args.scale <= 0 or (args.jpeg is not None and not 1 <= args.jpeg <= 100):
+        print("error: --scale must be > 0 and --jpeg 1-100", file=sys.stderr)
+        return 2
+    truth = truth * args.scale
     todo = protocols(truth, args.quick)
     runs = {}
     with tempfile.TemporaryDirectory() as scratch:
-        frames = gray_frames(args.clip / "frames", Path(scratch)) if args.gray else None
+        changed = args.gray or args.scale != 1.0 or args.jpeg is not None
+        frames = (
+            prepared_frames(args.clip / "frames", Path(scratch), args.gray, args.scale, args.jpeg)
+            if changed
+            else None
+        )
         for protocol in tqdm(todo, desc="peers_track", unit="protocol"):
             runs[protocol.name] = run_protocol(
                 protocol, frames or args.clip / "frames", truth, factories, tracker
@@ -507,7 +531,10 @@ def main(argv: list[str] | None = None) -> int:
         "commit": commit(),
         "machine": machine(),
         "opencv": cv2.__version__,
-        "clip": args.clip.name + (" (gray)" if args.gray else ""),
+        "clip": args.clip.name
+        + (" (gray)" if args.gray else "")
+        + (f" (x{args.scale:g})" if args.scale != 1.0 else "")
+        + (f" (JPEG {args.jpeg})" if args.jpeg is not None else ""),
         "frames": [0, LAST_FRAME],
         "fps": FPS,
         "emts_tracker": args.tracker,
@@ -541,15 +568,24 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def gray_frames(folder: Path, into: Path) -> Path:
-    """The clip's frames in gray (OpenCV's weights), lossless, in ``into``: every tracker
-    reads them as they read the colour ones."""
+def prepared_frames(
+    folder: Path, into: Path, gray: bool = False, scale: float = 1.0, jpeg: int | None = None
+) -> Path:
+    """The clip's frames in ``into``, lossless (PNG): in gray (OpenCV's weights) if ``gray``,
+    resized by ``scale`` (bicubic), re-encoded once at JPEG quality ``jpeg`` and read back if
+    given; every tracker reads them as they read the clip's own."""
     import cv2
 
-    for path in tqdm(sorted(folder.glob("*.jpg")), desc="gray frames", unit="frame"):
-        image = cv2.imread(str(path), cv2.IMREAD_GRAYSCALE)
+    for path in tqdm(sorted(folder.glob("*.jpg")), desc="frames", unit="frame"):
+        image = cv2.imread(str(path), cv2.IMREAD_GRAYSCALE if gray else cv2.IMREAD_COLOR)
         if image is None:
             raise SystemExit(f"error: {path}: unreadable")
+        if scale != 1.0:
+            size = (round(image.shape[1] * scale), round(image.shape[0] * scale))
+            image = cv2.resize(image, size, interpolation=cv2.INTER_CUBIC)
+        if jpeg is not None:
+            encoded = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, jpeg])[1]
+            image = cv2.imdecode(encoded, cv2.IMREAD_UNCHANGED)
         cv2.imwrite(str(into / (path.stem + ".png")), image)
     return into
 

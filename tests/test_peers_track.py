@@ -180,3 +180,39 @@ def test_a_peer_runs_through_the_leave_and_lookalike_protocols():
             assert len(figures["recovery_frames"]) == 1 and figures["ended_on_person"] == []
         else:
             assert figures["recovery_frames"] == [] and len(figures["ended_on_person"]) == 1
+
+
+def test_prepared_frames_resize_reencode_and_gray_the_clip(tmp_path):
+    import cv2
+
+    source = tmp_path / "frames"
+    source.mkdir()
+    rng = np.random.default_rng(0)
+    image = cv2.GaussianBlur(rng.integers(0, 256, (36, 64, 3), dtype=np.uint8), (0, 0), 1.0)
+    for i in (1, 2):
+        cv2.imwrite(str(source / f"{i:06d}.jpg"), image, [cv2.IMWRITE_JPEG_QUALITY, 95])
+    read = cv2.imread(str(source / "000001.jpg")).astype(int)
+    out = {}
+    for name, options in {
+        "x2": {"scale": 2.0},
+        "jpeg": {"jpeg": 60},
+        "gray": {"gray": True},
+    }.items():
+        into = tmp_path / name
+        into.mkdir()
+        peers_track.prepared_frames(source, into, **options)
+        assert sorted(p.name for p in into.iterdir()) == ["000001.png", "000002.png"]
+        out[name] = cv2.imread(str(into / "000001.png"), cv2.IMREAD_UNCHANGED).astype(int)
+    assert out["x2"].shape == (72, 128, 3)
+    assert out["jpeg"].shape == read.shape and 0 < np.abs(out["jpeg"] - read).mean() < 10
+    assert out["gray"].shape == (36, 64)
+
+
+def test_a_bad_scale_or_jpeg_quality_exits_2(capsys):
+    clip = Path(__file__).resolve().parents[1] / "../shared/data/uav123-person12"
+    peers = Path(__file__).resolve().parents[1] / "../shared/peers"
+    if not (clip / "frames").is_dir() or not peers.is_dir():
+        pytest.skip("needs ../shared/data/uav123-person12 and ../shared/peers")
+    for option in (["--scale", "0"], ["--jpeg", "101"]):
+        assert peers_track.main(["--clip", str(clip), "--peers", str(peers), *option]) == 2
+        assert "--scale must be > 0" in capsys.readouterr().err
