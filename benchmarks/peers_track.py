@@ -485,6 +485,9 @@ def main(argv: list[str] | None = None) -> int:
         "candidate's figures beside the peers'",
     )
     args = parser.parse_args(argv)
+    if args.scale <= 0 or (args.jpeg is not None and not 1 <= args.jpeg <= 100):
+        print("error: --scale must be > 0 and --jpeg 1-100", file=sys.stderr)
+        return 2
     from demo_seeds import tracker_config
 
     tracker = tracker_config(args.tracker) if args.tracker else None
@@ -508,23 +511,15 @@ def main(argv: list[str] | None = None) -> int:
         from person12_gt import full_ground_truth
 
         truth = full_ground_truth(args.clip)
-    if args.scale <= 0 or (args.jpeg is not None and not 1 <= args.jpeg <= 100):
-        print("error: --scale must be > 0 and --jpeg 1-100", file=sys.stderr)
-        return 2
     truth = truth * args.scale
     todo = protocols(truth, args.quick)
     runs = {}
     with tempfile.TemporaryDirectory() as scratch:
-        changed = args.gray or args.scale != 1.0 or args.jpeg is not None
-        frames = (
-            prepared_frames(args.clip / "frames", Path(scratch), args.gray, args.scale, args.jpeg)
-            if changed
-            else None
-        )
+        frames = args.clip / "frames"
+        if args.gray or args.scale != 1.0 or args.jpeg is not None:
+            frames = prepared_frames(frames, Path(scratch), args.gray, args.scale, args.jpeg)
         for protocol in tqdm(todo, desc="peers_track", unit="protocol"):
-            runs[protocol.name] = run_protocol(
-                protocol, frames or args.clip / "frames", truth, factories, tracker
-            )
+            runs[protocol.name] = run_protocol(protocol, frames, truth, factories, tracker)
     groups = {p.name: p.group for p in todo}
     summary = {
         "command": " ".join(["python", "benchmarks/peers_track.py", *argv]),
