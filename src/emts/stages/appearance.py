@@ -30,6 +30,9 @@ class AppearanceView:
     image: np.ndarray  # (h, w) or (h, w, 3) uint8
     from_working: np.ndarray = field(default_factory=lambda: np.eye(3))  # 3x3
     working: np.ndarray | None = None  # the gray working frame (local ground motion)
+    # :func:`own_target_in_view`'s judgements of this view, by region: the loss checks judge
+    # the track's box twice a frame (its colours, then its share of own-target samples)
+    judged: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, working: np.ndarray) -> AppearanceView:
@@ -592,8 +595,22 @@ def own_share_in_view(
     px) around ``centre`` (WORKING px) of a colour ``view``; None on gray views."""
     w, h = (max(int(round(float(v))), 3) for v in size)
     top_left = np.asarray(centre, float) - 0.5 * np.array([w, h], float)
-    mask = own_target(view.image, view.from_working, top_left, (w, h), 1.0, look)
-    return None if mask is None else float(mask.mean())
+    found = own_target_in_view(view, top_left, (w, h), look)
+    return None if found is None else float(found[0].mean())
+
+
+def own_target_in_view(
+    view: AppearanceView, top_left: np.ndarray, samples: tuple[int, int], look=_DEFAULT_LOOK
+):
+    """:func:`own_target_in_context` of the ``samples`` (w, h) region from ``top_left``
+    (WORKING px, one sample a px) of ``view``, judged once a view: the arrays returned are
+    shared with later calls -- read them, never write them."""
+    key = (np.asarray(top_left, float).tobytes(), tuple(samples), look)
+    if key not in view.judged:
+        view.judged[key] = own_target_in_context(
+            view.image, view.from_working, top_left, samples, 1.0, look
+        )
+    return view.judged[key]
 
 
 def own_target(image, g, top_left, samples, step=1.0, look=_DEFAULT_LOOK) -> np.ndarray | None:

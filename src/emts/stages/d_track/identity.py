@@ -31,7 +31,7 @@ from emts.config import AppearanceConfig
 from emts.stages.appearance import (
     AppearanceTemplate,
     AppearanceView,
-    own_target_in_context,
+    own_target_in_view,
     strongest_first,
 )
 
@@ -89,7 +89,7 @@ def _own_mask(view: AppearanceView, centre: np.ndarray, size: np.ndarray, look):
     look = look or AppearanceConfig()
     w, h = (max(int(round(float(v))), 4) for v in size)
     top_left = np.asarray(centre, float) - 0.5 * np.array([w, h], float)
-    found = own_target_in_context(view.image, view.from_working, top_left, (w, h), 1.0, look)
+    found = own_target_in_view(view, top_left, (w, h), look)
     return None if found is None else (found[0], top_left, (w, h), found[1])
 
 
