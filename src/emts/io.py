@@ -133,12 +133,17 @@ class FrameSource:
         length: number of frames if known in advance, else None (cameras, generators).
         incomplete: once the frames are read, what went missing if the source ended before
             ``length`` (a truncated or damaged video), else None.
+        read_ahead: whether its frames may be read by another thread, ahead of their use
+            (:class:`emts.background.ReadAhead`): a file's or a folder's, each frame a new
+            array; not a camera's, a stream's (which drop stale frames themselves) or the
+            caller's own iterable.
     """
 
     description: str = "frames"
     fps: float = DEFAULT_FPS
     length: int | None = None
     incomplete: str | None = None
+    read_ahead: bool = False
 
     def __iter__(self) -> Iterator[np.ndarray]:
         raise NotImplementedError
@@ -178,6 +183,8 @@ class ImageSequenceSource(FrameSource):
     :class:`UnreadableFrame` is yielded in its place instead, so frame ``i`` stays the
     ``i``-th file.
     """
+
+    read_ahead = True
 
     def __init__(
         self,
@@ -264,6 +271,7 @@ class VideoSource(FrameSource):
     def __init__(self, target: str | int, description: str, fps: float | None = None) -> None:
         self.description = description
         self._is_camera = isinstance(target, int)
+        self.read_ahead = not self._is_camera
         self._capture = cv2.VideoCapture(target)
         if not self._capture.isOpened():
             what = "could not be opened" if self._is_camera else "is not a readable video"
