@@ -155,3 +155,52 @@ def test_a_write_that_fails_behind_ends_the_run_with_the_files_alike(
     with pytest.raises(OSError, match="No space left"):
         run_track(str(small_video), LockRequest(), str(out), str(jsonl), background=True)
     assert len(_lines(jsonl)) == len(_video(out)) == 10  # every frame written, no line more
+
+
+def test_a_folder_with_a_blank_first_frame_a_broken_file_and_a_new_size_gives_the_same_lines(
+    tmp_path, aerial_scene
+):
+    # the blank first frame leaves the detector unchosen (Stages A-B then run in order in the
+    # tracking thread), the broken file is skipped, the new size restarts the motion history
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    for k in range(24):
+        frame = render(aerial_scene, similarity(0, 0.5, -40 + k, -30), (320, 256))
+        frame = cv2.cvtColor(frame, cv2.COLOR_GRAY2BGR)
+        cv2.rectangle(frame, (100 + k, 120), (106 + k, 138), (40, 200, 230), -1)
+        if k == 0:
+            frame[:] = 90
+        if k >= 18:
+            frame = cv2.resize(frame, (400, 320))
+        cv2.imwrite(str(folder / f"{k:03d}.png"), frame)
+    (folder / "010.png").write_bytes(b"not a png")
+    written = {}
+    for background in (False, True):
+        jsonl = tmp_path / f"{background}.jsonl"
+        run_track(
+            str(folder), LockRequest.parse("103,129@3", "--lock"), None, str(jsonl),
+            Pipeline.default(auto_lock=False), fps=10, background=background,
+        )  # fmt: skip
+        written[background] = _lines(jsonl)
+    assert len(written[True]) == 24 and "skipped" in written[True][10]
+    assert written[True] == written[False]
+
+
+def test_stages_a_b_run_ahead_give_the_same_results_as_in_step(small_video):
+    capture = cv2.VideoCapture(str(small_video))
+    frames = [capture.read()[1] for _ in range(20)]
+    plain, ahead = Pipeline.default(auto_lock=False), Pipeline.default(auto_lock=False)
+    assert not ahead.can_run_ahead  # (--model auto: chosen on the first frame with content)
+    for k, frame in enumerate(frames):
+        if k == 2:
+            plain.lock(103, 129)
+            ahead.lock(103, 129)
+        a = plain.step(frame)
+        b = ahead.step(frame, ahead.front_ahead(frame, first=k == 0))
+        assert ahead.can_run_ahead
+        assert (a.mode, a.event) == (b.mode, b.event)
+        assert (a.target is None) == (b.target is None)
+        if a.target is not None:
+            assert np.array_equal(a.target.box, b.target.box)
+        assert np.array_equal(a.channels, b.channels)
+        assert b.ms["total"] >= b.ms["A"] + b.ms["B"]

@@ -3,7 +3,8 @@
 ``emts track`` on a file spends as long decoding its frames and encoding the annotated video
 as tracking them (1280x720: ~2.3 ms to decode and ~4 ms to encode a frame here, beside ~6-8 ms
 of Stages A-E). OpenCV lets go of Python's lock while it decodes and encodes, so both can
-overlap the tracking: :class:`ReadAhead` decodes the next frames while a frame is tracked,
+overlap the tracking: :class:`ReadAhead` decodes the next frames (and ``emts track`` runs
+their Stages A-B there: :meth:`emts.pipeline.Pipeline.front_ahead`) while a frame is tracked,
 :class:`InOrder` annotates and writes a tracked frame while the next ones are tracked. The
 results are the same frames, lines and boxes, in the same order, as one thread's.
 """

@@ -25,7 +25,7 @@ from emts.config import (
     VerifierConfig,
 )
 from emts.errors import BadInputError
-from emts.front_end import MotionFrontEnd
+from emts.front_end import FrontEndResult, MotionFrontEnd
 from emts.geometry import Frame, FrameGeometry
 from emts.modality import AUTO, COLOUR, frame_modality
 from emts.preprocess import validate_frame
@@ -359,12 +359,32 @@ class Pipeline:
         acquisition = self.acquisition
         return acquisition.pending or acquisition.waiting or acquisition.provisional
 
-    def step(self, frame: np.ndarray) -> FrameResult:
-        """Run one frame through Stages A-E."""
-        start = time.perf_counter()
-        if self.detection.model is None and self.detection.choice is not None:
+    @property
+    def can_run_ahead(self) -> bool:
+        """Whether Stages A-B may run ahead of C-E (:meth:`front_ahead`): the detector, and
+        with it the channels' size, is chosen (or none is to be chosen)."""
+        return self.detection.model is not None or self.detection.choice is None
+
+    def front_ahead(self, frame: np.ndarray, first: bool = False) -> FrontEndResult:
+        """Stages A-B of ``frame``, for :meth:`step` ``(frame, front=...)`` later: e.g. in
+        another thread while this one runs Stages C-E of the frames before (they touch no
+        state of A-B). Every frame goes through here, in the stream's order, once
+        :attr:`can_run_ahead` -- or, with ``first``, for the stream's first frame before
+        :meth:`step` has seen any (the detector is then chosen on it, as :meth:`step` would).
+        Raises what :meth:`step` raises for a bad frame (and then leaves A-B as they were)."""
+        if first and not self.can_run_ahead:
             self._choose(frame)
-        front = self.front.step(frame)  # A, B
+        return self.front.step(frame)
+
+    def step(self, frame: np.ndarray, front: FrontEndResult | None = None) -> FrameResult:
+        """Run one frame through Stages A-E (``front``: its Stages A-B already run by
+        :meth:`front_ahead`)."""
+        start = time.perf_counter()
+        ahead = front is not None
+        if not ahead:
+            if self.detection.model is None and self.detection.choice is not None:
+                self._choose(frame)
+            front = self.front.step(frame)  # A, B
         ms = dict(front.ms)
         geometry = front.geometry
         t = time.perf_counter()
@@ -476,6 +496,8 @@ class Pipeline:
             tap = decision.refused if decision.refused is not None else "lock"
 
         ms["total"] = (time.perf_counter() - start) * 1e3
+        if ahead:  # (A and B ran before this call)
+            ms["total"] += front.ms["A"] + front.ms["B"]
         return FrameResult(
             index=front.index,
             mode=mode,

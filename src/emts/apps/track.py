@@ -221,6 +221,30 @@ def _fmt(value: float) -> str:
     return f"{float(value):.2f}"
 
 
+def _with_fronts(frames, pipeline: Pipeline):
+    """``(frame, its Stages A-B)`` for each frame, A-B run here (in the reading thread, ahead
+    of Stages C-E: :meth:`Pipeline.front_ahead`); ``(frame, None)`` for a placeholder, and
+    for every frame after a first one the detector could not be chosen on (a uniform frame:
+    :meth:`Pipeline.step` runs them in order then); ``(frame, BadInputError)`` for a frame
+    A-B refused."""
+    ahead = True
+    for index, frame in enumerate(frames):
+        if not ahead or isinstance(frame, UnreadableFrame):
+            yield frame, None
+            continue
+        # the first frame: the consumer waits for it, so the detector may be chosen here
+        if index > 0 and not pipeline.can_run_ahead:
+            ahead = False
+            yield frame, None
+            continue
+        try:
+            front = pipeline.front_ahead(frame, first=index == 0)
+        except BadInputError as error:
+            yield frame, error
+            continue
+        yield frame, front
+
+
 def _no_target(lock: LockRequest, index: int) -> str:
     """Say that ``lock``'s tap found nothing on frame ``index`` (a warning); return where."""
     log.warning(
@@ -290,7 +314,7 @@ def run_track(
         # camera's or a stream's: there a frame's latency counts, and on 2 cores the encoder
         # beside the tracking made a 1920x1080 frame's Stages A-E 1.5x as slow.)
         behind = background and frames.read_ahead
-        reading = ReadAhead(frames) if behind else None
+        reading = ReadAhead(_with_fronts(frames, pipeline)) if behind else None
         outputs = InOrder() if behind else None
 
         def emit(work: Callable[[], object]) -> None:
@@ -316,7 +340,7 @@ def run_track(
                 lines.write(line)
 
         try:
-            for index, frame in enumerate(
+            for index, item in enumerate(
                 tqdm(
                     frames if reading is None else reading,
                     total=frames.length,
@@ -325,6 +349,7 @@ def run_track(
                     disable=None,
                 )
             ):
+                frame, front = item if reading is not None else (item, None)
                 seen = index + 1
                 if not tap_checked and index >= lock.frame and getattr(frame, "ndim", 0) >= 2:
                     lock.check_inside((frame.shape[1], frame.shape[0]), index)  # the first size
@@ -335,7 +360,9 @@ def run_track(
                 try:
                     if isinstance(frame, UnreadableFrame):
                         raise BadInputError(frame.reason)
-                    result = pipeline.step(frame)
+                    if isinstance(front, BadInputError):  # (its Stages A-B refused it)
+                        raise front
+                    result = pipeline.step(frame, front)
                 except BadInputError as error:  # a bad frame mid-stream: say so, skip it
                     log.warning("frame %d skipped: %s", index, error)
                     summary.skipped += 1
