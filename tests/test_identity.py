@@ -420,6 +420,27 @@ def test_a_relock_on_a_box_of_legs_and_shadow_takes_the_person(on):
     assert (abs(centre[1] - me[1]) < 3) == on
 
 
+@pytest.mark.parametrize("on", [True, False])
+def test_a_tap_on_a_box_of_legs_and_shadow_locks_the_person(on):
+    # person12 at 1280x720, the tap at frame 230: the detection under the finger held the
+    # walker's legs and long shadow (128 px tall for an 89-px walker) and the lock slid onto
+    # the shadow; the box is narrowed to the person, as a re-lock's is
+    ground = _ground(3)
+    me = (84.0, 120.0, RED, BLUE)
+    view = _with_shadow(ground, me)
+    tracker = TargetTracker(replace(TrackerConfig(), tap_person_box=on))
+    tapped = LockCommand(np.array([84.0, 128.0]), np.array([14.0, 46.0]), E[1], "tap:detection")
+    tracker.lock(tapped, view)
+    centre, size = tracker.image_box()
+    assert (abs(centre[1] - me[1]) < 3 and size[1] <= 36) == on
+    # an auto-lock, a tap on a blob or a drawn box, and gray frames keep the box given
+    for source, image in (("auto", view), ("tap:box", view), ("tap:detection", None)):
+        tracker = TargetTracker(replace(TrackerConfig(), tap_person_box=True))
+        gray = AppearanceView.of(view.working)
+        tracker.lock(replace(tapped, source=source), gray if image is None else image)
+        assert tracker.image_box()[1].tolist() == tapped.size.tolist()
+
+
 @pytest.mark.parametrize("widest", [1.3, 0.0])
 def test_a_relock_does_not_take_a_region_far_wider_than_the_detection(widest):
     # PETS 2009 vtest.avi (auto-lock): the own-target region around a detection held the

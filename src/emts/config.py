@@ -311,6 +311,14 @@ class TrackerConfig:
     # overlapping the box, looked for half a box farther each way
     # (emts.stages.d_track.relock.person_box; False: the box as given)
     relock_person_box: bool = True
+    # ... and an operator's tap on a detection, likewise: under a low sun the detection under
+    # the finger may hold the walker's legs and long shadow (person12 at 1280x720, the tap at
+    # frame 230: 128 px tall for an 89-px walker, and the lock slid onto the shadow)
+    tap_person_box: bool = True
+    # ... where the person's region is under this share of the box's height or width (on
+    # person12's tap suite at 640x360 the region was 0.84-1.0 of the detection's sides where
+    # no shadow was in it, and narrowing to it moved the box off the walker's centre by 1-2 px)
+    tap_person_cut: float = 0.8
     # ... unless that region is more than this many times the detection's width (0: any
     # width): no one person inside it (a group, a patch of non-ground; taller is allowed: a
     # detection of half the person). On PETS 2009 vtest.avi (real colour, auto-lock) 9 of 11

@@ -3,6 +3,7 @@ measurements. The method, the modes and their reasons: :mod:`emts.stages.d_track
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 
 import numpy as np
@@ -20,7 +21,7 @@ from emts.stages.d_track.identity import Refinder, colour_signature
 from emts.stages.d_track.kalman import ConstantVelocityKalman
 from emts.stages.d_track.loss import LossChecks
 from emts.stages.d_track.rebase import ScaleRebase
-from emts.stages.d_track.relock import Reacquisition
+from emts.stages.d_track.relock import Reacquisition, person_box
 from emts.stages.d_track.types import Candidate, LockCommand, Mode, TrackState
 
 _WHOLE_FRAME = (-0.5, -0.5, WORKING_SIZE[0] - 0.5, WORKING_SIZE[1] - 0.5)
@@ -155,6 +156,8 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
             candidate = LockCommand.from_candidate(candidate, "auto")
         c = self.config
         self.reset()
+        if c.tap_person_box and candidate.source == "tap:detection" and view is not None:
+            candidate = self._person_in_tapped_box(candidate, view)
         self.mode = "locked"
         self.kf.start(candidate.centre, candidate.size, c.lock_covariance)
         # A veto drops an automatic lock; an operator's lock is the operator's to drop, unless
@@ -175,6 +178,29 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
                 self._relative_signature = colour_signature(
                     view, candidate.centre, candidate.size, c.appearance, relative=True
                 )
+
+    def _person_in_tapped_box(self, candidate: LockCommand, view: AppearanceView) -> LockCommand:
+        """A tap's detection box narrowed to the person in it on colour frames (as a re-lock's:
+        :func:`~emts.stages.d_track.relock.person_box`), where that region holds the box's
+        centre, is no wider than ``relock_person_max`` x the box and leaves a good part of the
+        box out (``tap_person_cut``: a long shadow; a box a little larger than the region is
+        the detector's slack around dark trousers or hair, which the region leaves out)."""
+        found = person_box(
+            view, candidate.centre, candidate.size, float(candidate.size[1]), self.config.appearance
+        )
+        if found is None:
+            return candidate
+        (x, y), (w, h) = found
+        cx, cy = candidate.centre
+        if not (abs(cx - x) <= w / 2 and abs(cy - y) <= h / 2):
+            return candidate
+        cut = self.config.tap_person_cut
+        if w >= cut * candidate.size[0] and h >= cut * candidate.size[1]:
+            return candidate
+        widest = self.config.relock_person_max * float(candidate.size[0])
+        if self.config.relock_person_max > 0 and w > widest:
+            return candidate
+        return dataclasses.replace(candidate, centre=np.asarray(found[0], float), size=found[1])
 
     @property
     def locked(self) -> bool:
