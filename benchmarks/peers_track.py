@@ -484,6 +484,12 @@ def main(argv: list[str] | None = None) -> int:
         help="a TrackerConfig field for EMTS (repeatable; e.g. refind_colour_relative=true): a "
         "candidate's figures beside the peers'",
     )
+    parser.add_argument(
+        "--mp4",
+        action="store_true",
+        help="the frames (after --scale, --jpeg) through an mp4 (mp4v) and decoded back: the "
+        "copy benchmarks/resize_clip.py makes for emts track and the speed runs",
+    )
     args = parser.parse_args(argv)
     if args.scale <= 0 or (args.jpeg is not None and not 1 <= args.jpeg <= 100):
         print("error: --scale must be > 0 and --jpeg 1-100", file=sys.stderr)
@@ -516,8 +522,10 @@ def main(argv: list[str] | None = None) -> int:
     runs = {}
     with tempfile.TemporaryDirectory() as scratch:
         frames = args.clip / "frames"
-        if args.gray or args.scale != 1.0 or args.jpeg is not None:
-            frames = prepared_frames(frames, Path(scratch), args.gray, args.scale, args.jpeg)
+        if args.gray or args.scale != 1.0 or args.jpeg is not None or args.mp4:
+            frames = prepared_frames(
+                frames, Path(scratch), args.gray, args.scale, args.jpeg, args.mp4
+            )
         for protocol in tqdm(todo, desc="peers_track", unit="protocol"):
             runs[protocol.name] = run_protocol(protocol, frames, truth, factories, tracker)
     groups = {p.name: p.group for p in todo}
@@ -529,7 +537,8 @@ def main(argv: list[str] | None = None) -> int:
         "clip": args.clip.name
         + (" (gray)" if args.gray else "")
         + (f" (x{args.scale:g})" if args.scale != 1.0 else "")
-        + (f" (JPEG {args.jpeg})" if args.jpeg is not None else ""),
+        + (f" (JPEG {args.jpeg})" if args.jpeg is not None else "")
+        + (" (through mp4)" if args.mp4 else ""),
         "frames": [0, LAST_FRAME],
         "fps": FPS,
         "emts_tracker": args.tracker,
@@ -564,14 +573,25 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def prepared_frames(
-    folder: Path, into: Path, gray: bool = False, scale: float = 1.0, jpeg: int | None = None
+    folder: Path,
+    into: Path,
+    gray: bool = False,
+    scale: float = 1.0,
+    jpeg: int | None = None,
+    mp4: bool = False,
 ) -> Path:
     """The clip's frames in ``into``, lossless (PNG): in gray (OpenCV's weights) if ``gray``,
     resized by ``scale`` (bicubic), re-encoded once at JPEG quality ``jpeg`` and read back if
-    given; every tracker reads them as they read the clip's own."""
+    given, and through an mp4 (OpenCV's mp4v at its default quality, as
+    ``benchmarks/resize_clip.py`` writes one) and decoded back if ``mp4``; every tracker reads
+    them as they read the clip's own."""
     import cv2
 
-    for path in tqdm(sorted(folder.glob("*.jpg")), desc="frames", unit="frame"):
+    paths = sorted(folder.glob("*.jpg"))
+    video = writer = None
+    if mp4:
+        video = into / "clip.mp4"
+    for path in tqdm(paths, desc="frames", unit="frame"):
         image = cv2.imread(str(path), cv2.IMREAD_GRAYSCALE if gray else cv2.IMREAD_COLOR)
         if image is None:
             raise SystemExit(f"error: {path}: unreadable")
@@ -581,7 +601,26 @@ def prepared_frames(
         if jpeg is not None:
             encoded = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, jpeg])[1]
             image = cv2.imdecode(encoded, cv2.IMREAD_UNCHANGED)
-        cv2.imwrite(str(into / (path.stem + ".png")), image)
+        if video is None:
+            cv2.imwrite(str(into / (path.stem + ".png")), image)
+            continue
+        if writer is None:
+            fourcc = cv2.VideoWriter_fourcc(*"mp4v")
+            size = (image.shape[1], image.shape[0])
+            writer = cv2.VideoWriter(str(video), fourcc, FPS, size, image.ndim == 3)
+        writer.write(image)
+    if video is not None and writer is not None:
+        writer.release()
+        capture = cv2.VideoCapture(str(video))
+        for path in paths:
+            ok, image = capture.read()
+            if not ok:
+                raise SystemExit(f"error: {video}: ended before {path.name}")
+            if gray:
+                image = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY)
+            cv2.imwrite(str(into / (path.stem + ".png")), image)
+        capture.release()
+        video.unlink()
     return into
 
 

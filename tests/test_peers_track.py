@@ -197,6 +197,7 @@ def test_prepared_frames_resize_reencode_and_gray_the_clip(tmp_path):
         "x2": {"scale": 2.0},
         "jpeg": {"jpeg": 60},
         "gray": {"gray": True},
+        "mp4": {"mp4": True},
     }.items():
         into = tmp_path / name
         into.mkdir()
@@ -206,6 +207,8 @@ def test_prepared_frames_resize_reencode_and_gray_the_clip(tmp_path):
     assert out["x2"].shape == (72, 128, 3)
     assert out["jpeg"].shape == read.shape and 0 < np.abs(out["jpeg"] - read).mean() < 10
     assert out["gray"].shape == (36, 64)
+    # through an mp4 and back: every frame, its size, its values moved by the codec
+    assert out["mp4"].shape == read.shape and 0 < np.abs(out["mp4"] - read).mean() < 20
 
 
 def test_a_bad_scale_or_jpeg_quality_exits_2(capsys):
