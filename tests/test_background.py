@@ -29,7 +29,10 @@ def test_read_ahead_yields_every_item_in_order_and_reads_at_most_its_depth_ahead
     produced: list[int] = []
     reading = ReadAhead(_counting(50, produced), depth=3)
     assert next(reading) == 0
-    time.sleep(0.3)  # the thread fills what it may
+    deadline = time.monotonic() + 10
+    while len(produced) < 1 + 3 and time.monotonic() < deadline:  # the thread fills the queue
+        time.sleep(0.01)
+    time.sleep(0.2)  # ... and then waits
     assert 1 + 3 <= len(produced) <= 1 + 3 + 1  # (one more may be read, waiting to be queued)
     assert [0, *reading] == list(range(50))
     assert not reading._thread.is_alive()
