@@ -88,12 +88,6 @@ class ReadAhead(Iterator[Any]):
         if self._thread is not threading.current_thread():
             self._thread.join()
 
-    def __enter__(self) -> ReadAhead:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 class InOrder:
     """Run callables in a background thread, one after another in the order given (e.g. one

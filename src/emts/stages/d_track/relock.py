@@ -469,6 +469,18 @@ class Reacquisition:
             self.x[2:4] = velocity
         self._restart_running_match()
 
+    def _one_person_in(self, view, centre, size, height: float):
+        """:func:`person_box` of the box ``size`` around ``centre`` (WORKING px, in the
+        image), None where it finds none or a region more than ``relock_person_max`` times
+        the box's width: no one person in it (a group, a patch of non-ground; PETS
+        vtest.avi's auto-locks re-locked on twice their width)."""
+        c = self.config
+        found = person_box(view, centre, size, height, c.appearance)
+        widest = c.relock_person_max * float(size[0])
+        if found is None or (c.relock_person_max > 0 and found[1][0] > widest):
+            return None
+        return found
+
     def _relock(self, centre, size, embedding, rebuild: bool, detected: bool = False) -> None:
         """Re-initialize at a new origin: position from the measurement, velocity zero.
 
@@ -480,14 +492,11 @@ class Reacquisition:
         c = self.config
         view = self._frame_view
         if detected and c.relock_person_box and view is not None:
-            found = person_box(
+            found = self._one_person_in(
                 view, self._to_image(np.asarray(centre, float)), np.asarray(size, float),
-                float(self.x[5]), c.appearance,
+                float(self.x[5]),
             )  # fmt: skip
-            # (a region far wider than the detection is no one person in it: a group, a patch
-            # of non-ground; PETS vtest.avi's auto-locks re-locked on twice their width)
-            widest = c.relock_person_max * float(np.asarray(size, float)[0])
-            if found is not None and (c.relock_person_max <= 0 or found[1][0] <= widest):
+            if found is not None:
                 centre, size = self._from_image(found[0]), found[1]
             if float(np.asarray(size, float)[1]) < c.relock_whole_person * float(self.x[5]):
                 size = self.x[4:6].copy()  # a part of the person: their size, at its centre

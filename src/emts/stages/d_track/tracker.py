@@ -21,7 +21,7 @@ from emts.stages.d_track.identity import Refinder, colour_signature
 from emts.stages.d_track.kalman import ConstantVelocityKalman
 from emts.stages.d_track.loss import LossChecks
 from emts.stages.d_track.rebase import ScaleRebase
-from emts.stages.d_track.relock import Reacquisition, person_box
+from emts.stages.d_track.relock import Reacquisition
 from emts.stages.d_track.types import Candidate, LockCommand, Mode, TrackState
 
 _WHOLE_FRAME = (-0.5, -0.5, WORKING_SIZE[0] - 0.5, WORKING_SIZE[1] - 0.5)
@@ -185,9 +185,8 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
         centre, is no wider than ``relock_person_max`` x the box and leaves a good part of the
         box out (``tap_person_cut``: a long shadow; a box a little larger than the region is
         the detector's slack around dark trousers or hair, which the region leaves out)."""
-        found = person_box(
-            view, candidate.centre, candidate.size, float(candidate.size[1]), self.config.appearance
-        )
+        size = np.asarray(candidate.size, float)
+        found = self._one_person_in(view, candidate.centre, size, float(size[1]))
         if found is None:
             return candidate
         (x, y), (w, h) = found
@@ -195,10 +194,7 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
         if not (abs(cx - x) <= w / 2 and abs(cy - y) <= h / 2):
             return candidate
         cut = self.config.tap_person_cut
-        if w >= cut * candidate.size[0] and h >= cut * candidate.size[1]:
-            return candidate
-        widest = self.config.relock_person_max * float(candidate.size[0])
-        if self.config.relock_person_max > 0 and w > widest:
+        if w >= cut * size[0] and h >= cut * size[1]:
             return candidate
         return dataclasses.replace(candidate, centre=np.asarray(found[0], float), size=found[1])
 
