@@ -192,6 +192,10 @@ def summarize_run(report: dict, seconds: list[float]) -> dict:
         # "reacquire" can count, a peer that reports a loss has no box
         "hits_not_locked": sum(r["hit"] and r["mode"] != "locked" for r in rows),
         "centre_error_median_px": report["centre_error_px"]["median"],
+        # the box's fit (emts.eval.track_eval.box_overlap): 0 where not locked
+        "success_auc": report["box_overlap"]["success_auc"],
+        "iou_median_on_hits": report["box_overlap"]["iou_median_on_hits"],
+        "size_ratio_on_hits": report["box_overlap"]["size_ratio_on_hits"],
         "lost_events": report["lost_events"],
         "relock_events": report["relock_events"],
         "lock_box": rows[0]["box"] if rows else None,
@@ -266,8 +270,21 @@ def group_figures(runs: dict[str, dict], groups: dict[str, str]) -> dict[str, di
                 "frames_on_copy": int(sum(sum(r.get("frames_on_copy", [])) for r in rows)),
                 "crossings_ended_on_person": sum(v is True for v in ended),
                 "crossings": len(ended),
+                "mean_success_auc": _mean_of(rows, "success_auc"),
+                "size_ratio_on_hits": _median_pair(rows),
             }
     return out
+
+
+def _mean_of(rows: list[dict], key: str) -> float | None:
+    values = [r[key] for r in rows if r.get(key) is not None]
+    return round(float(np.mean(values)), 4) if values else None
+
+
+def _median_pair(rows: list[dict]) -> list[float] | None:
+    """The median over ``rows`` of each run's median box width and height over the truth's."""
+    pairs = [r["size_ratio_on_hits"] for r in rows if r.get("size_ratio_on_hits")]
+    return [round(float(v), 3) for v in np.median(pairs, axis=0)] if pairs else None
 
 
 # ----------------------------------------------------------------------------- report
@@ -354,6 +371,24 @@ def write_markdown(summary: dict, path: Path) -> None:
             cells.append(
                 f"{g['mean_lock_recall']:.3f} / {g['false_lock_frames']} / {hidden} / {spans}"
             )
+        lines.append(f"| {group} ({figures[EMTS]['runs']}) | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "The box's fit by group: mean success AUC (UAV123's success score: the share of visible "
+        "frames whose box overlaps the truth by more than t, averaged over t = 0, 0.05, ..., 1; "
+        "a frame not `locked` counts 0) / median box width, height over the person's where "
+        "locked on them (1.00, 1.00: their size).",
+        "",
+        "| group (runs) | " + " | ".join(TRACKERS) + " |",
+        "|---|" + "---|" * len(TRACKERS),
+    ]
+    for group, figures in groups.items():
+        cells = []
+        for tracker in TRACKERS:
+            g = figures[tracker]
+            ratio = g.get("size_ratio_on_hits")
+            shape = "-" if not ratio else f"{ratio[0]:.2f}, {ratio[1]:.2f}"
+            cells.append(f"{g.get('mean_success_auc')} / {shape}")
         lines.append(f"| {group} ({figures[EMTS]['runs']}) | " + " | ".join(cells) + " |")
     lines += [
         "",

@@ -7,6 +7,7 @@ import pytest
 from emts.errors import BadInputError
 from emts.eval.track_eval import (
     TrackEvalConfig,
+    box_overlap,
     evaluate_track,
     parse_span,
     read_ground_truth,
@@ -88,6 +89,43 @@ def test_the_protocol_counts_hits_false_locks_and_recovery():
     hidden_locked = sum(r["mode"] == "locked" for r in report["per_frame"] if r["hidden"])
     assert report["false_lock_frames"] >= hidden_locked
     assert span["locked_frames_after_vanishing"] <= 8
+
+
+def _row(mode, box, truth, hit=True):
+    iou = None
+    if box is not None:
+        x0, y0 = max(box[0], truth[0]), max(box[1], truth[1])
+        x1 = min(box[0] + box[2], truth[0] + truth[2])
+        y1 = min(box[1] + box[3], truth[1] + truth[3])
+        inter = max(x1 - x0, 0) * max(y1 - y0, 0)
+        iou = inter / (box[2] * box[3] + truth[2] * truth[3] - inter)
+    return {"mode": mode, "box": box, "truth": truth, "iou": iou, "hit": hit}
+
+
+def test_the_box_overlap_counts_frames_not_locked_as_none_and_reads_the_boxs_shape():
+    truth = [10.0, 10.0, 10.0, 20.0]
+    exact = _row("locked", truth, truth)
+    wide = _row("locked", [5.0, 10.0, 20.0, 20.0], truth)  # IoU 0.5
+    coasting = _row("reacquire", truth, truth)  # on the person, but not locked: 0
+    overlap = box_overlap([exact, wide, coasting])
+    assert overlap["iou_mean"] == pytest.approx(0.5)
+    # thresholds 0, 0.05, .., 0.95 pass the exact box (IoU 1 > t), 0..0.45 the wide one
+    assert overlap["success_auc"] == pytest.approx((20 + 10) / 3 / 21, abs=1e-4)
+    assert overlap["iou_median_on_hits"] == pytest.approx(0.75)
+    assert overlap["size_ratio_on_hits"] == [1.5, 1.0]
+    assert box_overlap([])["success_auc"] is None
+    assert box_overlap([coasting])["size_ratio_on_hits"] is None
+
+
+def test_the_protocol_reports_how_well_the_box_fits(tmp_path):
+    frames, truth = _clip(12)
+    report = evaluate_track(
+        frames, truth, TrackEvalConfig(fps=30), Pipeline(None, None, auto_lock=False)
+    )
+    overlap = report["box_overlap"]
+    assert 0.3 < overlap["success_auc"] <= 1.0  # a tap on a dark walker, tracked by its look
+    rows = [r for r in report["per_frame"] if r["visible"]]
+    assert all(r["iou"] is not None for r in rows if r["box"] is not None)
 
 
 class _DarkBlobDetector:

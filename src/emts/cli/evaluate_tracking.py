@@ -114,7 +114,8 @@ def _cmd_eval_track(args: argparse.Namespace) -> int:
     print(
         f"lock recall {report['lock_recall']:.3f} over {report['visible_frames']} visible "
         f"frames, {report['false_lock_frames']} false-lock frames, centre error median "
-        f"{report['centre_error_px']['median']} px, first lock at frame "
+        f"{report['centre_error_px']['median']} px, success AUC (box IoU) "
+        f"{report['box_overlap']['success_auc']}, first lock at frame "
         f"{report['first_lock_frame']}"
     )
     if "leave" in report:

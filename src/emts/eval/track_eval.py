@@ -4,7 +4,8 @@ Protocol (the real-footage issue's): a tap at the person's centre on the lock fr
 given point or box); **lock recall** = share of frames, from the tap on, where the person is
 visible and the reported target centre lies within ``max(20 px, h/2)`` of the truth (input
 px); **false-lock frames** = mode ``locked`` with the centre outside that radius, or with no
-visible person at all. Stress tests, applied to the frames before the pipeline sees them:
+visible person at all; **box overlap** (:func:`box_overlap`) = how well the ``locked`` box
+covers the person: UAV123's success AUC, the median IoU and the box's shape over theirs. Stress tests, applied to the frames before the pipeline sees them:
 
 * ``occlude=[(a, b)]``: the person walks behind an obstacle on frames a..b: a patch of the
   scene (inpainted at frame a from its surroundings, covering the person's whole path over
@@ -58,6 +59,7 @@ from emts.eval.track_stress import (
     plan_lookalike,
     require_labelled,
 )
+from emts.geometry import box_iou
 from emts.io import open_source
 from emts.pipeline import Pipeline
 
@@ -607,6 +609,10 @@ def _judge(index: int, result, clip: StressedClip) -> dict:
     if result.target is not None and np.all(np.isfinite(truth)):
         error = float(np.hypot(*(_centre(result.target.box) - _centre(truth))))
     on_person = visible and error is not None and error <= radius
+    overlap = None
+    if visible and result.target is not None:
+        box = np.asarray(result.target.box, float)
+        overlap = float(box_iou(box, truth[None].astype(float))[0])
     row = {
         "frame": index,
         "mode": result.mode,
@@ -615,6 +621,7 @@ def _judge(index: int, result, clip: StressedClip) -> dict:
         "error": None if error is None else round(error, 2),
         "radius": None if radius is None else round(radius, 2),
         "hit": bool(on_person),
+        "iou": None if overlap is None else round(overlap, 4),
         "false_lock": bool(result.mode == "locked" and not on_person),
         "box": None if result.target is None else [round(float(v), 2) for v in result.target.box],
         "truth": None if not np.all(np.isfinite(truth)) else [round(float(v), 2) for v in truth],
@@ -635,6 +642,40 @@ def _judge(index: int, result, clip: StressedClip) -> dict:
                 to_copy = float(np.hypot(*(_centre(result.target.box) - _centre(copy))))
                 row["on_copy"] = to_copy < error and not on_person
     return row
+
+
+# IoU thresholds of the success curve (OTB / UAV123's success plot: 0, 0.05, ..., 1)
+SUCCESS_THRESHOLDS = np.linspace(0.0, 1.0, 21)
+
+
+def box_overlap(visible: list[dict]) -> dict:
+    """How well the reported box covers the person over the ``visible`` frames' rows: the IoU
+    of a ``locked`` target's box with the truth, 0 where the mode is not ``locked`` (a lock
+    that says it lost the person frames no one). ``success_auc``: the area under the success
+    curve, the share of frames whose IoU exceeds t averaged over t in 0, 0.05, ..., 1
+    (UAV123's success score; = the mean IoU up to the thresholds' spacing);
+    ``iou_median_on_hits``: the median IoU where the lock is on the person (its box's fit,
+    whatever the losses); ``size_ratio_on_hits``: the median box width and height over the
+    truth's there (1, 1: the person's size)."""
+    ious = np.array(
+        [r["iou"] if r["mode"] == "locked" and r["iou"] is not None else 0.0 for r in visible]
+    )
+    hits = [r for r in visible if r["hit"] and r["mode"] == "locked" and r["box"] is not None]
+    ratios = np.array(
+        [[r["box"][k] / max(r["truth"][k], 1e-6) for k in (2, 3)] for r in hits]
+    ).reshape(-1, 2)
+    return {
+        "iou_mean": round(float(ious.mean()), 4) if ious.size else None,
+        "success_auc": round(float(np.mean([(ious > t).mean() for t in SUCCESS_THRESHOLDS])), 4)
+        if ious.size
+        else None,
+        "iou_median_on_hits": round(float(np.median([r["iou"] for r in hits])), 4)
+        if hits
+        else None,
+        "size_ratio_on_hits": [round(float(v), 3) for v in np.median(ratios, axis=0)]
+        if hits
+        else None,
+    }
 
 
 def _summarize(rows: list[dict], clip: StressedClip, c: TrackEvalConfig) -> dict:
@@ -695,6 +736,7 @@ def _summarize(rows: list[dict], clip: StressedClip, c: TrackEvalConfig) -> dict
     p_values = [r["p_human"] for r in rows if r["p_human"] is not None]
     return {
         "lock_recall": round(hits / max(len(visible), 1), 4),
+        "box_overlap": box_overlap(visible),
         "visible_frames": len(visible),
         "false_lock_frames": sum(r["false_lock"] for r in rows),
         "centre_error_px": {

@@ -114,6 +114,10 @@ def _draw_box(image: np.ndarray, box, colour, dashed: bool = False) -> None:
             )
 
 
+def _pair(values) -> str:
+    return "-" if values is None else f"{values[0]:.2f}, {values[1]:.2f}"
+
+
 def write_report(report: dict, out: Path, command: str, clip_name: str) -> None:
     """``report.json`` (per-frame rows without the ground truth), ``report.md``,
     ``timeline.png`` and, with a leave path or look-alikes, ``contact.png`` in ``out``."""
@@ -124,6 +128,7 @@ def write_report(report: dict, out: Path, command: str, clip_name: str) -> None:
     shareable.pop("thumbnails", None)
     (out / "report.json").write_text(json.dumps(shareable, indent=1))
     s = report
+    overlap = s["box_overlap"]
     title = (
         f"{clip_name}: lock recall {s['lock_recall']:.3f}, "
         f"{s['false_lock_frames']} false-lock frames"
@@ -135,10 +140,12 @@ def write_report(report: dict, out: Path, command: str, clip_name: str) -> None:
         f"`{command}`",
         "",
         "| lock recall | visible frames | false-lock frames | centre error median / p90 px "
-        "| first lock | lost / relock events | median P(human) |",
-        "|---|---|---|---|---|---|---|",
+        "| success AUC (IoU) | box w, h / the person's | first lock | lost / relock events "
+        "| median P(human) |",
+        "|---|---|---|---|---|---|---|---|---|",
         f"| {s['lock_recall']:.3f} | {s['visible_frames']} | {s['false_lock_frames']} | "
         f"{s['centre_error_px']['median']} / {s['centre_error_px']['p90']} | "
+        f"{overlap['success_auc']} | {_pair(overlap['size_ratio_on_hits'])} | "
         f"{s['first_lock_frame']} | {s['lost_events']} / {s['relock_events']} | "
         f"{s['p_human']['median']} |",
         "",
