@@ -5,7 +5,8 @@ given point or box); **lock recall** = share of frames, from the tap on, where t
 visible and the reported target centre lies within ``max(20 px, h/2)`` of the truth (input
 px); **false-lock frames** = mode ``locked`` with the centre outside that radius, or with no
 visible person at all; **box overlap** (:func:`box_overlap`) = how well the ``locked`` box
-covers the person: UAV123's success AUC, the median IoU and the box's shape over theirs. Stress tests, applied to the frames before the pipeline sees them:
+covers the person: UAV123's success AUC, the median IoU and the box's shape over theirs.
+Stress tests, applied to the frames before the pipeline sees them:
 
 * ``occlude=[(a, b)]``: the person walks behind an obstacle on frames a..b: a patch of the
   scene (inpainted at frame a from its surroundings, covering the person's whole path over
