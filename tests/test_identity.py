@@ -441,6 +441,35 @@ def test_a_tap_on_a_box_of_legs_and_shadow_locks_the_person(on):
         assert tracker.image_box()[1].tolist() == tapped.size.tolist()
 
 
+@pytest.mark.parametrize("on", [True, False])
+def test_the_box_reported_has_the_persons_width_on_colour_frames(on):
+    # person12: the detector's boxes of the walker took in their long shadow beside them
+    # (32x47 px for a 20x46 walker), and the locked box was 1.5x their width
+    ground = _ground(4)
+    me = (80.0, 120.0, RED, BLUE)
+    shaded = ground.copy()
+    shaded[105:135, 86:94] *= 0.5  # their shadow, beside them (the ground's colour, darker)
+    view = _frame(shaded, [me])
+    config = replace(TrackerConfig(), person_width=on)
+    wide = Candidate(np.array([81.0, 120.0]), np.array([20.0, 30.0]), 0.6, E[1])
+    states, boxes = [], []
+    for image in (view, AppearanceView.of(view.working)):  # colour, then gray
+        tracker = _tracker_on(ground, config=config)
+        for _ in range(6):
+            state = tracker.update(np.eye(2, 3), [wide], view=image)
+            assert state.mode == "locked" and state.associated == 0
+        states.append(state)
+        boxes.append(tracker.image_box())
+    colour, gray = states
+    # the person is 12 px wide (14 with the own-target mask's grown edge); the detection 20
+    assert (colour.person_size is not None and colour.person_size[0] < 15.0) == on
+    assert gray.person_size is None  # no colour: the track's box
+    # the track's own box -- what the checks, the searches and Stage E read -- is the same
+    assert colour.size[0] > 18.0 and np.allclose(boxes[0][1], colour.size)
+    if on:
+        assert colour.person_size[1] == colour.size[1]  # the height is the detector's
+
+
 @pytest.mark.parametrize("widest", [1.3, 0.0])
 def test_a_relock_does_not_take_a_region_far_wider_than_the_detection(widest):
     # PETS 2009 vtest.avi (auto-lock): the own-target region around a detection held the

@@ -328,6 +328,17 @@ class TrackerConfig:
     # of the person: a 21x28 box of the legs of a walker 37x90 re-entering person12's leave
     # path 3), the track keeps its own size at the box's centre (0: off)
     relock_whole_person: float = 0.75
+    # The box reported on colour frames has the person's width: the share of a detection's
+    # width that the one person in it takes (the re-lock's person_box, within
+    # relock_person_max of its width), where that region is at least person_width_least of the
+    # box's height, running (person_width_keep of the last value each detection). The
+    # detector's box takes in what moves with a walker (person12: their long shadow; the locked
+    # box was 1.5x their width); the track's own box, which Stage D's checks and searches and
+    # Stage E read, stays the detector's (narrowed, the colour re-find locked on the ground
+    # twice in person12's 37 runs at 1280x720). False: the track's box
+    person_width: bool = True
+    person_width_least: float = 0.75
+    person_width_keep: float = 0.5
     give_up_after: int = 300  # frames without a measurement before reacquire gives up (search)
     # ... and an automatic lock's after this many seconds with its prediction off the image, so
     # auto-lock can find someone else; an operator's lock waits give_up_after. None: off

@@ -491,6 +491,8 @@ class Reacquisition:
         auto-lock runs that cost lock recall, 0.718 -> 0.683.)"""
         c = self.config
         view = self._frame_view
+        if detected:  # a detection's box or the person's region in it: measured afresh
+            self._width_share = None
         if detected and c.relock_person_box and view is not None:
             found = self._one_person_in(
                 view, self._to_image(np.asarray(centre, float)), np.asarray(size, float),

@@ -128,6 +128,9 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
         # the last measured frame's (stabilized position, G): was it at the image's edge?
         self._last_seen: tuple[np.ndarray, np.ndarray] | None = None
         self._colour = False  # the lock was made on a colour frame: no merge hold
+        # the person's width over the detections' (colour frames, TrackerConfig.person_width):
+        # the box reported; None: the track's own
+        self._width_share: float | None = None
         # the track's box's own-target share this frame, once known (_own_share_here)
         self._own_here: float | None = None
         self._own_known = False
@@ -448,7 +451,12 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
             unseen = min(unseen, self.config.unseen_frames_occluded)
         if mode == "locked" and self.misses >= unseen:
             mode = "reacquire"
-        return TrackState(mode, centre, size, score, chosen, self.misses, peak, measured_by, event)
+        person = None
+        if self._width_share is not None:
+            person = size * np.array([self._width_share, 1.0])
+        return TrackState(
+            mode, centre, size, score, chosen, self.misses, peak, measured_by, event, person
+        )
 
     def _locked_step(self, candidates, measurements, gammas, verdict, view):
         c = self.config
@@ -765,6 +773,27 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
         keep = c.lock_height_keep
         self.lock_height = keep * self.lock_height + (1 - keep) * float(candidate.size[1])
         self.misses = 0
+        if c.person_width and self._frame_view is not None:
+            self._measure_width_share(candidate)
+
+    def _measure_width_share(self, candidate: Candidate) -> None:
+        """The person's width over ``candidate``'s on colour frames, from the one person in its
+        box (:meth:`_one_person_in`: the largest region of own-target samples overlapping it)
+        where that region is at least ``person_width_least`` of the box's height, as a running
+        value (``person_width_keep``): the detector's box of a walker takes in what moves with
+        them -- person12's long shadow: boxes 1.6x the walker's width -- and the box reported
+        takes the person's width (:meth:`_state`). The track's own box, which the checks and
+        searches read, stays the detector's."""
+        c = self.config
+        found = self._one_person_in(
+            self._frame_view, candidate.centre, candidate.size, float(self.x[5])
+        )
+        if found is None or found[1][1] < c.person_width_least * float(candidate.size[1]):
+            return
+        share = min(float(found[1][0]) / float(candidate.size[0]), 1.0)
+        before = self._width_share
+        keep = c.person_width_keep
+        self._width_share = share if before is None else keep * before + (1 - keep) * share
 
     def _enter_reacquire(self) -> None:
         self.mode = "reacquire"

@@ -60,6 +60,9 @@ class TrackState:
         measured_by: ``"detection"``, ``"appearance"``, ``"both"`` or None (coasting).
         event: ``"lock"``, ``"relock"``, ``"lost"`` (locked -> reacquire) or ``"dropped"``
             (reacquire gave up -> search) on the frame where that happened, else None.
+        person_size: the person's own size about ``centre`` (WORKING px), the box reported,
+            where the tracker measured it narrower than ``size`` (colour frames,
+            ``TrackerConfig.person_width``); None: ``size``.
     """
 
     mode: Mode
@@ -71,3 +74,4 @@ class TrackState:
     appearance: float | None = None
     measured_by: str | None = None
     event: str | None = None
+    person_size: np.ndarray | None = None
