@@ -350,3 +350,36 @@ def test_a_detector_trained_on_r_over_n_frames_runs_with_that_r(
     _record(out, "emts_residual_baseline", "three")
     with pytest.raises(BadInputError, match="R over 'three' frames"):
         Detector(out)
+
+
+def test_the_target_box_is_the_persons_size_where_the_tracker_measured_it(clip, monkeypatch):
+    # (TrackerConfig.person_width: the box reported on colour frames has the person's width;
+    # Stage E and the tracker keep reading the track's own box)
+    import dataclasses
+
+    from emts.stages.d_track.tracker import TargetTracker
+
+    pipeline = Pipeline(BlobDetector(), verifier=None, auto_lock=False)
+    update = TargetTracker.update
+
+    def narrowed(self, *args, **kwargs):
+        state = update(self, *args, **kwargs)
+        if state.size is None:
+            return state
+        return dataclasses.replace(state, person_size=state.size * np.array([0.5, 1.0]))
+
+    results = []
+    for use in (False, True):
+        if use:
+            monkeypatch.setattr(TargetTracker, "update", narrowed)
+        pipeline.reset()
+        for t, frame in enumerate(clip.frames[:8]):
+            if t == 3:
+                truth = clip.person_boxes[t][0]
+                pipeline.lock(*(truth[:2] + truth[2:] / 2))
+            result = pipeline.step(frame)
+        results.append(result)
+    plain, person = results
+    assert plain.mode == person.mode == "locked"
+    x, y, w, h = plain.target.box
+    assert np.allclose(person.target.box, [x + w / 4, y, w / 2, h], atol=1e-6)
