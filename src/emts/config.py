@@ -339,6 +339,7 @@ class TrackerConfig:
     person_width: bool = True
     person_width_least: float = 0.75
     person_width_keep: float = 0.5
+    person_width_every: int = 3  # ... measured on every 3rd such detection (the first at once)
     give_up_after: int = 300  # frames without a measurement before reacquire gives up (search)
     # ... and an automatic lock's after this many seconds with its prediction off the image, so
     # auto-lock can find someone else; an operator's lock waits give_up_after. None: off
