@@ -294,6 +294,47 @@ def _recovery(values: list) -> str:
     return ", ".join("never" if v is None else str(v) for v in values)
 
 
+def _tracker_table(first: str, rows: dict[str, dict], cell) -> list[str]:
+    """A markdown table, a column per tracker: one row per ``rows`` item (label -> each
+    tracker's figures), each cell ``cell(figures)``."""
+    lines = [f"| {first} | " + " | ".join(TRACKERS) + " |", "|---|" + "---|" * len(TRACKERS)]
+    for label, figures in rows.items():
+        lines.append(f"| {label} | " + " | ".join(cell(figures[t]) for t in TRACKERS) + " |")
+    return lines
+
+
+def _run_cell(r: dict) -> str:
+    if r.get("ended_on_person"):
+        return (
+            f"{r['lock_recall']:.3f} / {r['false_lock_frames']} / "
+            f"copy {sum(r['frames_on_copy'])} / "
+            + ", ".join("held" if v else "lost" for v in r["ended_on_person"])
+        )
+    return (
+        f"{r['lock_recall']:.3f} / {r['false_lock_frames']} / "
+        f"{r['locked_while_hidden'] if r['recovery_frames'] else '-'} / "
+        f"{_recovery(r['recovery_frames'])}"
+    )
+
+
+def _group_cell(g: dict) -> str:
+    if g.get("crossings"):
+        return (
+            f"{g['mean_lock_recall']:.3f} / {g['false_lock_frames']} / "
+            f"copy {g['frames_on_copy']} / "
+            f"{g['crossings_ended_on_person']} of {g['crossings']} held"
+        )
+    spans = f"{g['spans_recovered']} of {g['spans']}" if g["spans"] else "-"
+    hidden = g["locked_while_hidden"] if g["spans"] else "-"
+    return f"{g['mean_lock_recall']:.3f} / {g['false_lock_frames']} / {hidden} / {spans}"
+
+
+def _fit_cell(g: dict) -> str:
+    ratio = g.get("size_ratio_on_hits")
+    shape = "-" if not ratio else f"{ratio[0]:.2f}, {ratio[1]:.2f}"
+    return f"{g.get('mean_success_auc')} / {shape}"
+
+
 def write_markdown(summary: dict, path: Path) -> None:
     runs, times, groups = summary["runs"], summary["timing"], summary["groups"]
     cell = "lock recall / false-lock frames / locked while hidden / recovery"
@@ -326,70 +367,28 @@ def write_markdown(summary: dict, path: Path) -> None:
         "the copy than the person, and not a hit) / whether the crossing's last frame was locked "
         "on the person (held) or not (lost).",
         "",
-        "| protocol | " + " | ".join(TRACKERS) + " |",
-        "|---|" + "---|" * len(TRACKERS),
     ]
-    for name, figures in runs.items():
-        cells = []
-        for tracker in TRACKERS:
-            r = figures[tracker]
-            if r.get("ended_on_person"):
-                cells.append(
-                    f"{r['lock_recall']:.3f} / {r['false_lock_frames']} / "
-                    f"copy {sum(r['frames_on_copy'])} / "
-                    + ", ".join("held" if v else "lost" for v in r["ended_on_person"])
-                )
-                continue
-            cells.append(
-                f"{r['lock_recall']:.3f} / {r['false_lock_frames']} / "
-                f"{r['locked_while_hidden'] if r['recovery_frames'] else '-'} / "
-                f"{_recovery(r['recovery_frames'])}"
-            )
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += _tracker_table("protocol", runs, _run_cell)
+    by_group = {f"{group} ({figures[EMTS]['runs']})": figures for group, figures in groups.items()}
     lines += [
         "",
         "By protocol group: mean lock recall / false-lock frames (sum) / locked while hidden "
         "(sum) / spans recovered; look-alikes: mean lock recall / false-lock frames (sum) / "
         "frames on the copy (sum) / crossings held.",
         "",
-        "| group (runs) | " + " | ".join(TRACKERS) + " |",
-        "|---|" + "---|" * len(TRACKERS),
+        *_tracker_table("group (runs)", by_group, _group_cell),
     ]
-    for group, figures in groups.items():
-        cells = []
-        for tracker in TRACKERS:
-            g = figures[tracker]
-            if g.get("crossings"):
-                cells.append(
-                    f"{g['mean_lock_recall']:.3f} / {g['false_lock_frames']} / "
-                    f"copy {g['frames_on_copy']} / "
-                    f"{g['crossings_ended_on_person']} of {g['crossings']} held"
-                )
-                continue
-            spans = f"{g['spans_recovered']} of {g['spans']}" if g["spans"] else "-"
-            hidden = g["locked_while_hidden"] if g["spans"] else "-"
-            cells.append(
-                f"{g['mean_lock_recall']:.3f} / {g['false_lock_frames']} / {hidden} / {spans}"
-            )
-        lines.append(f"| {group} ({figures[EMTS]['runs']}) | " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        "The box's fit by group: mean success AUC (UAV123's success score: the share of visible "
-        "frames whose box overlaps the truth by more than t, averaged over t = 0, 0.05, ..., 1; "
-        "a frame not `locked` counts 0) / median box width, height over the person's where "
-        "locked on them (1.00, 1.00: their size).",
-        "",
-        "| group (runs) | " + " | ".join(TRACKERS) + " |",
-        "|---|" + "---|" * len(TRACKERS),
-    ]
-    for group, figures in groups.items():
-        cells = []
-        for tracker in TRACKERS:
-            g = figures[tracker]
-            ratio = g.get("size_ratio_on_hits")
-            shape = "-" if not ratio else f"{ratio[0]:.2f}, {ratio[1]:.2f}"
-            cells.append(f"{g.get('mean_success_auc')} / {shape}")
-        lines.append(f"| {group} ({figures[EMTS]['runs']}) | " + " | ".join(cells) + " |")
+    fitted = any(g[t].get("mean_success_auc") is not None for g in groups.values() for t in g)
+    if fitted:  # (not in a report from before the box's fit was measured)
+        lines += [
+            "",
+            "The box's fit by group: mean success AUC (UAV123's success score: the share of "
+            "visible frames whose box overlaps the truth by more than t, averaged over t = 0, "
+            "0.05, ..., 1; a frame not `locked` counts 0) / median box width, height over the "
+            "person's where locked on them (1.00, 1.00: their size).",
+            "",
+            *_tracker_table("group (runs)", by_group, _fit_cell),
+        ]
     lines += [
         "",
         "Time per frame, measured in this run (mean of the `step` calls over every run, "

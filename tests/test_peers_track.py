@@ -128,6 +128,8 @@ def test_lookalike_runs_are_summed_per_group_and_written_as_held_or_lost(tmp_pat
             "frames_on_copy": on_copy,
             "ended_on_person": ended,
             "hits_not_locked": 0,
+            "success_auc": 0.5 + 0.1 * len(ended) * ended[0],
+            "size_ratio_on_hits": [1.0 + 0.2 * ended[0], 0.9],
         }
 
     runs = {
@@ -153,6 +155,10 @@ def test_lookalike_runs_are_summed_per_group_and_written_as_held_or_lost(tmp_pat
     text = (tmp_path / "README.md").read_text()
     assert "| lookalike40:70 | 0.900 / 2 / copy 3 / lost |" in text
     assert "| lookalike (2) | 0.900 / 4 / copy 3 / 1 of 2 held |" in text
+    # the box's fit: the mean success AUC, the median of the runs' box shapes
+    assert emts["mean_success_auc"] == pytest.approx(0.55)
+    assert emts["size_ratio_on_hits"] == pytest.approx([1.1, 0.9])
+    assert "| lookalike (2) | 0.55 / 1.10, 0.90 |" in text
 
 
 def test_a_peer_runs_through_the_leave_and_lookalike_protocols():
