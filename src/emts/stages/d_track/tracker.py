@@ -774,7 +774,9 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
         keep = c.lock_height_keep
         self.lock_height = keep * self.lock_height + (1 - keep) * float(candidate.size[1])
         self.misses = 0
-        if c.person_width and self._frame_view is not None:
+        # (a lock made on a colour frame: gray video in three equal channels has no own-target
+        # pixels, and would be looked into on every detection)
+        if c.person_width and self._colour and self._frame_view is not None:
             # (~1 ms a look at 1280x720: every person_width_every-th detection, the first at once)
             if self._width_share is None or self._width_clock % c.person_width_every == 0:
                 self._measure_width_share(candidate)
