@@ -470,6 +470,30 @@ def test_the_box_reported_has_the_persons_width_on_colour_frames(on):
         assert colour.person_size[1] == colour.size[1]  # the height is the detector's
 
 
+@pytest.mark.parametrize("on", [True, False])
+def test_a_detection_of_part_of_the_person_does_not_shrink_the_box_reported(on):
+    # person12, frames 39-43: detections 0.6-0.7 of the walker's height (their upper body)
+    # shrank the box to 0.84 of theirs for the rest of the run
+    ground = _ground(5)
+    me = (80.0, 120.0, RED, BLUE)
+    view = AppearanceView.of(_frame(ground, [me]).working)  # any frames: gray here
+    config = replace(TrackerConfig(), person_height=on)
+    tracker = _tracker_on(ground, config=config)
+    upper = Candidate(np.array([80.0, 112.0]), np.array([12.0, 18.0]), 0.6, E[1])
+    for _ in range(4):
+        state = tracker.update(np.eye(2, 3), [upper], view=view)
+        assert state.mode == "locked" and state.associated == 0
+    assert state.size[1] < 27.0  # the track's own box follows the detections
+    shown = state.size if state.person_size is None else state.person_size
+    assert (shown[1] == pytest.approx(SIZE[1], abs=0.5)) == on
+    # a detection of the whole person draws the box reported back to the track's own
+    whole = Candidate(np.array([80.0, 120.0]), SIZE, 0.6, E[1])
+    for _ in range(12):
+        state = tracker.update(np.eye(2, 3), [whole], view=view)
+    shown = state.size if state.person_size is None else state.person_size
+    assert shown[1] == pytest.approx(state.size[1], abs=0.5)
+
+
 @pytest.mark.parametrize("widest", [1.3, 0.0])
 def test_a_relock_does_not_take_a_region_far_wider_than_the_detection(widest):
     # PETS 2009 vtest.avi (auto-lock): the own-target region around a detection held the

@@ -340,6 +340,14 @@ class TrackerConfig:
     person_width_least: float = 0.75
     person_width_keep: float = 0.5
     person_width_every: int = 3  # ... measured on every 3rd such detection (the first at once)
+    # ... and its height follows only detections within person_height_band of it (any frames):
+    # a detection of a part of the person (their upper body, their legs: the detector was
+    # trained on 10-60 px people, and a walker 90 px tall in a zoomed view is found in parts;
+    # on person12's plain frames 39-43 boxes 0.6-0.7 of the walker's height) shrank the box
+    # for the rest of the run. The track's own box follows every detection (keeping its size
+    # there lost the plain follow's walker in the shade, 1.000 -> 0.777). False: its height
+    person_height: bool = True
+    person_height_band: tuple[float, float] = (0.75, 1.25)
     give_up_after: int = 300  # frames without a measurement before reacquire gives up (search)
     # ... and an automatic lock's after this many seconds with its prediction off the image, so
     # auto-lock can find someone else; an operator's lock waits give_up_after. None: off

@@ -493,6 +493,7 @@ class Reacquisition:
         view = self._frame_view
         if detected:  # a detection's box or the person's region in it: measured afresh
             self._width_share, self._width_clock = None, 0
+            self._height_share = 1.0
         if detected and c.relock_person_box and view is not None:
             found = self._one_person_in(
                 view, self._to_image(np.asarray(centre, float)), np.asarray(size, float),
