@@ -362,16 +362,17 @@ def test_the_target_box_is_the_persons_size_where_the_tracker_measured_it(clip, 
     pipeline = Pipeline(BlobDetector(), verifier=None, auto_lock=False)
     update = TargetTracker.update
 
-    def narrowed(self, *args, **kwargs):
-        state = update(self, *args, **kwargs)
-        if state.size is None:
-            return state
-        return dataclasses.replace(state, person_size=state.size * np.array([0.5, 1.0]))
+    def with_person(share):
+        def updated(self, *args, **kwargs):
+            state = update(self, *args, **kwargs)
+            person = None if share is None or state.size is None else state.size * share
+            return dataclasses.replace(state, person_size=person)
+
+        return updated
 
     results = []
-    for use in (False, True):
-        if use:
-            monkeypatch.setattr(TargetTracker, "update", narrowed)
+    for share in (None, np.array([0.5, 1.0])):
+        monkeypatch.setattr(TargetTracker, "update", with_person(share))
         pipeline.reset()
         for t, frame in enumerate(clip.frames[:8]):
             if t == 3:
