@@ -492,8 +492,7 @@ class Reacquisition:
         c = self.config
         view = self._frame_view
         if detected:  # a detection's box or the person's region in it: measured afresh
-            self._width_share, self._width_clock = None, 0
-            self._height_share = 1.0
+            self._forget_person_size()
         if detected and c.relock_person_box and view is not None:
             found = self._one_person_in(
                 view, self._to_image(np.asarray(centre, float)), np.asarray(size, float),

@@ -20,6 +20,7 @@ from emts.stages.d_track.crossing import CrossingHold
 from emts.stages.d_track.identity import Refinder, colour_signature
 from emts.stages.d_track.kalman import ConstantVelocityKalman
 from emts.stages.d_track.loss import LossChecks
+from emts.stages.d_track.person_size import PersonSize
 from emts.stages.d_track.rebase import ScaleRebase
 from emts.stages.d_track.relock import Reacquisition
 from emts.stages.d_track.types import Candidate, LockCommand, Mode, TrackState
@@ -31,7 +32,7 @@ def _normalize(vector: np.ndarray) -> np.ndarray:
     return vector / max(float(np.linalg.norm(vector)), 1e-12)
 
 
-class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
+class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase, PersonSize):
     """Tracks one locked target. Stages hold only their own state; the lock and the
     verifier's verdict come in as arguments of :meth:`update`.
 
@@ -128,11 +129,7 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
         # the last measured frame's (stabilized position, G): was it at the image's edge?
         self._last_seen: tuple[np.ndarray, np.ndarray] | None = None
         self._colour = False  # the lock was made on a colour frame: no merge hold
-        # the person's width over the detections' (colour frames, TrackerConfig.person_width):
-        # the box reported; None: the track's own
-        self._width_share: float | None = None
-        self._width_clock = 0  # detections that measured the lock since then
-        self._height_share = 1.0  # the height reported over the track's (person_height)
+        self._forget_person_size()  # (the box reported: PersonSize)
         # the track's box's own-target share this frame, once known (_own_share_here)
         self._own_here: float | None = None
         self._own_known = False
@@ -453,10 +450,7 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
             unseen = min(unseen, self.config.unseen_frames_occluded)
         if mode == "locked" and self.misses >= unseen:
             mode = "reacquire"
-        person = None
-        if self._width_share is not None or self._height_share != 1.0:
-            share = 1.0 if self._width_share is None else self._width_share
-            person = size * np.array([share, self._height_share])
+        person = self._person_size(size)  # (the box reported: PersonSize)
         return TrackState(
             mode, centre, size, score, chosen, self.misses, peak, measured_by, event, person
         )
@@ -764,7 +758,6 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
         c = self.config
         shown = float(self.x[5]) * self._height_share  # the height reported before
         self.kf.update(measurement, self.kf.h, self.kf.r)
-        self._follow_height(float(candidate.size[1]), shown)
         e = candidate.embedding
         if not self.has_embedding:  # a lock without a detection: the first one sets it
             self.template, self.has_embedding = _normalize(e), True
@@ -778,49 +771,7 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase):
         keep = c.lock_height_keep
         self.lock_height = keep * self.lock_height + (1 - keep) * float(candidate.size[1])
         self.misses = 0
-        # (a lock made on a colour frame: gray video in three equal channels has no own-target
-        # pixels, and would be looked into on every detection)
-        if c.person_width and self._colour and self._frame_view is not None:
-            # (~1 ms a look at 1280x720: every person_width_every-th detection, the first at once)
-            if self._width_share is None or self._width_clock % c.person_width_every == 0:
-                self._measure_width_share(candidate)
-            self._width_clock += 1
-
-    def _follow_height(self, detected: float, shown: float) -> None:
-        """The height reported after a detection ``detected`` px tall measured the track (the
-        box reported ``shown`` px tall before): a detection off it by more than
-        ``person_height_band`` either way -- a part of the person (their upper body, their
-        legs), or them with something else -- leaves it as it was; any other draws it back to
-        the track's own (``person_width_keep`` a detection). The track's own box follows
-        every detection (keeping its size on parts of the person lost the plain follow's
-        walker in the shade, 1.000 -> 0.777 lock recall)."""
-        c = self.config
-        height = max(float(self.x[5]), 1e-6)
-        low, high = c.person_height_band
-        if c.person_height and not (low * shown <= detected <= high * shown):
-            self._height_share = shown / height
-        else:
-            keep = c.person_width_keep
-            self._height_share = keep * self._height_share + (1.0 - keep)
-
-    def _measure_width_share(self, candidate: Candidate) -> None:
-        """The person's width over ``candidate``'s on colour frames, from the one person in its
-        box (:meth:`_one_person_in`: the largest region of own-target samples overlapping it)
-        where that region is at least ``person_width_least`` of the box's height, as a running
-        value (``person_width_keep``): the detector's box of a walker takes in what moves with
-        them -- person12's long shadow: boxes 1.6x the walker's width -- and the box reported
-        takes the person's width (:meth:`_state`). The track's own box, which the checks and
-        searches read, stays the detector's."""
-        c = self.config
-        found = self._one_person_in(
-            self._frame_view, candidate.centre, candidate.size, float(self.x[5])
-        )
-        if found is None or found[1][1] < c.person_width_least * float(candidate.size[1]):
-            return
-        share = min(float(found[1][0]) / float(candidate.size[0]), 1.0)
-        before = self._width_share
-        keep = c.person_width_keep
-        self._width_share = share if before is None else keep * before + (1 - keep) * share
+        self._measure_person(candidate, shown)
 
     def _enter_reacquire(self) -> None:
         self.mode = "reacquire"
