@@ -148,7 +148,9 @@ def add_track(eval_sub) -> None:
         help="lock recall, false locks and recovery on a real clip with ground truth",
         description="Tap the person (by default at the ground truth's centre on the first "
         "frame of --frames) and measure: lock recall (target centre within max(20 px, h/2) "
-        "of the truth), false-lock frames, centre error, first-lock frame, and for every "
+        "of the truth), false-lock frames, centre error, the box's fit (success AUC over IoU "
+        "thresholds, a frame not locked counting 0; its width and height over the person's), "
+        "first-lock frame, and for every "
         "--occlude/--remove/--leave span how long the lock stayed, whether anything else was "
         "locked and how many frames the recovery took; for every --lookalike span the frames "
         "the target was on the copy and whether it ended on the person. Writes report.md, "
