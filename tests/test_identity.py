@@ -739,3 +739,29 @@ def test_a_colour_refind_is_on_probation_for_its_first_measured_frames(probation
         assert tracker._failed_probation(_frame(ground, [(*me[:2], GREEN, YELLOW)]))
         assert tracker._probation == 0
     assert not tracker._failed_probation(_frame(ground, [(*me[:2], GREEN, YELLOW)]))
+
+
+@pytest.mark.parametrize("widest", [1.3, 0.0])
+def test_a_refind_does_not_relock_on_a_box_far_wider_than_the_person_with_no_one_in_it(widest):
+    # person12 at 1280x720, the walker hidden on frames 210-229: the colour re-find's chain
+    # re-locked on a detection 1.55x their width holding their legs and long shadow merged
+    # with the shade's edge (no one person in it) and said `locked` there for 22 frames.
+    # Here: three people in the person's colours shoulder to shoulder, one wide detection.
+    ground = _ground(2)
+    tracker = _lost(ground)
+    tracker.config = replace(tracker.config, relock_wider_max=widest)
+    modes = []
+    for t in range(6):  # (later, the colour re-find of proposals, not detections, may)
+        x = 250.0 - 3 * t
+        group = [(x + dx, 60.0, RED, BLUE) for dx in (-12.0, 0.0, 12.0)]
+        wide = Candidate(np.array([x, 60.0]), np.array([24.0, 30.0]), 0.6, E[1])
+        state = tracker.update(np.eye(2, 3), [wide], view=_frame(ground, group))
+        modes.append(state.mode)
+    assert ("locked" in modes) == (not widest)
+    # the person alone, as wide as they are, is re-found there
+    for t in range(8):
+        me = (232.0 - 3 * t, 60.0, RED, BLUE)
+        state = tracker.update(np.eye(2, 3), [_seen(*me[:2])], view=_frame(ground, [me]))
+        if state.mode == "locked":
+            break
+    assert state.mode == "locked"

@@ -328,6 +328,14 @@ class TrackerConfig:
     # of the person: a 21x28 box of the legs of a walker 37x90 re-entering person12's leave
     # path 3), the track keeps its own size at the box's centre (0: off)
     relock_whole_person: float = 0.75
+    # The re-find anywhere (a chain of detections with the lock's colours) does not re-lock on
+    # a detection wider than this many times the person's width (the box reported: the
+    # track's, narrowed to the person where measured) with no one person in it to narrow it
+    # to (relock_person_max): the walker merged with their long shadow or the edge of a shade,
+    # a group (person12 at 1280x720, hidden on frames 210-229: a detection 1.55x their width
+    # holding their legs and shadow re-locked 48 px below them, then `locked` on the shadow for
+    # 22 frames). 0: off
+    relock_wider_max: float = 1.3
     # The box reported on colour frames has the person's width: the share of a detection's
     # width that the one person in it takes (the re-lock's person_box, within
     # relock_person_max of its width), where that region is at least person_width_least of the

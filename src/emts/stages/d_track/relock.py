@@ -146,6 +146,8 @@ class Reacquisition:
         # the identity of every detection (colour frames): is it the person locked?
         similarities = self._similarities(view, candidates)
         refound = self._refind_with_faint(measurements, similarities, candidates, faint, view)
+        if refound is not None and self._holds_more_than_them(view, refound[2]):
+            refound = None
         if refound is not None:
             index, velocity, m = refound
             self._relock_with_frozen_look(m[:2], m[2:], velocity, detected=True)
@@ -468,6 +470,19 @@ class Reacquisition:
         if velocity is not None:
             self.x[2:4] = velocity
         self._restart_running_match()
+
+    def _holds_more_than_them(self, view, measurement: np.ndarray) -> bool:
+        """Is the detection ``measurement`` (stabilized centre, WORKING size) more than
+        ``relock_wider_max`` times the person's width (the box reported: the track's, narrowed
+        to the person where measured) with no one person in it to narrow it to
+        (:meth:`_one_person_in`): the walker merged with their long shadow, a group?"""
+        most = self.config.relock_wider_max
+        person = self._person_size(self.x[4:6])
+        width = float((self.x[4:6] if person is None else person)[0])
+        if most <= 0 or view is None or float(measurement[2]) <= most * width:
+            return False
+        centre = self._to_image(np.asarray(measurement[:2], float))
+        return self._one_person_in(view, centre, measurement[2:], float(self.x[5])) is None
 
     def _one_person_in(self, view, centre, size, height: float):
         """:func:`person_box` of the box ``size`` around ``centre`` (WORKING px, in the
