@@ -765,3 +765,29 @@ def test_a_refind_does_not_relock_on_a_box_far_wider_than_the_person_with_no_one
         if state.mode == "locked":
             break
     assert state.mode == "locked"
+
+
+@pytest.mark.parametrize("least", [0.05, 0.0])
+def test_a_refind_needs_the_locks_colours_in_both_halves(least):
+    # person12 at 1280x720, leave path 2: the walker's long shadow entered the view before
+    # them, dark throughout, like their dark trousers alone (upper half 0.00, lower 0.61), and
+    # the re-find anywhere locked on it. Here: someone with the person's trousers and another
+    # shirt walks far from where the person was lost.
+    ground = _ground(2)
+    tracker = _lost(ground)
+    tracker.config = replace(tracker.config, refind_half_identity=least)
+    modes = []
+    for t in range(6):  # (later, the colour re-find of proposals, not detections, may)
+        other = (250.0 - 3 * t, 60.0, GREEN, BLUE)
+        state = tracker.update(np.eye(2, 3), [_seen(*other[:2])], view=_frame(ground, [other]))
+        modes.append(state.mode)
+    assert ("locked" in modes) == (not least)
+    # the person, with both halves' colours, is re-found there
+    tracker = _lost(ground)
+    tracker.config = replace(tracker.config, refind_half_identity=least)
+    for t in range(6):
+        me = (250.0 - 3 * t, 60.0, RED, BLUE)
+        state = tracker.update(np.eye(2, 3), [_seen(*me[:2])], view=_frame(ground, [me]))
+        if state.mode == "locked":
+            break
+    assert state.mode == "locked" and t <= 3

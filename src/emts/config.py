@@ -273,6 +273,13 @@ class TrackerConfig:
     refind_faint: float = 0.2
     refind_faint_edge: float = 1.0  # ... a chain of them starting this many heights from its edge
     refind_step: float = 0.2  # ... each link at most this many body heights a frame (at pace_fps)
+    # ... and the detection it re-locks on holds some of the lock's colours in each half (the
+    # Bhattacharyya coefficient of each half's histograms at least this; 0: off): a person's
+    # cast shadow, dark throughout, matches their dark trousers alone (person12's leave path 2
+    # at 1280x720: the walker's shadow entering the view before them, upper half 0.00, lower
+    # 0.61, re-found and `locked` on 9 frames; the walker's own 5 re-finds on the 37 protocol
+    # runs at both sizes: upper 0.12-0.28, lower 0.41-0.72)
+    refind_half_identity: float = 0.05
     # ... and by colours alone: this many places a frame whose colours are most the lock's
     # signature, chained as detections are (refind_frames; 0: off), each at least this like
     # the lock and walking at relock_min_pace; for a walker who left the view at once, for

@@ -232,6 +232,14 @@ def similarity(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.sqrt(a * b).sum())
 
 
+def half_similarities(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """The Bhattacharyya coefficients of two signatures' upper halves and of their lower
+    halves, each half's histogram on its own (0..1; :func:`similarity` is their mean)."""
+    half = len(a) // 2
+    upper = 2.0 * float(np.sqrt(a[:half] * b[:half]).sum())
+    return upper, 2.0 * float(np.sqrt(a[half:] * b[half:]).sum())
+
+
 class Refinder:
     """Chains of look-alike detections while the track is lost (stabilized px).
 

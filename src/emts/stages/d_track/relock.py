@@ -21,7 +21,12 @@ import numpy as np
 from emts.config import AppearanceConfig
 from emts.stages.a_ego_motion import local_ground_motion
 from emts.stages.appearance import AppearanceView, own_share_of_weight, own_target
-from emts.stages.d_track.identity import colour_proposals, colour_signature, similarity
+from emts.stages.d_track.identity import (
+    colour_proposals,
+    colour_signature,
+    half_similarities,
+    similarity,
+)
 
 _LOOK = AppearanceConfig()
 
@@ -146,7 +151,10 @@ class Reacquisition:
         # the identity of every detection (colour frames): is it the person locked?
         similarities = self._similarities(view, candidates)
         refound = self._refind_with_faint(measurements, similarities, candidates, faint, view)
-        if refound is not None and self._holds_more_than_them(view, refound[2]):
+        if refound is not None and (
+            self._holds_more_than_them(view, refound[2])
+            or not self._like_in_both_halves(view, refound[2])
+        ):
             refound = None
         if refound is not None:
             index, velocity, m = refound
@@ -483,6 +491,21 @@ class Reacquisition:
             return False
         centre = self._to_image(np.asarray(measurement[:2], float))
         return self._one_person_in(view, centre, measurement[2:], float(self.x[5])) is None
+
+    def _like_in_both_halves(self, view, measurement: np.ndarray) -> bool:
+        """Does each half of the detection ``measurement`` (stabilized centre, WORKING size)
+        hold some of the colours of that half of the lock (``refind_half_identity``)? A
+        person's cast shadow, dark throughout, shares at most their dark half's colours.
+        True where there is nothing to compare (gray views, no signature)."""
+        least = self.config.refind_half_identity
+        if least <= 0 or not self._identity_on or view is None:
+            return True
+        centre = self._to_image(np.asarray(measurement[:2], float))
+        look = self.config.appearance
+        signature = colour_signature(view, centre, np.asarray(measurement[2:], float), look)
+        if signature is None:
+            return True
+        return min(half_similarities(signature, self._signature)) >= least
 
     def _one_person_in(self, view, centre, size, height: float):
         """:func:`person_box` of the box ``size`` around ``centre`` (WORKING px, in the
