@@ -741,30 +741,49 @@ def test_a_colour_refind_is_on_probation_for_its_first_measured_frames(probation
     assert not tracker._failed_probation(_frame(ground, [(*me[:2], GREEN, YELLOW)]))
 
 
+def _walking_in_far_away(ground, seen, people, frames=6, **config):
+    """A tracker lost (``config``: its settings changed), then ``frames`` frames of a walk
+    leftwards far from where the person was lost, 3 px a frame from x = 250: ``seen(x)`` the
+    detections, ``people(x)`` who is drawn. The modes, frame by frame, up to a re-lock; and
+    the same with the person themself walking there, detected as they are."""
+    walks = []
+    for detections, drawn in ((seen, people), (_seen_walking_in, _them_walking_in)):
+        tracker = _lost(ground)
+        tracker.config = replace(tracker.config, **config)
+        modes = []
+        for t in range(frames):
+            x = 250.0 - 3 * t
+            state = tracker.update(np.eye(2, 3), detections(x), view=_frame(ground, drawn(x)))
+            modes.append(state.mode)
+            if state.mode == "locked":
+                break
+        walks.append(modes)
+    return walks
+
+
+def _them_walking_in(x):
+    return [(x, 60.0, RED, BLUE)]
+
+
+def _seen_walking_in(x):
+    return [_seen(x, 60.0)]
+
+
 @pytest.mark.parametrize("widest", [1.3, 0.0])
 def test_a_refind_does_not_relock_on_a_box_far_wider_than_the_person_with_no_one_in_it(widest):
     # person12 at 1280x720, the walker hidden on frames 210-229: the colour re-find's chain
     # re-locked on a detection 1.55x their width holding their legs and long shadow merged
     # with the shade's edge (no one person in it) and said `locked` there for 22 frames.
-    # Here: three people in the person's colours shoulder to shoulder, one wide detection.
-    ground = _ground(2)
-    tracker = _lost(ground)
-    tracker.config = replace(tracker.config, relock_wider_max=widest)
-    modes = []
-    for t in range(6):  # (later, the colour re-find of proposals, not detections, may)
-        x = 250.0 - 3 * t
-        group = [(x + dx, 60.0, RED, BLUE) for dx in (-12.0, 0.0, 12.0)]
-        wide = Candidate(np.array([x, 60.0]), np.array([24.0, 30.0]), 0.6, E[1])
-        state = tracker.update(np.eye(2, 3), [wide], view=_frame(ground, group))
-        modes.append(state.mode)
-    assert ("locked" in modes) == (not widest)
-    # the person alone, as wide as they are, is re-found there
-    for t in range(8):
-        me = (232.0 - 3 * t, 60.0, RED, BLUE)
-        state = tracker.update(np.eye(2, 3), [_seen(*me[:2])], view=_frame(ground, [me]))
-        if state.mode == "locked":
-            break
-    assert state.mode == "locked"
+    # Here: three people in the person's colours shoulder to shoulder, one wide detection
+    # (later than 6 frames the colour re-find of proposals, not detections, may re-lock).
+    group, them = _walking_in_far_away(
+        _ground(2),
+        lambda x: [Candidate(np.array([x, 60.0]), np.array([24.0, 30.0]), 0.6, E[1])],
+        lambda x: [(x + dx, 60.0, RED, BLUE) for dx in (-12.0, 0.0, 12.0)],
+        relock_wider_max=widest,
+    )
+    assert ("locked" in group) == (not widest)
+    assert them[-1] == "locked" and len(them) <= 4  # the person alone, as wide as they are
 
 
 @pytest.mark.parametrize("least", [0.05, 0.0])
@@ -773,21 +792,11 @@ def test_a_refind_needs_the_locks_colours_in_both_halves(least):
     # them, dark throughout, like their dark trousers alone (upper half 0.00, lower 0.61), and
     # the re-find anywhere locked on it. Here: someone with the person's trousers and another
     # shirt walks far from where the person was lost.
-    ground = _ground(2)
-    tracker = _lost(ground)
-    tracker.config = replace(tracker.config, refind_half_identity=least)
-    modes = []
-    for t in range(6):  # (later, the colour re-find of proposals, not detections, may)
-        other = (250.0 - 3 * t, 60.0, GREEN, BLUE)
-        state = tracker.update(np.eye(2, 3), [_seen(*other[:2])], view=_frame(ground, [other]))
-        modes.append(state.mode)
-    assert ("locked" in modes) == (not least)
-    # the person, with both halves' colours, is re-found there
-    tracker = _lost(ground)
-    tracker.config = replace(tracker.config, refind_half_identity=least)
-    for t in range(6):
-        me = (250.0 - 3 * t, 60.0, RED, BLUE)
-        state = tracker.update(np.eye(2, 3), [_seen(*me[:2])], view=_frame(ground, [me]))
-        if state.mode == "locked":
-            break
-    assert state.mode == "locked" and t <= 3
+    other, them = _walking_in_far_away(
+        _ground(2),
+        _seen_walking_in,
+        lambda x: [(x, 60.0, GREEN, BLUE)],
+        refind_half_identity=least,
+    )
+    assert ("locked" in other) == (not least)
+    assert them[-1] == "locked" and len(them) <= 4  # the person, both halves' colours
