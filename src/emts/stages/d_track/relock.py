@@ -483,11 +483,14 @@ class Reacquisition:
         """Is the detection ``measurement`` (stabilized centre, WORKING size) more than
         ``relock_wider_max`` times the person's width (the box reported: the track's, narrowed
         to the person where measured) with no one person in it to narrow it to
-        (:meth:`_one_person_in`): the walker merged with their long shadow, a group?"""
+        (:meth:`_one_person_in`): the walker merged with their long shadow, a group? False
+        on gray views (no one person can be looked for there)."""
         most = self.config.relock_wider_max
+        if most <= 0 or view is None or view.image.ndim != 3:
+            return False
         person = self._person_size(self.x[4:6])
         width = float((self.x[4:6] if person is None else person)[0])
-        if most <= 0 or view is None or float(measurement[2]) <= most * width:
+        if float(measurement[2]) <= most * width:
             return False
         centre = self._to_image(np.asarray(measurement[:2], float))
         return self._one_person_in(view, centre, measurement[2:], float(self.x[5])) is None
