@@ -474,7 +474,7 @@ class Pipeline:
         verified = self.verification.verified and not provisional
         if state.centre is not None and not provisional:
             # the person's own box where the tracker measured it (colour frames)
-            shown = state.size if state.person_size is None else state.person_size
+            shown = state.reported_size
             box_work = np.array([*(state.centre - shown / 2), *shown])
             box_input = geometry.boxes([box_work], Frame.WORKING, Frame.INPUT)[0]
             target = Target(

@@ -29,6 +29,11 @@ class PersonSize:
         width = 1.0 if self._width_share is None else self._width_share
         return size * np.array([width, self._height_share])
 
+    def _reported_size(self, size: np.ndarray) -> np.ndarray:
+        """The box reported for the track's ``size``, whether or not it differs from it."""
+        person = self._person_size(size)
+        return size if person is None else person
+
     def _measure_person(self, candidate: Candidate, shown: float) -> None:
         """After ``candidate`` measured the track (the box reported ``shown`` px tall before
         the update): its height followed (:meth:`_follow_height`) and, on a lock made on a

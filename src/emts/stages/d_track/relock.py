@@ -488,9 +488,7 @@ class Reacquisition:
         most = self.config.relock_wider_max
         if most <= 0 or view is None or view.image.ndim != 3:
             return False
-        person = self._person_size(self.x[4:6])
-        width = float((self.x[4:6] if person is None else person)[0])
-        if float(measurement[2]) <= most * width:
+        if float(measurement[2]) <= most * float(self._reported_size(self.x[4:6])[0]):
             return False
         centre = self._to_image(np.asarray(measurement[:2], float))
         return self._one_person_in(view, centre, measurement[2:], float(self.x[5])) is None

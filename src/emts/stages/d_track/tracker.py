@@ -756,7 +756,7 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase, Person
 
     def _accept(self, candidate: Candidate, measurement: np.ndarray, verdict: bool | None) -> None:
         c = self.config
-        shown = float(self.x[5]) * self._height_share  # the height reported before
+        shown = float(self._reported_size(self.x[4:6])[1])  # the height reported before
         self.kf.update(measurement, self.kf.h, self.kf.r)
         e = candidate.embedding
         if not self.has_embedding:  # a lock without a detection: the first one sets it

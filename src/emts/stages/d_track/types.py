@@ -75,3 +75,8 @@ class TrackState:
     measured_by: str | None = None
     event: str | None = None
     person_size: np.ndarray | None = None
+
+    @property
+    def reported_size(self) -> np.ndarray | None:
+        """The size of the box reported: ``person_size`` where measured, else ``size``."""
+        return self.size if self.person_size is None else self.person_size
