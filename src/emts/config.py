@@ -313,6 +313,12 @@ class TrackerConfig:
     # (person12's frame 233 after frames 210-229 hidden: 0.42; the re-finds of frames 0-200:
     # 0.50-0.71)
     relock_detection_identity: float = 0.45
+    # A re-lock by the frozen look alone where no colours say who it is (gray and thermal
+    # frames) farther than this many track heights from the prediction needs a detection within
+    # a track height of it (0: off): on person12 in gray the look re-locked 3.2 heights away,
+    # on the ground, after frames 110-129 hidden or cut out, and said `locked` there and on
+    # more ground for 39 frames; its right re-locks lay within 1.0 height
+    relock_look_alone_reach: float = 1.5
     # ... and a re-lock on a detector's box takes the person in it on colour frames: the
     # largest region of own-target samples (neither the lit ground nor a shadow on it)
     # overlapping the box, looked for half a box farther each way

@@ -103,6 +103,9 @@ class Reacquisition:
                 least = c.contrast_drop * self.typical_contrast
                 found = [f for f in found if f[2] >= least and not self._surged(f[2])]
             found = [f for f in found if self._ahead_of_the_walk(f[1])]
+            # ... without colours, farther than relock_look_alone_reach from the prediction
+            # only where the detector sees someone too
+            found = [f for f in found if self._look_alone_reaches(f[1], candidates)]
             # ... on colour frames, by a region holding a good part of the look's own-target
             # samples: the parallax of a canopy's edge moves it over the ground like a walker
             if found and c.relock_own_share > 0:
@@ -216,6 +219,20 @@ class Reacquisition:
                 self._restart_running_match()
             return nearest, peak
         return None, peak
+
+    def _look_alone_reaches(self, position: np.ndarray, candidates) -> bool:
+        """May the frozen look alone re-lock at stabilized ``position``? With colours (the
+        identity checks it), always; without, within ``relock_look_alone_reach`` track heights
+        of the prediction, or beside a detection (within a track height) farther away."""
+        reach = self.config.relock_look_alone_reach
+        if reach <= 0 or self._identity_on:
+            return True
+        height = max(float(self.x[5]) / self._scale(), 1.0)
+        if float(np.hypot(*(np.asarray(position, float) - self.x[:2]))) <= reach * height:
+            return True
+        centre = self._to_image(np.asarray(position, float))
+        near = float(self.x[5])  # (WORKING px, as the candidates)
+        return any(float(np.hypot(*(k.centre - centre))) <= near for k in candidates)
 
     @property
     def _identity_on(self) -> bool:
