@@ -63,13 +63,14 @@ def colour_signature(
     found = _own_mask(view, centre, size, look)
     if found is None:
         return None
-    mask, top_left, (w, h), context = found
-    if relative:  # (the box is the context's middle: sampled once, its median value the ground's)
+    mask, _, (w, h), context = found
+    # (the box is the context's middle, on the same grid: its samples are not cut again)
+    if relative:  # (its median value the ground's)
         hsv = cv2.cvtColor(np.clip(context, 0, 255).astype(np.uint8), cv2.COLOR_BGR2HSV)
         ground = np.float32(np.median(hsv[::2, ::2, 2]))
         hsv = _relative_value(hsv[h : 2 * h, w : 2 * w], ground)
     else:
-        pixels = AppearanceTemplate.sample(view.image, view.from_working, top_left, (w, h), 1.0)
+        pixels = context[h : 2 * h, w : 2 * w]
         hsv = cv2.cvtColor(np.clip(pixels, 0, 255).astype(np.uint8), cv2.COLOR_BGR2HSV)
     halves = []
     for rows in (slice(0, h // 2), slice(h // 2, h)):
