@@ -33,8 +33,8 @@ def _frame(ground, people=()):
     return AppearanceView.of(frame)
 
 
-def _seen(x, y, embedding=1):
-    return Candidate(np.array([x, y], float), SIZE, 0.6, E[embedding])
+def _seen(x, y):
+    return Candidate(np.array([x, y], float), SIZE, 0.6, E[1])
 
 
 def _lost(ground, **config):
@@ -69,7 +69,7 @@ def test_a_gray_relock_by_the_look_alone_far_away_needs_the_detector(reach):
     that merely looks like them there may be ground, a post, another person."""
     ground = _ground(2)
     # (the re-lock region grown to reach them; the embedding's re-lock off: the look alone, or
-    # the look beside a detection, re-locks)
+    # the look beside a detection, re-locks -- the chain of matches of Reacquisition's path 1)
     config = {"relock_look_alone_reach": reach, "relock_similarity": 2.0}
     config.update(relock_max_heights=10.0, relock_growth=1.0)
     undetected, _ = _walking_far_away(_lost(ground, **config), ground, detected=False)
