@@ -67,6 +67,27 @@ def test_auto_runs_the_thermal_model_on_frames_without_colour():
     assert result.channels.shape == (3, 192, 256)
 
 
+def test_a_colourless_stream_in_three_channels_is_looked_at_in_gray():
+    """Gray or thermal video decoded as BGR: the tracker's appearance view is the gray working
+    frame, as for gray input (the codec's chroma noise is no person's colours); a colour
+    stream keeps its frames; the stream is looked at again after a reset."""
+    pipeline = Pipeline.default(model="thermal", auto_lock=False, threads=1)
+    seen = []
+    step = pipeline.tracker.update
+
+    def update(*args, view=None, **kwargs):
+        seen.append(view)
+        return step(*args, view=view, **kwargs)
+
+    pipeline.tracker.update = update
+    pipeline.step(_codec_gray(_gray_frame()))
+    assert seen[-1].image.ndim == 2 and seen[-1].image.shape == (512, 640)
+    pipeline.reset()
+    colour = _colour_frame()
+    pipeline.step(colour)
+    assert seen[-1].image is colour
+
+
 def test_auto_waits_for_a_frame_with_content_and_keeps_the_motion_history():
     pipeline = Pipeline.default(threads=1)
     first = pipeline.step(np.zeros((512, 640, 3), np.uint8))  # black leader

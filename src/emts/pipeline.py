@@ -31,6 +31,7 @@ from emts.modality import AUTO, COLOUR, frame_modality
 from emts.preprocess import validate_frame
 from emts.stages.a_ego_motion import EgoMotion
 from emts.stages.acquisition import LockAcquisition, Tap
+from emts.stages.appearance import AppearanceView
 from emts.stages.c_detect.boxfit import DEFAULT_BOX_FIT
 from emts.stages.c_detect.stage import (
     DEFAULT_DETECTOR_MODE,
@@ -230,6 +231,9 @@ class Pipeline:
         self.reacquisitions = 0
         self._release = False  # an unlock() waiting for the next step
         self._reported = "search"  # the mode the last FrameResult reported
+        # does the stream carry colour (frame_modality of its first frame with content; None:
+        # not known yet)? Gray or thermal video decoded into three channels does not
+        self._stream_colour: bool | None = None
         self._previous_working: np.ndarray | None = None  # frame t-1 for a "working" Stage E
 
     @classmethod
@@ -300,6 +304,7 @@ class Pipeline:
         self._release = False
         self._reported = "search"
         self._previous_working = None
+        self._stream_colour = None
 
     def lock(
         self,
@@ -348,6 +353,21 @@ class Pipeline:
             self.detection.network_size, config.warp_at, config.residual_baseline
         )
 
+    def _gray_view(self, frame: np.ndarray, front: FrontEndResult) -> AppearanceView | None:
+        """The gray working frame as the appearance view of a three-channel frame of a stream
+        without colour (None: the view Stage C makes of the frame itself). Gray and thermal
+        video decoded as BGR carries its codec's chroma noise (person12 in gray through mp4 at
+        1280x720: a channel 1-3 levels off its neighbours near edges), which the colour
+        checks read as a person's colours: the lock was lost at frame 8 on colours of noise,
+        and held 22 of 541 frames; as gray frames the same video holds frames 0-200. Decided
+        once a stream (on its first frame with content; again after a size change)."""
+        if frame.ndim != 3 or frame.shape[2] != 3 or frame.dtype != np.uint8:
+            return None  # (Stage C samples the gray working frame for these anyway)
+        if self._stream_colour is None or front.size_changed:
+            modality = frame_modality(frame)
+            self._stream_colour = None if modality is None else modality == COLOUR
+        return AppearanceView.of(front.working) if self._stream_colour is False else None
+
     def _evidence_wanted(self) -> bool:
         """Whether this frame's detections need Stage C's colour evidence: unless the lock is
         held (the tracker's mode after the last frame, as :class:`LockAcquisition` sees it)
@@ -388,7 +408,9 @@ class Pipeline:
         ms = dict(front.ms)
         geometry = front.geometry
         t = time.perf_counter()
-        found = self.detection.step(front, frame, evidence=self._evidence_wanted())  # C
+        found = self.detection.step(  # C
+            front, frame, self._gray_view(frame, front), evidence=self._evidence_wanted()
+        )
         # Stage C's output (and what acquisition chooses from): found.shown. A locked track is
         # fed every *sighting* instead, as the network boxes it -- this frame's evidence alone
         # (the temporal mode's memory would delay a person reappearing from behind a tree, and
