@@ -617,8 +617,9 @@ def prepared_frames(
     """The clip's frames in ``into``, lossless (PNG): in gray (OpenCV's weights) if ``gray``,
     resized by ``scale`` (bicubic), re-encoded once at JPEG quality ``jpeg`` and read back if
     given, and through an mp4 (OpenCV's mp4v at its default quality, as
-    ``benchmarks/resize_clip.py`` writes one) and decoded back if ``mp4``; every tracker reads
-    them as they read the clip's own."""
+    ``benchmarks/resize_clip.py`` writes one) and decoded back if ``mp4`` (into three channels,
+    as a video file decodes: a gray clip's a few levels apart); every tracker reads them as
+    they read the clip's own."""
     import cv2
 
     paths = sorted(folder.glob("*.jpg"))
@@ -650,8 +651,8 @@ def prepared_frames(
             ok, image = capture.read()
             if not ok:
                 raise SystemExit(f"error: {video}: ended before {path.name}")
-            if gray:
-                image = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY)
+            # (kept as decoded: three channels, a gray video's a few levels apart, as every
+            # tracker reads a user's video file)
             cv2.imwrite(str(into / (path.stem + ".png")), image)
         capture.release()
         video.unlink()

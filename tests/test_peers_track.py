@@ -204,6 +204,7 @@ def test_prepared_frames_resize_reencode_and_gray_the_clip(tmp_path):
         "jpeg": {"jpeg": 60},
         "gray": {"gray": True},
         "mp4": {"mp4": True},
+        "gray_mp4": {"gray": True, "mp4": True},
     }.items():
         into = tmp_path / name
         into.mkdir()
@@ -215,6 +216,9 @@ def test_prepared_frames_resize_reencode_and_gray_the_clip(tmp_path):
     assert out["gray"].shape == (36, 64)
     # through an mp4 and back: every frame, its size, its values moved by the codec
     assert out["mp4"].shape == read.shape and 0 < np.abs(out["mp4"] - read).mean() < 20
+    # a gray clip through an mp4 decodes into three channels, as a user's gray video does
+    gray_mp4 = out["gray_mp4"]
+    assert gray_mp4.shape == read.shape and np.ptp(gray_mp4, axis=2).max() <= 8
 
 
 def test_a_bad_scale_or_jpeg_quality_exits_2(capsys):
