@@ -231,8 +231,8 @@ class Pipeline:
         self.reacquisitions = 0
         self._release = False  # an unlock() waiting for the next step
         self._reported = "search"  # the mode the last FrameResult reported
-        # does the stream carry colour (frame_modality of its first frame with content; None:
-        # not known yet)? Gray or thermal video decoded into three channels does not
+        # does the stream carry colour (:meth:`_colour_stream`)? Gray or thermal video decoded
+        # into three channels does not
         self._stream_colour: bool | None = None
         self._previous_working: np.ndarray | None = None  # frame t-1 for a "working" Stage E
 
@@ -353,19 +353,23 @@ class Pipeline:
             self.detection.network_size, config.warp_at, config.residual_baseline
         )
 
-    def _gray_view(self, frame: np.ndarray, front: FrontEndResult) -> AppearanceView | None:
-        """The gray working frame as the appearance view of a three-channel frame of a stream
-        without colour (None: the view Stage C makes of the frame itself). Gray and thermal
-        video decoded as BGR carries its codec's chroma noise (person12 in gray through mp4 at
-        1280x720: a channel 1-3 levels off its neighbours near edges), which the colour
-        checks read as a person's colours: the lock was lost at frame 8 on colours of noise,
-        and held 22 of 541 frames; as gray frames the same video holds frames 0-200. Decided
-        once a stream (on its first frame with content; again after a size change)."""
-        if frame.ndim != 3 or frame.shape[2] != 3 or frame.dtype != np.uint8:
-            return None  # (Stage C samples the gray working frame for these anyway)
+    def _colour_stream(self, frame: np.ndarray, front: FrontEndResult) -> bool | None:
+        """Does the stream carry colour (:func:`frame_modality` of its first frame with
+        content, again after a reset or a size change; None: no content seen yet)? The
+        appearance view, a tap's lock and an auto-lock all read this one decision."""
         if self._stream_colour is None or front.size_changed:
             modality = frame_modality(frame)
             self._stream_colour = None if modality is None else modality == COLOUR
+        return self._stream_colour
+
+    def _gray_view(self, front: FrontEndResult) -> AppearanceView | None:
+        """The gray working frame as the appearance view of a stream without colour (None: the
+        view Stage C makes of the frame itself). Gray and thermal video decoded as BGR carries
+        its codec's chroma noise (person12 in gray through mp4 at 1280x720: a channel 1-3
+        levels off its neighbours near edges), which the colour checks read as a person's
+        colours: the lock was lost at frame 8 on colours of noise, and held 22 of 541 frames;
+        as gray frames the same video holds frames 0-200. (One-channel and uint16 input is
+        looked at in the gray working frame anyway.)"""
         return AppearanceView.of(front.working) if self._stream_colour is False else None
 
     def _evidence_wanted(self) -> bool:
@@ -408,8 +412,9 @@ class Pipeline:
         ms = dict(front.ms)
         geometry = front.geometry
         t = time.perf_counter()
+        self._colour_stream(frame, front)
         found = self.detection.step(  # C
-            front, frame, self._gray_view(frame, front), evidence=self._evidence_wanted()
+            front, frame, self._gray_view(front), evidence=self._evidence_wanted()
         )
         # Stage C's output (and what acquisition chooses from): found.shown. A locked track is
         # fed every *sighting* instead, as the network boxes it -- this frame's evidence alone
@@ -430,14 +435,14 @@ class Pipeline:
         faint = None
         if self.tracker.mode == "reacquire":
             faint = _faint_sightings(found, geometry, self.tracker.config.refind_faint)
-        # a pending tap's lock depends on whether the camera sees colour (read only then); a
-        # tap's lock waiting for a detection needs the track's box (asked only then); a tap
-        # with nothing else under the finger may take a faint sighting there
+        # a pending tap's lock depends on whether the camera sees colour; a tap's lock waiting
+        # for a detection needs the track's box (asked only then); a tap with nothing else
+        # under the finger may take a faint sighting there
         tapped = self.acquisition.pending
         tap_faint = None
         if tapped:
             tap_faint = _faint_sightings(found, geometry, self.acquisition.config.tap_faint)
-        colour = tapped and frame_modality(frame) == COLOUR
+        colour = tapped and self._stream_colour is True
         waiting = self.acquisition.waiting and self.tracker.locked
         decision = self.acquisition.step(
             geometry,
@@ -458,7 +463,7 @@ class Pipeline:
         lock = decision.lock
         if lock is not None:  # the tracker's merge hold is for frames without colour
             if not tapped:  # read above for a tap's lock; an auto-lock or a waited one: now
-                colour = frame_modality(frame) == COLOUR
+                colour = self._stream_colour is True
             lock = dataclasses.replace(lock, colour=colour)
         state = self.tracker.update(
             front.motion.matrix,
