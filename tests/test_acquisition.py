@@ -221,6 +221,25 @@ def test_a_tap_without_a_detection_moves_onto_the_first_detection_where_the_trac
         np.testing.assert_allclose(decision.lock.centre, [305, 214])
 
 
+def test_a_waiting_tap_does_not_move_onto_a_slice_of_the_person():
+    # without colour; the track's box has grown (20x40) around the tapped 12x30 walker; the
+    # detector finds their upper body (13x18: as wide as them), the tapped point at its lower
+    # edge: re-centred there a 13x9 sliver, under 0.4 of the tapped height. The lock holds,
+    # and the wait ends. A detection narrower than 0.6 of the lock's width (here: the rule
+    # asking for 1.2) is a person in a blob grown around them: moved onto
+    upper = Candidate(np.array([300.0, 193.0]), np.array([13.0, 18.0]), 0.5, E[4])
+    for least, width, moved in ((0.4, 0.6, False), (0.0, 0.6, True), (0.4, 1.2, True)):
+        acquisition, lock = _waiting_tap(colour=False, tap=(300, 201))
+        acquisition.config = replace(
+            acquisition.config, tap_wait_min_height=least, tap_wait_part_width=width
+        )
+        decision = _waited(acquisition, (lock.centre, np.array([20.0, 40.0])), [upper])
+        assert (decision.lock is not None) == moved
+        if moved:
+            assert decision.lock.size[1] < 0.4 * lock.size[1]
+        assert not acquisition.waiting
+
+
 def test_the_wait_for_a_detection_ends_after_its_frames_or_when_the_track_is_lost():
     for wait, modes in (
         (2, ["locked", "locked", "locked"]),  # a detection on the 3rd frame after: too late

@@ -216,8 +216,8 @@ class LockAcquisition:
         self._tap: Tap | None = None
         self._history: list[np.ndarray] = []  # auto-lock: recent top detections, WORKING px
         # a tap's lock made where nothing was detected, waiting for a detection:
-        # (tapped point - lock centre, frames left, re-centre on the point)
-        self._waiting: tuple[np.ndarray, int, bool] | None = None
+        # (tapped point - lock centre, frames left, re-centre on the point, the lock's size)
+        self._waiting: tuple[np.ndarray, int, bool, np.ndarray] | None = None
         self.provisional = False
         self.relocking = False  # the provisional lock is the tracker's re-lock of an auto-lock
         self.last_source: str | None = None
@@ -352,7 +352,8 @@ class LockAcquisition:
             # motion): look for the detection under the same point of the track a while
             # (not where a detection was set aside as far wider than the person: the blob's
             # box with its embedding)
-            self._waiting = (point - command.centre, self.config.tap_wait_frames, recentre)
+            size = np.asarray(command.size, float).copy()
+            self._waiting = (point - command.centre, self.config.tap_wait_frames, recentre, size)
         return command
 
     def _waited_lock(self, working, motion, candidates, track) -> LockCommand | None:
@@ -360,9 +361,12 @@ class LockAcquisition:
         detection under the tapped point (carried with the track: its offset from the lock's
         centre kept) ends the wait; the lock moves onto it where it overlaps the track's box
         by less than ``tap_wait_max_iou`` (the region under the finger held something else
-        than the person the detector sees). None: no new lock this frame."""
-        offset, left, recentre = self._waiting
-        self._waiting = (offset, left - 1, recentre) if left > 1 else None
+        than the person the detector sees), and not onto a slice of the tapped person (a
+        detection at least ``tap_wait_part_width`` of the tapped lock's width whose box, as the
+        lock would take it, is under ``tap_wait_min_height`` of its height). None: no new lock
+        this frame."""
+        offset, left, recentre, tapped = self._waiting
+        self._waiting = (offset, left - 1, recentre, tapped) if left > 1 else None
         if track is None:
             return None
         as_detected = replace(self.config, tap_recentre_offset=0.0)
@@ -376,6 +380,7 @@ class LockAcquisition:
         held = np.array([[*(centre - track[1] / 2), *track[1]]])
         if box_iou(box, held)[0] >= self.config.tap_wait_max_iou:
             return None  # the lock holds what the detector sees
+        width = float(command.size[0])  # (as detected)
         if recentre:  # without colour, on the tapped point (around_tap), as a tap's lock is
             detected = float(np.prod(command.size))
             centre, size = around_tap(point, command.centre, command.size, self.config)
@@ -390,6 +395,15 @@ class LockAcquisition:
             large = detected >= hold * float(np.prod(track[1]))
             if hold > 0 and large and _within(centre, size, held[0]):
                 return None
+        # a detection about as wide as the tapped person whose box is far shorter is a part of
+        # them (the upper body of a walker blurred by a gust, the tapped point -- their middle
+        # -- at its lower edge: re-centred there, a 16x16 sliver of a 24x54 walker; the track
+        # held it and slid off them). A blob grown into its surroundings (thermal: 36x40 for
+        # a 13x19 person beside another) is wider than the person detected in it: moved
+        c = self.config
+        sliced = width >= c.tap_wait_part_width * float(tapped[0])
+        if sliced and float(command.size[1]) < c.tap_wait_min_height * float(tapped[1]):
+            return None
         return command
 
     def _point_lock(self, point, working, candidates, c) -> LockCommand | None:
