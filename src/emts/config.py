@@ -507,7 +507,7 @@ class AcquisitionConfig:
     # of the tapped lock's width whose box (as the lock would take it) is under
     # tap_wait_min_height of its height (person12 in gray at 1280x720 under a gust: the
     # walker's upper body, as wide as them, re-centred on the tapped point at its lower edge:
-    # 16x16 for a 24x54 walker; lock recall 0.68 in 2 of 3 gust runs). A blob grown into its
+    # 16x16 for a 24x54 walker; lock recall 0.42-0.68 in 2 of 3 gust runs). A blob grown into its
     # surroundings is wider than the person detected in it (HIT-UAV pairs: the detection
     # 0.42 and 0.57 of the blob's width, moved onto as before). 0: off
     tap_wait_min_height: float = 0.4
