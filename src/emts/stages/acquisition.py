@@ -18,7 +18,9 @@ frame's camera motion, so nothing outside the stages calls into D or E.
   on the frame last shown is carried to the next frame by that frame's camera motion. A lock
   made where nothing was detected (a stream's first frame: nothing has moved yet) waits up to
   ``tap_wait_frames`` frames for a detection under the tapped point, carried with the track,
-  and moves onto it where it overlaps the track's box by less than ``tap_wait_max_iou``.
+  and moves onto it where it overlaps the track's box by less than ``tap_wait_max_iou`` --
+  not onto a slice of the person tapped (``tap_wait_min_height``, ``tap_wait_part_width``:
+  their upper body, found alone under a gust).
 * **Auto-lock** (§6.7): the strongest detection, spatially stable (carried by the camera
   motion) for 3 consecutive frames, is locked *provisionally*; the lock is reported only once
   the verifier accepts it (P(human) >= 0.35) and the track walked (covered
