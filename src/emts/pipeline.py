@@ -462,9 +462,7 @@ class Pipeline:
         unlocked, self._release = self._release, False
         lock = decision.lock
         if lock is not None:  # the tracker's merge hold is for frames without colour
-            if not tapped:  # read above for a tap's lock; an auto-lock or a waited one: now
-                colour = self._stream_colour is True
-            lock = dataclasses.replace(lock, colour=colour)
+            lock = dataclasses.replace(lock, colour=self._stream_colour is True)
         state = self.tracker.update(
             front.motion.matrix,
             sightings,

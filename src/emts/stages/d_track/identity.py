@@ -63,7 +63,7 @@ def colour_signature(
     found = _own_mask(view, centre, size, look)
     if found is None:
         return None
-    mask, _, (w, h), context = found
+    mask, (w, h), context = found
     # (the box is the context's middle, on the same grid: its samples are not cut again)
     if relative:  # (its median value the ground's)
         hsv = cv2.cvtColor(np.clip(context, 0, 255).astype(np.uint8), cv2.COLOR_BGR2HSV)
@@ -83,15 +83,15 @@ def colour_signature(
 
 
 def _own_mask(view: AppearanceView, centre: np.ndarray, size: np.ndarray, look):
-    """(own-target mask, top left, (w, h), the context it was judged in) of the box ``size``
-    around ``centre``; None on a gray view."""
+    """(own-target mask, (w, h), the context it was judged in) of the box ``size`` around
+    ``centre``; None on a gray view."""
     if view.image.ndim != 3:
         return None
     look = look or AppearanceConfig()
     w, h = (max(int(round(float(v))), 4) for v in size)
     top_left = np.asarray(centre, float) - 0.5 * np.array([w, h], float)
     found = own_target_in_view(view, top_left, (w, h), look)
-    return None if found is None else (found[0], top_left, (w, h), found[1])
+    return None if found is None else (found[0], (w, h), found[1])
 
 
 def has_signature(
@@ -105,7 +105,7 @@ def has_signature(
     found = _own_mask(view, centre, size, look)
     if found is None:
         return False
-    mask, _, (_, h), _ = found
+    mask, (_, h), _ = found
     return all(
         np.count_nonzero(mask[rows]) >= _MIN_OWN for rows in (slice(0, h // 2), slice(h // 2, h))
     )
