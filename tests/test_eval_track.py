@@ -203,7 +203,7 @@ def test_a_leave_path_takes_the_person_out_of_view_and_back_elsewhere(path, flip
     frames, truth = _walker(flip=flip)
     plan = plan_leave(truth, (320, 256), path, 0, len(truth) - 1, fps=10)
     assert (plan.exit, plan.entry) == (out, back)
-    stream, clip = stressed_frames(frames, truth, leave=plan)
+    stream, clip = stressed_frames(frames, truth, window=plan)
     delivered = list(stream)
     a, b = plan.span
     assert clip.spans == [("leave", a, b)] and 8 <= b - a + 1 <= 30
@@ -234,6 +234,64 @@ def test_a_leave_path_takes_the_person_out_of_view_and_back_elsewhere(path, flip
 
     assert any(cut(clip.truth[t], out) for t in range(a - 3, a))
     assert any(cut(clip.truth[t], back) for t in range(b + 1, b + 4))
+
+
+@pytest.mark.parametrize(
+    ("edge", "flip"), [("left", ""), ("top", ""), ("right", "h"), ("bottom", "v")]
+)
+def test_an_enter_path_starts_with_the_person_cut_by_the_edge_then_frames_them(edge, flip):
+    from emts.eval.track_stress import ENTER_VISIBLE, LEAVE_MAX_PAN, plan_enter
+
+    frames, truth = _walker(flip=flip)
+    plan = plan_enter(truth, (320, 256), edge, 0, len(truth) - 1, fps=10)
+    stream, clip = stressed_frames(frames, truth, window=plan)
+    delivered = list(stream)
+    assert clip.spans == [] and not clip.hidden.any()  # nothing hidden
+    # the lock frame: the person cut by that edge of the view, ENTER_VISIBLE of them in it
+    axis, at = {"left": (0, 0), "right": (0, 320), "top": (1, 0), "bottom": (1, 256)}[edge]
+    box = clip.truth[0]
+    assert box[axis] == pytest.approx(at) or box[axis] + box[axis + 2] == pytest.approx(at)
+    assert box[axis + 2] == pytest.approx(ENTER_VISIBLE * (20, 48)[axis], abs=0.5)
+    assert box[3 - axis] == pytest.approx((20, 48)[1 - axis], abs=0.5)  # the other side whole
+    # then framed: wholly in view from there on, the window inside the frame, panning smoothly
+    assert plan.framed is not None and plan.framed < len(truth) - 10
+    for t in range(plan.framed, len(truth)):
+        x, y, w, h = clip.truth[t]
+        assert x >= 0 and y >= 0 and x + w <= 320 and y + h <= 256 and (w, h) == (20, 48)
+    assert (plan.corners >= -1e-6).all() and (plan.corners <= [160 + 1e-6, 128 + 1e-6]).all()
+    assert np.hypot(*(np.diff(plan.corners, axis=0) * 2).T).max() <= LEAVE_MAX_PAN / 10 + 1e-6
+    assert len(delivered) == len(truth) and delivered[0].shape == frames[0].shape
+
+
+def test_an_enter_path_refuses_what_it_cannot_do():
+    from emts.eval.track_stress import plan_enter
+
+    frames, truth = _walker()
+    with pytest.raises(BadInputError, match="no such edge"):
+        plan_enter(truth, (320, 256), "middle", 0, 69, fps=10)
+    with pytest.raises(BadInputError, match="not labelled on the lock frame"):
+        plan_enter(np.vstack([np.full((1, 4), np.nan), truth]), (320, 256), "left", 0, 69, 10)
+    # a walker in the upper-left quadrant cannot be cut by the window's bottom or right edge
+    for edge in ("bottom", "right"):
+        with pytest.raises(BadInputError, match=f"its {edge} edge can cut"):
+            plan_enter(truth, (320, 256), edge, 0, 69, fps=10)
+    with pytest.raises(BadInputError, match="one camera window at a time"):
+        evaluate_track(frames, truth, TrackEvalConfig(leave=1, enter="left", fps=10))
+
+
+def test_the_protocol_reports_an_enter_path(tmp_path):
+    from emts.eval.track_report import write_report
+
+    frames, truth = _walker()
+    report = evaluate_track(
+        frames, truth, TrackEvalConfig(enter="left", fps=10), Pipeline(None, None, auto_lock=False)
+    )
+    assert report["stress"]["enter"] == "left" and report["hidden_spans"] == []
+    assert report["enter"]["edge"] == "left edge" and report["enter"]["framed"] is not None
+    # the tap lands on the part in view
+    assert report["lock"]["point"][0] == pytest.approx(0.6 * 20 / 2, abs=0.5)
+    write_report(report, tmp_path, "emts eval track --enter left", "synthetic")
+    assert "Enter: on the lock frame" in (tmp_path / "report.md").read_text()
 
 
 def test_a_leave_path_is_the_same_at_any_resolution_over_640_px():

@@ -83,6 +83,8 @@ def test_eval_track_with_no_usable_row_is_one_line_and_writes_nothing(
         ("100,80,20,40\n" * 12, ["--frames", "2:9", "--remove", "0:3"], "evaluated, 2:9"),
         ("100,80,20,40\n" * 40, ["--remove", "20:30"], "after the clip's last frame 11"),
         ("100,80,20,40\n" * 40, ["--occlude", "5:30"], "after the clip's last frame 11"),
+        ("100,80,20,40\n" * 12, ["--enter", "bottom"], "its bottom edge can cut a person"),
+        ("100,80,20,40\n" * 12, ["--enter", "left", "--leave", "1"], "one camera window"),
     ],
     ids=[
         "boxes-far-outside",
@@ -92,6 +94,8 @@ def test_eval_track_with_no_usable_row_is_one_line_and_writes_nothing(
         "remove-before-frames",
         "remove-past-the-clip",
         "occlude-past-the-clip",
+        "enter-where-the-window-cannot-cut-them",
+        "enter-and-leave",
     ],
 )
 def test_eval_track_refuses_truth_or_spans_outside_the_clip_in_one_line(

@@ -103,7 +103,7 @@ def test_protocols_cover_each_span_length_at_each_place_inside_the_labelled_fram
     truth = np.tile([10.0, 5.0, 17.0, 42.0], (201, 1))
     todo = peers_track.protocols(truth)
     names = [p.name for p in todo]
-    assert names[:2] == ["box", "tap"] and len(names) == 2 + 9 + 9 + 3 + 5 + 3
+    assert names[:2] == ["box", "tap"] and len(names) == 2 + 9 + 9 + 3 + 5 + 6 + 3
     assert [p.name for p in peers_track.protocols(truth, quick=True)] == ["box", "tap"]
     for p in todo:
         assert p.group in peers_track.GROUPS
@@ -116,6 +116,14 @@ def test_protocols_cover_each_span_length_at_each_place_inside_the_labelled_fram
     assert [p.options["leave"] for p in leaves] == [1, 2, 3, 4, 5]
     crossings = [p for p in todo if p.group == "lookalike"]
     assert len({p.options["lookalike"] for p in crossings}) == 3
+    # the taps on a walker cut by the view's edge whose frames the labels cover: here the
+    # left and top ones (the right ones start at frame 150 and run past frame 200)
+    enters = [p for p in todo if p.group == "enter"]
+    assert {p.options["enter"] for p in enters} == {"left", "top"}
+    for p in enters:
+        assert p.options["first"] == p.options["lock_frame"] and p.options["last"] < len(truth)
+    longer = peers_track.protocols(np.tile([10.0, 5.0, 17.0, 42.0], (300, 1)))
+    assert sum(p.group == "enter" for p in longer) == 9
 
 
 def test_lookalike_runs_are_summed_per_group_and_written_as_held_or_lost(tmp_path):

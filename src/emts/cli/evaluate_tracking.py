@@ -96,6 +96,7 @@ def _cmd_eval_track(args: argparse.Namespace) -> int:
         remove=tuple(parse_span(t) for t in args.remove or []),
         gust=args.gust,
         leave=args.leave,
+        enter=args.enter,
         lookalike=tuple(parse_span(t) for t in args.lookalike or []),
         fps=args.fps,
     )
@@ -124,6 +125,12 @@ def _cmd_eval_track(args: argparse.Namespace) -> int:
             f"leave path {leave['path']}: pan from frame {leave['pan_from']}, out through the "
             f"{leave['exit']} on frames {leave['out_of_view'][0]}:{leave['out_of_view'][1]}, "
             f"back through the {leave['entry']}, framed again on frame {leave['framed_again']}"
+        )
+    if "enter" in report:
+        enter = report["enter"]
+        print(
+            f"enter: {enter['visible_on_lock_frame']:.0%} of the person in view on the lock "
+            f"frame, cut by the window's {enter['edge']}; framed on frame {enter['framed']}"
         )
     for span in report["hidden_spans"]:
         print(
@@ -196,6 +203,14 @@ def add_track(eval_sub) -> None:
         "left; 4: out the top-left corner, back from the left; 5: out the top-right corner, "
         "back from the right; 6: out the bottom, back from the left (planned from the ground "
         "truth; refused where the person is never in the part of the frame the path needs)",
+    )
+    p.add_argument(
+        "--enter",
+        metavar="EDGE",
+        help="a person walking into the view: a 2x zoomed-in camera window starts with the "
+        "person cut by its EDGE (left, right, top or bottom; 60%% of them in view, where the "
+        "tap lands), then pans to frame them and follows them (refused where the person is "
+        "not in the part of the frame that edge needs; not with --leave)",
     )
     p.add_argument(
         "--lookalike",

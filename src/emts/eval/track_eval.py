@@ -24,6 +24,10 @@ Stress tests, applied to the frames before the pipeline sees them:
   5: out the top-right corner, back from the right; 6: out the bottom, back from the left),
   then frames them again. The path is planned from the ground truth; the frames out of view
   are a hidden span of kind ``leave``; a box partly outside the window is truncated to it.
+* ``enter=EDGE``: the same window starts with the person cut by its EDGE (``left``,
+  ``right``, ``top``, ``bottom``; 60 % of their box in view: the tap lands on that part),
+  then pans to frame them and follows them -- a person walking into the view. Nothing is
+  hidden; the box is truncated to the window while they are cut by it.
 * ``lookalike=[(a, b)]``: on frames a..b a copy of the person (cut from the current frame
   under a feathered mask) walks across them: a straight walk in the scene (carried by ORB
   homographies) at their own speed, at right angles to their direction, over their position
@@ -52,10 +56,11 @@ from tqdm import tqdm
 
 from emts.errors import BadInputError
 from emts.eval.track_stress import (
-    LeavePlan,
     LookalikePlan,
+    WindowPlan,
     chain,
     paste_lookalike,
+    plan_enter,
     plan_leave,
     plan_lookalike,
     require_labelled,
@@ -248,16 +253,16 @@ def stressed_frames(
     remove: list[tuple[int, int]] = (),
     gust: int | None = None,
     homographies: list[np.ndarray] | None = None,
-    leave: LeavePlan | None = None,
+    window: WindowPlan | None = None,
     lookalike: list[LookalikePlan] = (),
 ) -> tuple[Iterator[np.ndarray], StressedClip]:
     """Apply the stress tests lazily; the returned clip's arrays are filled as frames pass.
 
     ``homographies`` (frame t-1 -> t, from :func:`scene_homographies`) anchor occluders in
-    the scene; they are needed when ``occlude`` is given. ``leave`` (:func:`plan_leave`) and
-    ``lookalike`` (:func:`plan_lookalike`) are planned beforehand. Order: the occluders,
-    removals and look-alikes edit the source frame (a look-alike is cut from the unedited
-    one), then the leave window crops it, then the gust warps it.
+    the scene; they are needed when ``occlude`` is given. ``window`` (:func:`plan_leave`,
+    :func:`plan_enter`) and ``lookalike`` (:func:`plan_lookalike`) are planned beforehand.
+    Order: the occluders, removals and look-alikes edit the source frame (a look-alike is cut
+    from the unedited one), then the window crops it, then the gust warps it.
     """
     n = len(truth)
     clip = StressedClip(truth.copy(), np.zeros(n, bool))
@@ -267,11 +272,12 @@ def stressed_frames(
     for a, b in remove:
         clip.spans.append(("remove", a, b))
         clip.hidden[a : b + 1] = True
-    if leave is not None:
-        a, b = leave.span
-        clip.spans.append(("leave", a, b))
-        clip.hidden[a : b + 1] = True
-        clip.sheet += leave.sheet
+    if window is not None:
+        if window.hidden is not None:
+            a, b = window.hidden
+            clip.spans.append(("leave", a, b))
+            clip.hidden[a : b + 1] = True
+        clip.sheet += window.sheet
     if lookalike:
         clip.copies = np.full((n, 4), np.nan)
         for plan in lookalike:
@@ -302,12 +308,12 @@ def stressed_frames(
                 if plan.box(index) is not None:
                     copy = plan.box(index)
                     frame = paste_lookalike(frame, original, truth[index], copy)
-            if leave is not None:
-                frame = leave.crop(frame, index)
+            if window is not None:
+                frame = window.crop(frame, index)
                 if index < n:
-                    clip.truth[index] = leave.map_box(truth[index], index)
+                    clip.truth[index] = window.map_box(truth[index], index)
                 if copy is not None:
-                    copy = leave.map_box(copy, index)
+                    copy = window.map_box(copy, index)
             if gust is not None:
                 if path is None:
                     path = _gust_path(frame.shape, gust)
@@ -391,6 +397,7 @@ class TrackEvalConfig:
     remove: tuple[tuple[int, int], ...] = ()
     gust: int | None = None
     leave: int | None = None  # a leave-and-return path (emts.eval.track_stress.LEAVE_PATHS)
+    enter: str | None = None  # the window's edge cutting the person on the lock frame
     lookalike: tuple[tuple[int, int], ...] = ()
     fps: float | None = None
     lost_grace: int = 8  # frames the mode may stay "locked" after the person vanished
@@ -413,7 +420,10 @@ def evaluate_track(
     _require_a_usable_row(truth)
     last = c.last if c.last is not None else int(np.flatnonzero(np.isfinite(truth[:, 0]))[-1])
     upto = max((b for _, b in (*c.remove, *c.lookalike)), default=0)
-    size, count, fps = _clip_extent(source, c.fps, last if c.leave is not None else upto)
+    windowed = c.leave is not None or c.enter is not None
+    if c.leave is not None and c.enter is not None:
+        raise BadInputError("--leave and --enter: one camera window at a time; give one")
+    size, count, fps = _clip_extent(source, c.fps, last if windowed else upto)
     truth = _in_view(truth, size)
     last = c.last if c.last is not None else int(np.flatnonzero(np.isfinite(truth[:, 0]))[-1])
     if not 0 <= c.first <= c.lock_frame <= last:
@@ -428,11 +438,14 @@ def evaluate_track(
 
         x, y = c.lock_point if c.lock_point is not None else _centre(c.lock_box)
         LockRequest(False, x, y, c.lock_frame, c.lock_box).check_inside(size, c.lock_frame)
-    leave = None
+    window = None
+    if windowed and size is None:
+        option = "--leave" if c.leave is not None else "--enter"
+        raise BadInputError(f"{option}: the clip has no readable frame")
     if c.leave is not None:
-        if size is None:
-            raise BadInputError("--leave: the clip has no readable frame")
-        leave = plan_leave(truth, size, c.leave, c.lock_frame, min(last, count - 1), fps)
+        window = plan_leave(truth, size, c.leave, c.lock_frame, min(last, count - 1), fps)
+    elif c.enter is not None:
+        window = plan_enter(truth, size, c.enter, c.lock_frame, min(last, count - 1), fps)
     lock_box = c.lock_box
     point = c.lock_point
     if (
@@ -465,7 +478,7 @@ def evaluate_track(
             list(c.remove),
             c.gust,
             homographies,
-            leave,
+            window,
             lookalikes,
         )
         try:
@@ -515,10 +528,11 @@ def evaluate_track(
         "remove": list(c.remove),
         "gust": c.gust,
         "leave": c.leave,
+        "enter": c.enter,
         "lookalike": [list(span) for span in c.lookalike],
     }
-    if leave is not None:
-        report["leave"] = leave.summary()
+    if window is not None:
+        report["leave" if c.leave is not None else "enter"] = window.summary()
     for plan, span in zip(lookalikes, report["lookalike_spans"], strict=True):
         span["copy"] = plan.summary()
     report["per_frame"] = per_frame

@@ -1,5 +1,5 @@
 """``emts eval track``'s report: ``report.json``, ``report.md``, ``timeline.png`` and, with
-``--leave`` or ``--lookalike``, ``contact.png`` (the protocol and the scorer:
+``--leave``, ``--enter`` or ``--lookalike``, ``contact.png`` (the protocol and the scorer:
 :mod:`emts.eval.track_eval`)."""
 
 from __future__ import annotations
@@ -63,9 +63,9 @@ def plot_timeline(report: dict, path: Path, title: str) -> None:
 
 
 def contact_sheet(report: dict, path: Path) -> bool:
-    """The thumbnails ``evaluate_track`` kept (the leave path's and look-alikes' moments) in
-    one PNG: truth green, look-alike magenta, the reported target yellow (dashed when not
-    ``locked``). False when there are none."""
+    """The thumbnails ``evaluate_track`` kept (the leave or enter path's and look-alikes'
+    moments) in one PNG: truth green, look-alike magenta, the reported target yellow (dashed
+    when not ``locked``). False when there are none."""
     thumbnails = report.get("thumbnails") or {}
     if not thumbnails:
         return False
@@ -120,7 +120,7 @@ def _pair(values) -> str:
 
 def write_report(report: dict, out: Path, command: str, clip_name: str) -> None:
     """``report.json`` (per-frame rows without the ground truth), ``report.md``,
-    ``timeline.png`` and, with a leave path or look-alikes, ``contact.png`` in ``out``."""
+    ``timeline.png`` and, with a leave or enter path or look-alikes, ``contact.png`` in ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     # The ground truth stays in frames.jsonl: a report may be shared, the clip's labels not.
     rows = [{k: v for k, v in r.items() if k != "truth"} for r in report["per_frame"]]
@@ -174,6 +174,15 @@ def write_report(report: dict, out: Path, command: str, clip_name: str) -> None:
             f"{leave['out_of_view'][1]}, comes back through the {leave['entry']} and is framed "
             f"again on frame {leave['framed_again']} (pan at most {leave['max_pan_px']} px a "
             "frame).",
+            "",
+        ]
+    if s.get("enter"):
+        enter = s["enter"]
+        lines += [
+            f"Enter: on the lock frame the window (1/{enter['zoom']:g} of the frame) holds "
+            f"{enter['visible_on_lock_frame']:.0%} of the person, cut by its {enter['edge']}; "
+            f"it pans to frame them (framed on frame {enter['framed']}; pan at most "
+            f"{enter['max_pan_px']} px a frame) and follows them.",
             "",
         ]
     if s.get("lookalike_spans"):

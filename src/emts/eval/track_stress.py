@@ -1,4 +1,4 @@
-"""Two stress protocols of ``emts eval track`` (:mod:`emts.eval.track_eval` applies them):
+"""Three stress protocols of ``emts eval track`` (:mod:`emts.eval.track_eval` applies them):
 
 * **leave-and-return** (:func:`plan_leave`): a camera window of half the frame's width and
   height (zoomed in 2x: cropped and resized back to the input size) follows the person, pans
@@ -7,6 +7,10 @@
   The window's path is planned from the ground truth (a rate- and acceleration-limited pan
   toward the person's position shifted by the path's offset), so it works on any labelled
   clip where the geometry allows it.
+* **enter** (:func:`plan_enter`): the same window starts with the person cut by one of its
+  edges (a share :data:`ENTER_VISIBLE` of their box inside: the operator taps the part in
+  view), then pans at the same limits to frame them and follows them -- a person walking
+  into the view, or one the camera has not framed yet.
 * **look-alike** (:func:`plan_lookalike`, :func:`paste_lookalike`): a second copy of the person
   (their current appearance under a feathered elliptical mask) walks across the tracked
   person along a straight path in the scene, at the person's own speed, perpendicular to
@@ -79,32 +83,31 @@ def _place(name: str) -> str:
 
 
 @dataclass
-class LeavePlan:
-    """A planned window path: per frame the window's top-left corner in the source frame.
+class WindowPlan:
+    """A planned camera window: per frame its top-left corner in the source frame.
 
     Attributes:
-        path: the path's number in :data:`LEAVE_PATHS`.
         size: the source frames' (w, h); the window is ``size / zoom``.
         corners: ``(n, 2)`` window top-left corners, source px, one per frame of the truth.
-        start: the frame the exit pan starts; ``span``: the frames out of view (inclusive);
-            ``framed``: the first frame the person is framed again.
-        exit, entry: where the person actually left and came back (edge or corner names).
+        sheet: frames worth a thumbnail.
     """
 
-    path: int
     size: tuple[int, int]
     zoom: float
     corners: np.ndarray
-    start: int
-    span: tuple[int, int]
-    framed: int
-    exit: str
-    entry: str
-    sheet: list[int] = field(default_factory=list)
 
     @property
     def window(self) -> tuple[float, float]:
         return self.size[0] / self.zoom, self.size[1] / self.zoom
+
+    @property
+    def hidden(self) -> tuple[int, int] | None:
+        """The frames (inclusive) the plan takes the person out of view on; None: none."""
+        return None
+
+    @property
+    def sheet(self) -> list[int]:
+        return []
 
     def corner(self, index: int) -> np.ndarray:
         return self.corners[min(index, len(self.corners) - 1)]
@@ -134,6 +137,41 @@ class LeavePlan:
         x, y, w, h = clipped
         return np.array([(x - x0) * self.zoom, (y - y0) * self.zoom, w * self.zoom, h * self.zoom])
 
+    def max_pan(self) -> float:
+        """The largest window move between consecutive frames, output px."""
+        if len(self.corners) < 2:
+            return 0.0
+        return float(np.hypot(*np.diff(self.corners, axis=0).T).max() * self.zoom)
+
+
+@dataclass
+class LeavePlan(WindowPlan):
+    """A leave-and-return window path (:func:`plan_leave`).
+
+    Attributes:
+        path: the path's number in :data:`LEAVE_PATHS`.
+        start: the frame the exit pan starts; ``span``: the frames out of view (inclusive);
+            ``framed``: the first frame the person is framed again.
+        exit, entry: where the person actually left and came back (edge or corner names).
+        moments: frames worth a thumbnail.
+    """
+
+    path: int = 0
+    start: int = 0
+    span: tuple[int, int] = (0, 0)
+    framed: int = 0
+    exit: str = ""
+    entry: str = ""
+    moments: list[int] = field(default_factory=list)
+
+    @property
+    def hidden(self) -> tuple[int, int]:
+        return self.span
+
+    @property
+    def sheet(self) -> list[int]:
+        return self.moments
+
     def summary(self) -> dict:
         return {
             "path": self.path,
@@ -146,12 +184,6 @@ class LeavePlan:
             "zoom": self.zoom,
             "max_pan_px": round(self.max_pan(), 2),
         }
-
-    def max_pan(self) -> float:
-        """The largest window move between consecutive frames, output px."""
-        if len(self.corners) < 2:
-            return 0.0
-        return float(np.hypot(*np.diff(self.corners, axis=0).T).max() * self.zoom)
 
 
 def _inside(box, corner, window) -> tuple[float, np.ndarray, set[str]]:
@@ -358,7 +390,7 @@ def plan_leave(
         a, b = span
         sheet = [lock_frame, max(start, a - 2), (a + b) // 2, b + 1, (b + 1 + framed) // 2, framed]
         return LeavePlan(
-            path, size, zoom, full, start, span, framed, exit_name, entry_name, sorted(set(sheet))
+            size, zoom, full, path, start, span, framed, exit_name, entry_name, sorted(set(sheet))
         )
     common = max(why, key=why.get) if why else "too few frames"
     raise BadInputError(
@@ -450,6 +482,113 @@ def _try_leave(spec, start, pan, truth, motion, geometry, end, fps):
     if entry_name not in _allowed_entries(spec):
         return f"the person came back through the {_place(entry_name)}"
     return np.array(corners), (gone, back - 1), framed, exit_name, entry_name
+
+
+# ----------------------------------------------------------------------------- enter
+ENTER_EDGES = ("left", "right", "top", "bottom")
+ENTER_VISIBLE = 0.6  # the share of the person's box inside the window on the lock frame
+_ENTER_SLACK = 0.1  # ... give or take this much where the frame's edge holds the window back
+
+
+@dataclass
+class EnterPlan(WindowPlan):
+    """A window path that starts with the person cut by one of its edges (:func:`plan_enter`).
+
+    Attributes:
+        edge: the window's edge that cuts the person on the lock frame.
+        visible: the share of their box inside the window then.
+        framed: the first frame the person is framed (their centre within
+            :data:`_FRAMED` of the window's half-sizes from its centre); None: not before
+            the truth ends.
+        lock_frame: the frame the window starts from.
+    """
+
+    edge: str = "left"
+    visible: float = 0.0
+    framed: int | None = None
+    lock_frame: int = 0
+
+    @property
+    def sheet(self) -> list[int]:
+        framed = self.framed if self.framed is not None else self.lock_frame
+        return sorted({self.lock_frame, (self.lock_frame + framed) // 2, framed})
+
+    def summary(self) -> dict:
+        return {
+            "edge": _place(self.edge),
+            "visible_on_lock_frame": round(self.visible, 3),
+            "framed": self.framed,
+            "zoom": self.zoom,
+            "max_pan_px": round(self.max_pan(), 2),
+        }
+
+
+def plan_enter(
+    truth: np.ndarray,
+    size: tuple[int, int],
+    edge: str,
+    lock_frame: int,
+    last: int,
+    fps: float,
+) -> EnterPlan:
+    """Plan an enter path over frames ``lock_frame``..``last`` of ``truth`` (source px, NaN =
+    absent) for ``size`` (w, h) frames at ``fps``: on the lock frame the window
+    (1 / :data:`LEAVE_ZOOM` of the frame) holds :data:`ENTER_VISIBLE` of the person's box,
+    the rest beyond ``edge``; from the next frame on it pans toward the person at the leave
+    paths' speed and acceleration limits, frames them and follows them (and stands still
+    where they are not labelled). Before the lock frame it stands where it starts.
+
+    Raises:
+        BadInputError: an unknown edge, the person unlabelled on the lock frame, or a person
+            the window cannot cut that way there (it stays inside the frame: a person in the
+            frame's upper half cannot be cut by the window's bottom edge).
+    """
+    if edge not in ENTER_EDGES:
+        raise BadInputError(f"--enter {edge}: no such edge; the edges are {', '.join(ENTER_EDGES)}")
+    n = len(truth)
+    labelled = np.isfinite(truth).all(axis=1)
+    if not (0 <= lock_frame < n and labelled[lock_frame]):
+        raise BadInputError(
+            f"--enter {edge}: the person is not labelled on the lock frame {lock_frame}; the "
+            "window starts from their box there"
+        )
+    zoom = LEAVE_ZOOM
+    window = (size[0] / zoom, size[1] / zoom)
+    centres = truth[:, :2] + truth[:, 2:] / 2
+    box = truth[lock_frame]
+    axis = 0 if edge in ("left", "right") else 1
+    sign = -1.0 if edge in ("left", "top") else 1.0
+    # the person's centre (ENTER_VISIBLE - 0.5) of their size inside the cutting edge
+    start = centres[lock_frame].copy()
+    start[axis] -= sign * (window[axis] / 2 - (ENTER_VISIBLE - 0.5) * box[2 + axis])
+    pan = _Pan(start, size, window, zoom, fps)
+    share, _, sides = _inside(box, _corner(pan, window), window)
+    if sides != {edge} or abs(share - ENTER_VISIBLE) > _ENTER_SLACK:
+        raise BadInputError(
+            f"--enter {edge}: not possible on frame {lock_frame} of this clip (the window would "
+            f"hold {share:.0%} of the person, cut by its {_name(sides)} edge). The window is "
+            f"1/{zoom:g} of the frame and stays inside it, so its {edge} edge can cut a person "
+            f"only while they are in that part of the frame; try another edge or lock frame"
+        )
+    end = lock_frame
+    while end + 1 <= min(last, n - 1) and labelled[end + 1]:
+        end += 1
+    velocities = _velocities(centres, lock_frame, end)
+    corners = np.empty((n, 2))
+    corners[: lock_frame + 1] = _corner(pan, window)
+    framed, target = None, centres[lock_frame]
+    half = np.array(window) / 2
+    for t in range(lock_frame + 1, n):
+        velocity = (0.0, 0.0)
+        if labelled[t]:
+            target = centres[t]
+            velocity = velocities[t] if t <= end else velocity
+        pan.step(target, velocity)
+        corners[t] = _corner(pan, window)
+        if framed is None and labelled[t]:
+            relative = (centres[t] - (corners[t] + half)) / half
+            framed = t if np.all(np.abs(relative) <= _FRAMED) else None
+    return EnterPlan(size, zoom, corners, edge, share, framed, lock_frame)
 
 
 # ----------------------------------------------------------------------------- look-alike
