@@ -672,3 +672,29 @@ def test_the_verifier_sees_flow_per_thirtieth_of_a_second_whatever_the_frame_rat
     np.testing.assert_allclose(at_10.window[0], at_30.window[0] / 3, rtol=1e-5)
     with pytest.raises(BadInputError):
         pipeline.fps = 0
+
+
+def test_a_person_cut_by_the_frames_edge_beside_their_shadow_is_a_blob():
+    """The blob's window is moved inside the frame, not cut by its edge: cut, it was as narrow
+    as the tap was near the edge, and a person half out of the left edge with their shadow
+    beside them filled it from side to side, like ground texture (the tap found nothing)."""
+    frame = _with_person(_ground(), 6, 200, w=12, h=60, level=40)  # the half in view
+    frame[180:232, 12:46] = 60  # their long shadow beside them, to the right
+    box = blob_box(frame, np.array([6.0, 200.0]), AcquisitionConfig())
+    assert box is not None and box[0] < 20 and 40 <= box[3] <= 70
+
+
+def test_a_blob_does_not_reach_into_the_letterbox_padding():
+    """A letterboxed frame's padding repeats the content's edge rows: a person at the edge
+    makes streaks there that join their blob to the window's edge. With the content given,
+    the window stays inside it and the person is found."""
+    geometry = FrameGeometry((640, 360))  # letterboxed into 640x512: content rows 76-435
+    content = np.asarray(_ground(size=(360, 640)))
+    content[330:360, 294:306] = 40  # a person's upper part, cut by the bottom edge
+    working = geometry.to_working(content)
+    point = np.array([300.0, 76 + 345.0])
+    inside = (0, 76, 640, 436)
+    box = blob_box(working, point, AcquisitionConfig(), inside)
+    # the person's 30 rows, not their streaks down the padding (without the content: 40 rows,
+    # centred 5 px below them)
+    assert box is not None and abs(box[3] - 30) <= 2 and abs(box[1] - 421) <= 1.5

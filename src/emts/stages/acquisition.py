@@ -100,7 +100,10 @@ def _under(point: np.ndarray, candidates: list[Candidate], margin: float) -> lis
 
 
 def blob_box(
-    working: np.ndarray, point: np.ndarray, config: AcquisitionConfig
+    working: np.ndarray,
+    point: np.ndarray,
+    config: AcquisitionConfig,
+    content: tuple[int, int, int, int] | None = None,
 ) -> np.ndarray | None:
     """``[cx, cy, w, h]`` (WORKING px) of the region under ``point`` that stands out from the
     local ground, or None when nothing there does.
@@ -108,15 +111,24 @@ def blob_box(
     The ground level is the median of a window around the point; pixels that differ from it
     by more than the larger of a fixed floor and half the difference at the point form the
     mask, and the connected component under (or nearest to) the point is the blob.
+    ``content``: ``(x0, y0, x1, y1)`` of the frame's own pixels in ``working`` (the letterbox's
+    padding, replicated edge pixels, lies outside it); None: all of it. The window lies
+    inside it.
     """
-    half_w, half_h = (s // 2 for s in config.tap_window)
-    height, width = working.shape
+    (window_w, window_h), (half_w, half_h) = config.tap_window, (s // 2 for s in config.tap_window)
+    left, top, right, bottom = content or (0, 0, working.shape[1], working.shape[0])
     # a point off the frame (a person half out of it, or a tap carried out by the camera's
     # motion) is measured at the nearest pixel of the frame
-    x = int(np.clip(round(point[0]), 0, width - 1))
-    y = int(np.clip(round(point[1]), 0, height - 1))
-    x0, y0 = max(x - half_w, 0), max(y - half_h, 0)
-    x1, y1 = min(x + half_w + 1, width), min(y + half_h + 1, height)
+    x = int(np.clip(round(point[0]), left, right - 1))
+    y = int(np.clip(round(point[1]), top, bottom - 1))
+    # A window the frame's edge would cut is moved inside it instead, whole: cut, it is as
+    # narrow as the tap is near the edge, and a person cut by the edge with their shadow
+    # beside them runs out of it like ground texture (a walker half out of the left edge of
+    # person12's view: the tap found nothing). Nor does it reach into the letterbox's
+    # padding, whose replicated edge pixels are streaks the person at the edge joins.
+    x0 = max(min(x - half_w, right - window_w), left)
+    y0 = max(min(y - half_h, bottom - window_h), top)
+    x1, y1 = min(x0 + window_w, right), min(y0 + window_h, bottom)
     if x1 - x0 < 8 or y1 - y0 < 8:
         return None
     window = cv2.GaussianBlur(working[y0:y1, x0:x1], (3, 3), 0).astype(np.float32)
@@ -291,17 +303,19 @@ class LockAcquisition:
             if command is not None:
                 return AcquisitionDecision(lock=command)
             refused = "no_target"  # nothing there: what was locked (or waiting) stays so
-        decision = self._untapped(working, motion, candidates, tracker_mode, p_human, track, travel)
+        decision = self._untapped(
+            geometry, working, motion, candidates, tracker_mode, p_human, track, travel
+        )
         return decision if refused is None else replace(decision, refused=refused)
 
     def _untapped(
-        self, working, motion, candidates, tracker_mode, p_human, track, travel
+        self, geometry, working, motion, candidates, tracker_mode, p_human, track, travel
     ) -> AcquisitionDecision:
         """The decision of a frame without a tap's lock (see :meth:`step`)."""
         if self._waiting is not None:
             command = None
             if tracker_mode == "locked":
-                command = self._waited_lock(working, motion, candidates, track)
+                command = self._waited_lock(geometry, working, motion, candidates, track)
             else:  # lost meanwhile: the track no longer says where the tapped point is
                 self._waiting = None
             if command is not None:
@@ -340,7 +354,7 @@ class LockAcquisition:
                 centre = motion[:, :2] @ centre + motion[:, 2]
             command = LockCommand(centre, box[2:], None, "tap:box")
         else:
-            command = self._point_lock(point, working, candidates, c)
+            command = self._point_lock(point, working, geometry, candidates, c)
             if command is None:
                 command = self._faint_lock(point, faint, c)
             if command is None:
@@ -358,7 +372,7 @@ class LockAcquisition:
             self._waiting = (point - command.centre, self.config.tap_wait_frames, recentre, size)
         return command
 
-    def _waited_lock(self, working, motion, candidates, track) -> LockCommand | None:
+    def _waited_lock(self, geometry, working, motion, candidates, track) -> LockCommand | None:
         """Within ``tap_wait_frames`` frames of a tap that found nobody detected, the first
         detection under the tapped point (carried with the track: its offset from the lock's
         centre kept) ends the wait; the lock moves onto it where it overlaps the track's box
@@ -374,7 +388,7 @@ class LockAcquisition:
         as_detected = replace(self.config, tap_recentre_offset=0.0)
         centre = motion[:, :2] @ track[0] + motion[:, 2]  # last frame's track, carried
         point = centre + offset
-        command = self._point_lock(point, working, candidates, as_detected)
+        command = self._point_lock(point, working, geometry, candidates, as_detected)
         if command is None or command.source != "tap:detection":
             return None
         self._waiting = None
@@ -408,11 +422,11 @@ class LockAcquisition:
             return None
         return command
 
-    def _point_lock(self, point, working, candidates, c) -> LockCommand | None:
+    def _point_lock(self, point, working, geometry, candidates, c) -> LockCommand | None:
         """The lock for a tap at ``point`` (WORKING px): the detection under it, the blob
         under it, or None when there is neither (see the module's doc)."""
         under = _under(point, candidates, c.tap_detection_margin)
-        blob = blob_box(working, point, c)
+        blob = blob_box(working, point, c, _content(geometry))
         if blob is not None and np.hypot(*(blob[:2] - point)) > blob[3]:
             blob = None  # not the person under the point
         if under and blob is not None:
@@ -465,6 +479,14 @@ class LockAcquisition:
         self.provisional = self.verify_auto_locks
         self.last_source = "auto"
         return AcquisitionDecision(lock=LockCommand.from_candidate(top, "auto"))
+
+
+def _content(geometry: FrameGeometry) -> tuple[int, int, int, int]:
+    """``(x0, y0, x1, y1)``: the input's own pixels in the working frame (the letterbox's
+    padding outside)."""
+    letterbox = geometry.input_to_working
+    (left, top), (width, height) = letterbox.pad, letterbox.content
+    return left, top, left + width, top + height
 
 
 def _within(centre: np.ndarray, size: np.ndarray, box: np.ndarray) -> bool:
