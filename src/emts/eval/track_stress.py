@@ -319,15 +319,9 @@ def plan_leave(
         )
     spec = LEAVE_PATHS[path]
     n = len(truth)
-    labelled = np.isfinite(truth).all(axis=1)
-    if not (0 <= lock_frame < n and labelled[lock_frame]):
-        raise BadInputError(
-            f"--leave {path}: the person is not labelled on the lock frame {lock_frame}; the "
-            "window starts centred on them there"
-        )
-    end = lock_frame
-    while end + 1 <= min(last, n - 1) and labelled[end + 1]:
-        end += 1
+    labelled, end = _labelled_from(
+        truth, lock_frame, last, f"--leave {path}", "the window starts centred on them there"
+    )
     need = round(_SHORTEST_CLIP * fps)
     if end - lock_frame < need:
         gap = "" if end >= min(last, n - 1) else f" (frame {end + 1} is not labelled)"
@@ -379,14 +373,7 @@ def plan_leave(
         pan = _Pan((0, 0), size, window, zoom, fps)
         pan.c = list(corners[-1] + np.array(window) / 2)
         pan.v = list(corners[-1] - corners[-2])
-        target = centres[framed]
-        for t in range(framed + 1, n):
-            velocity = (0.0, 0.0)
-            if labelled[t]:
-                target = centres[t]
-                velocity = velocities[t] if t <= end else velocity
-            pan.step(target, velocity)
-            full[t] = _corner(pan, window)
+        _follow(pan, full, framed + 1, centres[framed], (centres, velocities), labelled, end)
         a, b = span
         sheet = [lock_frame, max(start, a - 2), (a + b) // 2, b + 1, (b + 1 + framed) // 2, framed]
         return LeavePlan(
@@ -399,6 +386,39 @@ def plan_leave(
         f"a person can leave it through the {_place(spec.exit)} only while they are in that part "
         "of the frame; try another path"
     )
+
+
+def _follow(pan: _Pan, corners, first: int, target, motion, labelled, end: int) -> None:
+    """From frame ``first`` on, ``pan`` follows the person -- their centre and, up to frame
+    ``end``, their velocity; where they are not labelled, toward where they last were (at
+    first ``target``) -- writing the window's top-left corners into ``corners``."""
+    centres, velocities = motion
+    window = (2 * pan.lo[0], 2 * pan.lo[1])
+    for t in range(first, len(corners)):
+        velocity = (0.0, 0.0)
+        if labelled[t]:
+            target = centres[t]
+            velocity = velocities[t] if t <= end else velocity
+        pan.step(target, velocity)
+        corners[t] = _corner(pan, window)
+
+
+def _labelled_from(
+    truth: np.ndarray, lock_frame: int, last: int, option: str, why: str
+) -> tuple[np.ndarray, int]:
+    """(which frames of ``truth`` are labelled, the last frame of the unbroken run of them
+    from ``lock_frame``, ``last`` at most). Raises BadInputError where the lock frame is not
+    labelled (``option``: the command line's; ``why`` a window plan needs it)."""
+    n = len(truth)
+    labelled = np.isfinite(truth).all(axis=1)
+    if not (0 <= lock_frame < n and labelled[lock_frame]):
+        raise BadInputError(
+            f"{option}: the person is not labelled on the lock frame {lock_frame}; {why}"
+        )
+    end = lock_frame
+    while end + 1 <= min(last, n - 1) and labelled[end + 1]:
+        end += 1
+    return labelled, end
 
 
 def _corner(pan: _Pan, window) -> np.ndarray:
@@ -546,12 +566,9 @@ def plan_enter(
     if edge not in ENTER_EDGES:
         raise BadInputError(f"--enter {edge}: no such edge; the edges are {', '.join(ENTER_EDGES)}")
     n = len(truth)
-    labelled = np.isfinite(truth).all(axis=1)
-    if not (0 <= lock_frame < n and labelled[lock_frame]):
-        raise BadInputError(
-            f"--enter {edge}: the person is not labelled on the lock frame {lock_frame}; the "
-            "window starts from their box there"
-        )
+    labelled, end = _labelled_from(
+        truth, lock_frame, last, f"--enter {edge}", "the window starts from their box there"
+    )
     zoom = LEAVE_ZOOM
     window = (size[0] / zoom, size[1] / zoom)
     centres = truth[:, :2] + truth[:, 2:] / 2
@@ -570,24 +587,15 @@ def plan_enter(
             f"1/{zoom:g} of the frame and stays inside it, so its {edge} edge can cut a person "
             f"only while they are in that part of the frame; try another edge or lock frame"
         )
-    end = lock_frame
-    while end + 1 <= min(last, n - 1) and labelled[end + 1]:
-        end += 1
     velocities = _velocities(centres, lock_frame, end)
     corners = np.empty((n, 2))
     corners[: lock_frame + 1] = _corner(pan, window)
-    framed, target = None, centres[lock_frame]
+    _follow(pan, corners, lock_frame + 1, centres[lock_frame], (centres, velocities), labelled, end)
     half = np.array(window) / 2
-    for t in range(lock_frame + 1, n):
-        velocity = (0.0, 0.0)
-        if labelled[t]:
-            target = centres[t]
-            velocity = velocities[t] if t <= end else velocity
-        pan.step(target, velocity)
-        corners[t] = _corner(pan, window)
-        if framed is None and labelled[t]:
-            relative = (centres[t] - (corners[t] + half)) / half
-            framed = t if np.all(np.abs(relative) <= _FRAMED) else None
+    with np.errstate(invalid="ignore"):  # unlabelled frames: NaN, never framed
+        framing = labelled & np.all(np.abs(centres - (corners + half)) <= _FRAMED * half, axis=1)
+    framing[: lock_frame + 1] = False
+    framed = int(np.argmax(framing)) if framing.any() else None
     return EnterPlan(size, zoom, corners, edge, share, framed, lock_frame)
 
 
