@@ -122,12 +122,17 @@ class Letterbox:
         bottom = self.size[1] - self.content[1] - top
         return cv2.copyMakeBorder(resized, top, bottom, left, right, cv2.BORDER_REPLICATE)
 
+    @property
+    def content_box(self) -> tuple[int, int, int, int]:
+        """``(x0, y0, x1, y1)``: the image's own pixels in the result (the padding outside)."""
+        (left, top), (width, height) = self.pad, self.content
+        return left, top, left + width, top + height
+
     def content_mask(self, margin: int = 0) -> np.ndarray:
         """uint8 mask (255 inside the content, shrunk by ``margin`` px) of the result's size."""
         mask = np.zeros((self.size[1], self.size[0]), np.uint8)
-        x0, y0 = self.pad[0] + margin, self.pad[1] + margin
-        x1 = self.pad[0] + self.content[0] - margin
-        y1 = self.pad[1] + self.content[1] - margin
+        x0, y0, x1, y1 = self.content_box
+        x0, y0, x1, y1 = x0 + margin, y0 + margin, x1 - margin, y1 - margin
         mask[max(y0, 0) : max(y1, 0), max(x0, 0) : max(x1, 0)] = 255
         return mask
 

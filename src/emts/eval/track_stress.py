@@ -144,7 +144,7 @@ class WindowPlan:
         return float(np.hypot(*np.diff(self.corners, axis=0).T).max() * self.zoom)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class LeavePlan(WindowPlan):
     """A leave-and-return window path (:func:`plan_leave`).
 
@@ -156,12 +156,12 @@ class LeavePlan(WindowPlan):
         moments: frames worth a thumbnail.
     """
 
-    path: int = 0
-    start: int = 0
-    span: tuple[int, int] = (0, 0)
-    framed: int = 0
-    exit: str = ""
-    entry: str = ""
+    path: int
+    start: int
+    span: tuple[int, int]
+    framed: int
+    exit: str
+    entry: str
     moments: list[int] = field(default_factory=list)
 
     @property
@@ -377,7 +377,16 @@ def plan_leave(
         a, b = span
         sheet = [lock_frame, max(start, a - 2), (a + b) // 2, b + 1, (b + 1 + framed) // 2, framed]
         return LeavePlan(
-            size, zoom, full, path, start, span, framed, exit_name, entry_name, sorted(set(sheet))
+            size=size,
+            zoom=zoom,
+            corners=full,
+            path=path,
+            start=start,
+            span=span,
+            framed=framed,
+            exit=exit_name,
+            entry=entry_name,
+            moments=sorted(set(sheet)),
         )
     common = max(why, key=why.get) if why else "too few frames"
     raise BadInputError(
@@ -510,7 +519,7 @@ ENTER_VISIBLE = 0.6  # the share of the person's box inside the window on the lo
 _ENTER_SLACK = 0.1  # ... give or take this much where the frame's edge holds the window back
 
 
-@dataclass
+@dataclass(kw_only=True)
 class EnterPlan(WindowPlan):
     """A window path that starts with the person cut by one of its edges (:func:`plan_enter`).
 
@@ -523,10 +532,10 @@ class EnterPlan(WindowPlan):
         lock_frame: the frame the window starts from.
     """
 
-    edge: str = "left"
-    visible: float = 0.0
-    framed: int | None = None
-    lock_frame: int = 0
+    edge: str
+    visible: float
+    framed: int | None
+    lock_frame: int
 
     @property
     def sheet(self) -> list[int]:
@@ -596,7 +605,15 @@ def plan_enter(
         framing = labelled & np.all(np.abs(centres - (corners + half)) <= _FRAMED * half, axis=1)
     framing[: lock_frame + 1] = False
     framed = int(np.argmax(framing)) if framing.any() else None
-    return EnterPlan(size, zoom, corners, edge, share, framed, lock_frame)
+    return EnterPlan(
+        size=size,
+        zoom=zoom,
+        corners=corners,
+        edge=edge,
+        visible=share,
+        framed=framed,
+        lock_frame=lock_frame,
+    )
 
 
 # ----------------------------------------------------------------------------- look-alike

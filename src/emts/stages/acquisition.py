@@ -115,7 +115,8 @@ def blob_box(
     padding, replicated edge pixels, lies outside it); None: all of it. The window lies
     inside it.
     """
-    (window_w, window_h), (half_w, half_h) = config.tap_window, (s // 2 for s in config.tap_window)
+    window_w, window_h = config.tap_window
+    half_w, half_h = window_w // 2, window_h // 2
     left, top, right, bottom = content or (0, 0, working.shape[1], working.shape[0])
     # a point off the frame (a person half out of it, or a tap carried out by the camera's
     # motion) is measured at the nearest pixel of the frame
@@ -426,7 +427,7 @@ class LockAcquisition:
         """The lock for a tap at ``point`` (WORKING px): the detection under it, the blob
         under it, or None when there is neither (see the module's doc)."""
         under = _under(point, candidates, c.tap_detection_margin)
-        blob = blob_box(working, point, c, _content(geometry))
+        blob = blob_box(working, point, c, geometry.input_to_working.content_box)
         if blob is not None and np.hypot(*(blob[:2] - point)) > blob[3]:
             blob = None  # not the person under the point
         if under and blob is not None:
@@ -479,14 +480,6 @@ class LockAcquisition:
         self.provisional = self.verify_auto_locks
         self.last_source = "auto"
         return AcquisitionDecision(lock=LockCommand.from_candidate(top, "auto"))
-
-
-def _content(geometry: FrameGeometry) -> tuple[int, int, int, int]:
-    """``(x0, y0, x1, y1)``: the input's own pixels in the working frame (the letterbox's
-    padding outside)."""
-    letterbox = geometry.input_to_working
-    (left, top), (width, height) = letterbox.pad, letterbox.content
-    return left, top, left + width, top + height
 
 
 def _within(centre: np.ndarray, size: np.ndarray, box: np.ndarray) -> bool:
