@@ -1393,3 +1393,61 @@ def test_a_lock_detected_again_in_other_light_is_followed_by_its_look_from_there
     # the contrast from before the loss refuses every match after it
     states = _back_in_other_light(TrackerConfig(match_restarts_on_return=False))
     assert states[11].mode == "reacquire"
+
+
+def _walker_in_from_the_left(x: int, seed: int = 1) -> np.ndarray:
+    """Gray ground and a 12x24 striped walker centred ``x`` px from the image's left edge
+    (cut by it where ``x`` < 6)."""
+    rng = np.random.default_rng(seed)
+    image = rng.normal(120, 6, (80, 80)).astype(np.float32)
+    stripes = np.array([200, 60, 220, 40, 210, 70, 190, 50, 230, 60, 200, 45], np.float32)
+    left = x - 6
+    image[30:54, max(left, 0) : left + 12] = stripes[max(-left, 0) :]
+    return np.clip(image, 0, 255)
+
+
+def test_a_template_cut_by_the_image_edge_follows_the_walker_in_not_the_edge():
+    # person12 --enter left (gray): a tap on a walker half out of the view took the warp's
+    # black border past the edge into the template, which then matched the edge best and
+    # slid along it while the walker walked in (lock recall 0.111)
+    from emts.stages.appearance import AppearanceTemplate
+
+    config = TrackerConfig()
+    template = AppearanceTemplate()
+    centre, size = np.array([0.0, 42.0]), np.array([12.0, 24.0])
+    template.capture(_walker_in_from_the_left(0), np.eye(3), centre, size, config)
+    top_left, _ = template.bounds(centre)
+    outside = top_left[0] + template.step * np.arange(template.patch.shape[1]) < -0.5
+    assert outside.any() and (~outside).any()
+    inside_mean = template.patch[:, ~outside].mean()
+    np.testing.assert_allclose(template.patch[:, outside], inside_mean, rtol=1e-5)
+    found = template.search(_walker_in_from_the_left(6, seed=2), np.eye(3), centre, 10.0)
+    assert found is not None and abs(found[1][0] - 6.0) < 1.0  # not the edge (x 0)
+
+
+def test_a_blend_keeps_the_look_past_the_image_edge():
+    # the walker, tapped in full view, walks out through the left edge: the samples past the
+    # edge keep their look instead of fading to the warp's black
+    from emts.stages.appearance import AppearanceTemplate
+
+    config = TrackerConfig()
+    template = AppearanceTemplate()
+    size = np.array([12.0, 24.0])
+    template.capture(_walker_in_from_the_left(20), np.eye(3), np.array([20.0, 42.0]), size, config)
+    before = template.patch.copy()
+    centre = np.array([0.0, 42.0])
+    template.blend(_walker_in_from_the_left(0, seed=3), np.eye(3), centre, 0.5)
+    top_left, _ = template.bounds(centre)
+    outside = top_left[0] + template.step * np.arange(template.patch.shape[1]) < -0.5
+    assert outside.any()
+    np.testing.assert_array_equal(template.patch[:, outside], before[:, outside])
+    assert not np.array_equal(template.patch[:, ~outside], before[:, ~outside])  # blended
+    # wholly inside the image a blend is the plain running mean
+    inner = AppearanceTemplate()
+    inner.capture(_walker_in_from_the_left(40), np.eye(3), np.array([40.0, 42.0]), size, config)
+    start = inner.patch.copy()
+    later = _walker_in_from_the_left(40, seed=4)
+    inner.blend(later, np.eye(3), np.array([40.0, 42.0]), 0.5)
+    top_left, _ = inner.bounds(np.array([40.0, 42.0]))
+    now = AppearanceTemplate.sample(later, np.eye(3), top_left, start.shape[::-1], inner.step)
+    np.testing.assert_allclose(inner.patch, 0.5 * start + 0.5 * now, rtol=1e-5)

@@ -111,6 +111,12 @@ class AppearanceTemplate:
         samples = (max(int(round(w / self.step)), 3), max(int(round(h / self.step)), 3))
         top_left = self._top_left(centre + self.offset, samples)
         patch = self.sample(image, g, top_left, samples, self.step)
+        inside = self._inside_samples(top_left, g, image.shape, samples)
+        if inside is not None and inside.any():
+            # past the image's edge the warp gives black, no look of the target: a black band
+            # drew the template to dark things and along the edge (a walker cut by the view's
+            # edge); those samples take the mean of the rest, which NCC reads as no structure
+            patch[~inside] = patch[inside].mean(axis=0)
         self.patch = patch if float(patch.std()) > 1e-3 else None  # a flat patch matches anything
         self.weight = None
         # the margin's samples are the ground around the target, not the target
@@ -189,6 +195,9 @@ class AppearanceTemplate:
         top_left = self._top_left(centre + self.offset, samples)
         current = self.sample(image, g, top_left, samples, self.step)
         if current.shape == self.patch.shape:
+            inside = self._inside_samples(top_left, g, image.shape, samples)
+            if inside is not None:  # past the image's edge the look stays what it was
+                current[~inside] = self.patch[~inside]
             self.patch = (1.0 - alpha) * self.patch + alpha * current
             # the weight follows the patch at the same pace, taken every few blends (its
             # ground statistics cost ~0.5 ms)
@@ -340,6 +349,17 @@ class AppearanceTemplate:
         at = self._image_corners(top_left, g, shape, 0.5)
         (x0, y0), (x1, y1) = at.min(axis=0), at.max(axis=0)
         return float(x0), float(y0), float(x1), float(y1)
+
+    def _inside_samples(self, top_left, g, shape, samples) -> np.ndarray | None:
+        """Which of ``samples`` (w, h) from ``top_left`` lie in an image of ``shape`` (as
+        :meth:`_in_image`): a boolean (h, w) mask, or None where they all do."""
+        x0, y0, x1, y1 = self._in_image(top_left, g, shape)
+        w, h = samples
+        if x0 <= 0 and y0 <= 0 and x1 >= w - 1 and y1 >= h - 1:
+            return None
+        columns = (np.arange(w) >= x0) & (np.arange(w) <= x1)
+        rows = (np.arange(h) >= y0) & (np.arange(h) <= y1)
+        return rows[:, None] & columns[None, :]
 
     def _image_corners(self, top_left, g, shape, pad: float) -> np.ndarray:
         """The corners of an image of ``shape``, ``pad`` px beyond its outermost pixel
