@@ -12,7 +12,13 @@ from emts.config import AcquisitionConfig
 from emts.errors import BadInputError
 from emts.geometry import Frame, FrameGeometry
 from emts.pipeline import Pipeline
-from emts.stages.acquisition import AcquisitionDecision, LockAcquisition, Tap, blob_box
+from emts.stages.acquisition import (
+    NOTHING,
+    AcquisitionDecision,
+    LockAcquisition,
+    Tap,
+    blob_box,
+)
 from emts.stages.appearance import AppearanceView
 from emts.stages.c_detect.detector import Detection
 from emts.stages.d_track.tracker import TargetTracker
@@ -50,6 +56,15 @@ def test_pipeline_lock_rejects_garbage_with_the_projects_error():
 def _step(acquisition, working, candidates=(), motion=None, mode="search", p_human=None):
     motion = np.eye(2, 3) if motion is None else motion
     return acquisition.step(GEOMETRY, working, motion, list(candidates), mode, p_human)
+
+
+def _decided(acquisition, working, candidates=(), **kwargs):
+    """Step until the tap is decided (its retries on nothing spent): the last decision."""
+    for _ in range(AcquisitionConfig().tap_retry_frames):
+        decision = _step(acquisition, working, candidates, **kwargs)
+        if decision.tap != "waiting":
+            return decision
+    return _step(acquisition, working, candidates, **kwargs)
 
 
 def test_tap_on_a_detection_takes_its_box():
@@ -295,9 +310,18 @@ def test_a_blob_with_its_shadow_below_is_cut_to_the_person_around_the_tap():
 def test_tap_on_flat_ground_is_refused_and_a_drawn_box_is_kept():
     acquisition = LockAcquisition(auto_lock=False)
     acquisition.request(Tap.make(100, 100))
-    decision = _step(acquisition, np.full((512, 640), 90, np.uint8))
-    assert decision == AcquisitionDecision(refused="no_target")  # no lock, no default box
+    flat = np.full((512, 640), 90, np.uint8)
+    for _ in range(AcquisitionConfig().tap_retry_frames):  # tried again on the next frames
+        assert _step(acquisition, flat) == AcquisitionDecision(tap="waiting")
+        assert acquisition.pending
+    decision = _step(acquisition, flat)
+    assert decision == AcquisitionDecision(refused="no_target", tap="no_target")  # no lock
     assert not acquisition.pending and acquisition.last_source is None  # the tap is spent
+    assert _step(acquisition, flat) == NOTHING
+    # without retries, refused on its own frame
+    at_once = LockAcquisition(auto_lock=False, config=AcquisitionConfig(tap_retry_frames=0))
+    at_once.request(Tap.make(100, 100))
+    assert _step(at_once, flat) == AcquisitionDecision(refused="no_target", tap="no_target")
     acquisition.request(Tap.make(0, 0, box=(90, 80, 20, 40)))  # a drag there does lock
     decision = _step(acquisition, np.full((512, 640), 90, np.uint8))
     assert decision.lock.source == "tap:box" and decision.refused is None
@@ -314,7 +338,8 @@ def test_a_tap_on_a_person_the_detector_barely_sees_takes_its_faint_sighting(flo
     weaker = Candidate(np.array([302.0, 206.0]), np.array([20.0, 40.0]), 0.22, E[3])
     aside = Candidate(np.array([360.0, 200.0]), np.array([20.0, 40.0]), 0.29, E[4])
     faint = [weaker, shaded, aside, Candidate(np.array([300.0, 200.0]), shaded.size, 0.1, E[5])]
-    acquisition = LockAcquisition(auto_lock=False, config=AcquisitionConfig(tap_faint=floor))
+    config = AcquisitionConfig(tap_faint=floor, tap_retry_frames=0)  # (decided on its frame)
+    acquisition = LockAcquisition(auto_lock=False, config=config)
     acquisition.request(Tap.make(300, 195))  # above the box's centre: its upper part
     step = partial(acquisition.step, GEOMETRY, flat, np.eye(2, 3), [], "search", None, True)
     decision = step(faint=faint)
@@ -325,11 +350,39 @@ def test_a_tap_on_a_person_the_detector_barely_sees_takes_its_faint_sighting(flo
         np.testing.assert_allclose(decision.lock.centre, [300, 195])
         np.testing.assert_allclose(decision.lock.size, shaded.size)
     else:
-        assert decision == AcquisitionDecision(refused="no_target")
+        assert decision == AcquisitionDecision(refused="no_target", tap="no_target")
     # a tap away from every sighting is refused whatever the floor
     acquisition.request(Tap.make(500, 400))
     decision = step(faint=faint)
     assert decision.refused == "no_target" and decision.lock is None
+
+
+def test_a_tap_on_nothing_yet_locks_the_person_found_under_the_same_ground_point_later():
+    # person12 --enter left 120: a walker half out of the view beside their long shadow on a
+    # kerb is neither detected (the stream's first frame has no motion) nor a region standing
+    # out on the tap's frame; a tap two frames later locked. The tap is tried again where
+    # the camera motion carried its ground point.
+    flat = np.full((512, 640), 90, np.uint8)
+    acquisition = LockAcquisition(auto_lock=False)
+    acquisition.request(Tap.make(300, 200))
+    assert _step(acquisition, flat) == AcquisitionDecision(tap="waiting")
+    shift = np.array([[1.0, 0.0, 12.0], [0.0, 1.0, -5.0]])  # the camera turned: +12, -5 px
+    assert _step(acquisition, flat, motion=shift).tap == "waiting"
+    person = Candidate(np.array([324.0, 190.0]), np.array([12.0, 30.0]), 0.7, E[0])
+    elsewhere = Candidate(np.array([400.0, 200.0]), np.array([12.0, 30.0]), 0.9, E[1])
+    decision = _step(acquisition, flat, [elsewhere, person], motion=shift)  # at (324, 190)
+    assert decision.tap == "lock" and decision.refused is None
+    assert decision.lock.source == "tap:detection"
+    np.testing.assert_array_equal(decision.lock.embedding, E[0])
+    assert not acquisition.pending and acquisition.last_source == "tap:detection"
+    # a newer tap replaces the one tried again; an unlock drops it
+    acquisition.request(Tap.make(100, 100))
+    _step(acquisition, flat)
+    acquisition.request(Tap.make(500, 400))
+    beside = Candidate(np.array([100.0, 100.0]), np.array([12.0, 30.0]), 0.9, E[2])
+    assert _step(acquisition, flat, [beside]).tap == "waiting"  # (not the first tap's point)
+    acquisition.reset()
+    assert not acquisition.pending and _step(acquisition, flat, [beside]) == NOTHING
 
 
 def test_a_tap_on_nothing_keeps_the_lock_the_operator_had():
@@ -340,7 +393,7 @@ def test_a_tap_on_nothing_keeps_the_lock_the_operator_had():
     assert _step(acquisition, flat).lock.source == "tap:blob"  # nobody detected yet: waits
     assert acquisition.waiting
     acquisition.request(Tap.make(500, 400))  # a stray tap on empty ground
-    decision = _step(acquisition, flat, mode="locked")
+    decision = _decided(acquisition, flat, mode="locked")
     assert decision.refused == "no_target" and decision.lock is None and not decision.release
     assert acquisition.last_source == "tap:blob" and acquisition.waiting  # all as it was
     # an auto-lock awaiting the verifier stays provisional, and this frame's verdict counts
@@ -350,13 +403,16 @@ def test_a_tap_on_nothing_keeps_the_lock_the_operator_had():
     assert auto.provisional and auto.last_source == "auto"
     auto.request(Tap.make(500, 400))
     decision = _step(auto, flat, [person], mode="locked", p_human=0.1)
-    assert decision == AcquisitionDecision(release=True, refused="no_target")
+    assert decision == AcquisitionDecision(release=True, tap="waiting")
 
 
 def test_a_pipeline_tap_on_nothing_says_no_target_and_keeps_the_lock():
     frame = _with_person(np.full((512, 640), 90, np.uint8), 300, 200)
     pipeline = Pipeline(None, None, auto_lock=False)
     pipeline.lock(500, 400)  # nobody there, nothing locked yet
+    for _ in range(AcquisitionConfig().tap_retry_frames):  # tried again: no event yet
+        result = pipeline.step(frame)
+        assert (result.mode, result.event, result.tap) == ("search", None, "waiting")
     result = pipeline.step(frame)
     assert (result.mode, result.event, result.tap, result.target) == (
         "search",
@@ -369,11 +425,13 @@ def test_a_pipeline_tap_on_nothing_says_no_target_and_keeps_the_lock():
     assert (result.event, result.tap, result.lock_source) == ("lock", "lock", "tap:blob")
     box = result.target.box
     pipeline.lock(500, 400)
+    for _ in range(AcquisitionConfig().tap_retry_frames):
+        assert pipeline.step(frame).tap == "waiting"
     result = pipeline.step(frame)
     assert (result.mode, result.event, result.tap) == ("locked", "no_target", "no_target")
     assert result.lock_source == "tap:blob"
     np.testing.assert_allclose(result.target.box, box, atol=1.0)
-    result = pipeline.step(frame)  # said on the tap's frame only
+    result = pipeline.step(frame)  # said on the frame that decided it only
     assert (result.event, result.tap) == (None, None)
     pipeline.lock(0, 0, box=(480, 380, 20, 40))  # a box on empty ground: as the operator says
     result = pipeline.step(frame)
@@ -390,7 +448,7 @@ def test_a_tap_off_the_frame_locks_without_an_error():
     # far off it, nobody is within reach of the point: refused, not an error
     acquisition = LockAcquisition(auto_lock=False)
     acquisition.request(Tap.make(-40.0, -40.0))
-    assert _step(acquisition, frame).refused == "no_target"
+    assert _decided(acquisition, frame).refused == "no_target"
     # the visible half of a person at the left edge is measured
     box = blob_box(_with_person(_ground(), 6, 100), np.array([-3.0, 100.0]), AcquisitionConfig())
     assert box is not None and box[0] < 12

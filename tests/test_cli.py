@@ -685,7 +685,7 @@ def test_a_lock_tap_on_nothing_warns_once_locks_nothing_and_the_run_goes_on(tmp_
     folder = tmp_path / "ground"
     folder.mkdir()
     rng = np.random.default_rng(0)
-    for k in range(3):  # ground with a little noise: nothing there stands out from it
+    for k in range(8):  # ground with a little noise: nothing there stands out from it
         cv2.imwrite(str(folder / f"{k}.png"), (120 + rng.normal(0, 2, (512, 640))).astype(np.uint8))
     jsonl = tmp_path / "t.jsonl"
     argv = ["track", str(folder), "--jsonl", str(jsonl), "--no-verifier", "--threads", "1"]
@@ -695,13 +695,15 @@ def test_a_lock_tap_on_nothing_warns_once_locks_nothing_and_the_run_goes_on(tmp_
     assert run.returncode == 0, run.stderr
     said = [line for line in run.stderr.splitlines() if "no target" in line]
     assert said[0] == (
-        "emts: WARNING: frame 1: no target at (100, 100): nothing detected there and nothing "
-        "stands out from the ground; tap on the person or give a box X,Y,W,H"
+        "emts: WARNING: frame 6: no target at (100, 100): nothing detected there and nothing "
+        "stands out from the ground (tapped on frame 1, tried again up to here); tap on the "
+        "person or give a box X,Y,W,H"
     )
     assert said[1] == "no lock: the tap at (100, 100) on frame 1 found no target there"
     assert len(said) == 2  # the warning once, and the summary
     lines = [json.loads(line) for line in jsonl.read_text().splitlines()]
-    assert [line.get("event") for line in lines] == [None, "no_target", None]
+    # tried again on the 5 frames after the tap's (AcquisitionConfig.tap_retry_frames)
+    assert [line.get("event") for line in lines] == [None] * 6 + ["no_target", None]
     assert all(line["mode"] == "search" and line["target"] is None for line in lines)
     assert main(["-q", *argv, "--force"]) == 0
     assert capsys.readouterr().err == ""  # -q: errors only

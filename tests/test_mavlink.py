@@ -304,6 +304,11 @@ def test_a_track_point_on_nothing_fails_says_why_and_keeps_the_lock():
         peer.send(m.MAV_CMD_CAMERA_TRACK_POINT, 120 / 640, 120 / 512)
         _until(lambda: camera.poll() or pipeline.acquisition.pending, "the tap received")
         assert peer.drain("COMMAND_ACK", 0.05) == []
+        for _ in range(pipeline.acquisition.config.tap_retry_frames):  # tried again: no answer
+            result = pipeline.step(frame)
+            camera(result, (640, 512))
+            assert (result.tap, result.event) == ("waiting", None)
+        assert peer.drain("COMMAND_ACK", 0.05) == []
         result = pipeline.step(frame)
         camera(result, (640, 512))
         assert (result.tap, result.event, result.mode) == ("no_target", "no_target", "locked")
@@ -313,6 +318,22 @@ def test_a_track_point_on_nothing_fails_says_why_and_keeps_the_lock():
         np.testing.assert_allclose(result.target.box, locked.target.box, atol=1.0)
         status = peer.wait("CAMERA_TRACKING_IMAGE_STATUS", camera)
         assert status.tracking_status == m.CAMERA_TRACKING_STATUS_FLAGS_ACTIVE  # still tracking
+    peer.close()
+
+
+def test_a_track_point_tried_again_is_answered_once_decided():
+    peer, pipeline = Peer(), RecordingPipeline()
+    camera = MavlinkCamera(f"udpout:127.0.0.1:{peer.port}", pipeline)
+    peer.wait("HEARTBEAT", camera)
+    camera(_result("search"), (640, 480))
+    peer.send(m.MAV_CMD_CAMERA_TRACK_POINT, 0.5, 0.5)
+    _received(peer, camera, pipeline, 1)
+    for _ in range(3):  # nothing under the point yet: tried again on the next frames
+        camera(_result("search", tap="waiting"), (640, 480))
+    assert peer.drain("COMMAND_ACK", 0.05) == []
+    camera(_result("locked", box=[300, 200, 20, 40], tap="lock"), (640, 480))
+    assert peer.ack(camera, m.MAV_CMD_CAMERA_TRACK_POINT).result == m.MAV_RESULT_ACCEPTED
+    camera.close()
     peer.close()
 
 

@@ -120,18 +120,21 @@ class FrameResult:
             a new origin), ``"lost"`` (``locked`` -> ``reacquire``), ``"dropped"`` (reacquire
             gave up, a re-lock was rejected or the frame size changed: -> ``search``),
             ``"unlock"`` (:meth:`Pipeline.unlock`: -> ``search``) or ``"no_target"`` (an
-            operator's tap on this frame found neither a detection nor a region standing out
-            from the ground under the point: no lock was made, the mode and a lock already
-            held are unchanged; said only where none of the others is, since those tell of
-            the mode -- ``tap`` says it either way); else None.
+            operator's tap found neither a detection nor a region standing out from the
+            ground under the point, on its frame nor on the ``tap_retry_frames`` after it --
+            said on the last: no lock was made, the mode and a lock already held are
+            unchanged; said only where none of the others is, since those tell of the mode
+            -- ``tap`` says it either way); else None.
         lock_source: how the current lock was made (``"tap:detection"``, ``"tap:blob"``,
             ``"tap:faint"``, ``"tap:box"``, ``"auto"``); None while ``mode`` is ``search``.
         unseen: while ``mode`` is ``reacquire``, the frames since the person was last seen
             (the tracker gives up at ``TrackerConfig.give_up_after``); else None.
-        tap: what became of an operator tap (:meth:`Pipeline.lock`) applied on this frame:
-            ``"lock"`` (locked on it) or ``"no_target"`` (refused: nothing there); None when
-            no tap was applied on this frame. For whoever sent the tap and waits on its
-            outcome (the ground station's page, a MAVLink ``COMMAND_ACK``).
+        tap: what became of an operator tap (:meth:`Pipeline.lock`) on this frame:
+            ``"lock"`` (locked on it), ``"no_target"`` (refused: nothing there, on its frame
+            and the ``AcquisitionConfig.tap_retry_frames`` after it) or ``"waiting"`` (nothing
+            under the point yet: tried again on the next frame); None when no tap was
+            decided on this frame. For whoever sent the tap and waits on its outcome (the
+            ground station's page, a MAVLink ``COMMAND_ACK``): ``"lock"`` or ``"no_target"``.
     """
 
     index: int
@@ -318,9 +321,12 @@ class Pipeline:
         The lock is made at once on the person under the point (see
         :mod:`emts.stages.acquisition`), whether or not the detector sees them: the
         detection under it, else the region under it that stands out from the local ground.
-        Where there is neither (a tap on empty ground), no lock is made: that frame's
+        Where there is neither, the tap is tried again at the same ground point on the next
+        ``AcquisitionConfig.tap_retry_frames`` frames (:attr:`FrameResult.tap` ``"waiting"``;
+        the first frame of a stream has no motion for the detector). Where none of them finds
+        anything either (a tap on empty ground), no lock is made: the last one's
         :attr:`FrameResult.tap` (and, unless something else happened, its ``event``) is
-        ``"no_target"``, and a lock already held is kept. A ``box`` always locks.
+        ``"no_target"``, and a lock already held is kept. A ``box`` always locks at once.
 
         Args:
             x: the tapped point's x, input px, on the next frame given to :meth:`step` (or on
@@ -518,9 +524,7 @@ class Pipeline:
         if event is None and decision.refused is not None:  # the mode's own events come first
             event = decision.refused
         self._reported = mode
-        tap = None
-        if tapped:
-            tap = decision.refused if decision.refused is not None else "lock"
+        tap = decision.tap
 
         ms["total"] = (time.perf_counter() - start) * 1e3
         if ahead:  # (A and B ran before this call)

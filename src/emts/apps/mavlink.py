@@ -327,8 +327,11 @@ class MavlinkCamera:
     def __call__(self, result, size: tuple[int, int] | None) -> None:
         """Once per frame: ``result`` a FrameResult (None: the frame could not be processed),
         ``size`` the frame's (W, H)."""
-        if result is not None:  # this frame took the tap queued before it (a skipped one: not)
-            self._answer_tap(getattr(result, "tap", None))
+        # this frame decided the tap queued before it (a skipped one: not; "waiting": nothing
+        # under the point yet, tried again on the next frame)
+        outcome = None if result is None else getattr(result, "tap", None)
+        if result is not None and outcome != "waiting":
+            self._answer_tap(outcome)
         self.poll()
         if size is not None:
             self.size = (int(size[0]), int(size[1]))

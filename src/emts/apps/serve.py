@@ -18,7 +18,8 @@ unless told otherwise:
   the input size (W, H), fps, frames processed, whether it loops, and ``tap``: what became
   of the last tap the pipeline applied, ``{"id", "frame", "result"}`` with ``result``
   ``"lock"`` or ``"no_target"`` (nothing detected and nothing standing out from the ground
-  under the point: no lock made, a lock held kept), or null before any.
+  under the point, on the tap's frame nor on the few after it that try again: no lock made, a
+  lock held kept), or null before any.
 * ``POST /lock``       ``{"x": .., "y": ..}``: a tap at that input pixel of the frame last
   shown, or ``{"x", "y", "w", "h"}``: a box (x, y its top-left corner, as ``--lock X,Y,W,H``).
   Answered 202 ``{"queued": {"x", "y", "box", "id"}}``: the tap's outcome is ``/status``'s
@@ -298,7 +299,8 @@ class GroundStation:
             jpeg = _encode_jpeg(annotate(frame, result, index))
             self.shown += 1
         outcome = None
-        if result is not None and self._applied is not None and result.tap is not None:
+        final = result is not None and result.tap not in (None, "waiting")
+        if final and self._applied is not None:  # ("waiting": tried again on the next frame)
             outcome = {"id": self._applied, "frame": index, "result": result.tap}
             self._applied = None
         with self._guard:

@@ -246,15 +246,17 @@ def _with_fronts(frames, pipeline: Pipeline):
 
 
 def _no_target(lock: LockRequest, index: int) -> str:
-    """Say that ``lock``'s tap found nothing on frame ``index`` (a warning); return where."""
+    """Say that ``lock``'s tap found nothing up to frame ``index`` (a warning; its frame and
+    the few after it that tried again); return where."""
     log.warning(
         "frame %d: no target at (%g, %g): nothing detected there and nothing stands out from "
-        "the ground; tap on the person or give a box X,Y,W,H",
+        "the ground%s; tap on the person or give a box X,Y,W,H",
         index,
         lock.x,
         lock.y,
+        f" (tapped on frame {lock.frame}, tried again up to here)" if index > lock.frame else "",
     )
-    return f"at ({lock.x:g}, {lock.y:g}) on frame {index}"
+    return f"at ({lock.x:g}, {lock.y:g}) on frame {lock.frame}"
 
 
 def run_track(
@@ -373,7 +375,9 @@ def run_track(
                     emit(functools.partial(write_skipped, index, skipped))
                     continue
                 line = record(result, index)
-                if tap_sent:  # the frame that took --lock's tap (a skipped one leaves it)
+                # the frame that decided --lock's tap (a skipped one leaves it; "waiting": tried
+                # again on the next frame)
+                if tap_sent and result.tap != "waiting":
                     tap_sent = False
                     if result.tap == "no_target":
                         summary.no_target = _no_target(lock, index)
@@ -391,6 +395,8 @@ def run_track(
                 if hook:
                     hook(result, (frame.shape[1], frame.shape[0]))
                 emit(functools.partial(write_frame, frame, result, index, line))
+            if tap_sent and seen:  # the source ended while the tap was tried again
+                summary.no_target = _no_target(lock, index)
             if outputs is not None and outputs.close() is not None:
                 raise outputs.error  # a write of the last frames failed
             completed = True

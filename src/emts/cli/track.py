@@ -173,7 +173,8 @@ def add_track(sub) -> None:
         "section 6.7; a person standing still is not auto-locked: tap them), X,Y[@FRAME]: "
         "operator tap at input pixel X,Y on frame FRAME (default 0), locking at once on the "
         "person under the point (where nothing is detected, not even faintly, and nothing "
-        "stands out from the ground: no lock, a warning, event no_target), or "
+        "stands out from the ground, it tries again on the next 5 frames; then no lock, a "
+        "warning, event no_target), or "
         "X,Y,W,H[@FRAME]: lock on exactly "
         "that box",
     )

@@ -11,9 +11,14 @@ frame's camera motion, so nothing outside the stages calls into D or E.
   detection's embedding), else the appearance blob around the point (a dark or bright region
   that stands out from the local ground), else the strongest of the detector's faint sightings
   under it (down to ``tap_faint``; source ``"tap:faint"``: the operator points at a person the
-  detector barely sees, in deep shade). A tap with none of these under the point locks on nothing:
-  the decision says ``refused="no_target"``, the tap is spent and a lock the operator had is
-  kept unchanged (a tap on empty ground gave a lock a gimbal would follow; issue 56). A
+  detector barely sees, in deep shade). A tap with none of these under the point is tried
+  again, at the same ground point (carried by the camera motion), on each of the next
+  ``tap_retry_frames`` frames (``tap="waiting"`` meanwhile): a stream's first frame has no
+  motion for the detector, and a person walking into the view beside their shadow may stand
+  out from neither until they move. Where none of those frames finds anything either it locks
+  on nothing: the decision says ``refused="no_target"``, the tap is spent and a lock the
+  operator had is kept unchanged (a tap on empty ground gave a lock a gimbal would follow;
+  issue 56). A
   tap with a box (a drag, or a ground station's rectangle) uses the box as given. A tap made
   on the frame last shown is carried to the next frame by that frame's camera motion. A lock
   made where nothing was detected (a stream's first frame: nothing has moved yet) waits up to
@@ -78,9 +83,12 @@ class AcquisitionDecision:
     Attributes:
         lock: lock on this target now (this frame's WORKING px), or None.
         release: drop the current lock (a provisional auto-lock the verifier rejected).
-        refused: ``"no_target"`` when this frame's operator tap found neither a detection nor
-            a blob under the point: no lock was made for it (the rest of the decision is the
-            frame's own, as if no tap had come), else None.
+        refused: ``"no_target"`` when an operator tap found nothing under the point on its
+            frame and on the ``tap_retry_frames`` frames after it: no lock was made for it
+            (the rest of the decision is the frame's own, as if no tap had come), else None.
+        tap: what became of an operator tap this frame: ``"lock"`` (``lock`` is its lock),
+            ``"no_target"`` (``refused``), ``"waiting"`` (nothing under the point yet: tried
+            again on the next frame) or None (no tap to decide this frame).
 
     Whether the current lock is still provisional (awaiting the verifier, reported as not
     locked yet) is :attr:`LockAcquisition.provisional`.
@@ -89,6 +97,7 @@ class AcquisitionDecision:
     lock: LockCommand | None = None
     release: bool = False
     refused: str | None = None
+    tap: str | None = None
 
 
 NOTHING = AcquisitionDecision()
@@ -97,6 +106,30 @@ NOTHING = AcquisitionDecision()
 def _under(point: np.ndarray, candidates: list[Candidate], margin: float) -> list[Candidate]:
     """The candidates whose box, grown by ``margin`` of its size, holds ``point``."""
     return [k for k in candidates if np.all(np.abs(point - k.centre) <= k.size / 2 * (1 + margin))]
+
+
+def _followed(
+    previous: np.ndarray, working: np.ndarray, point: np.ndarray, motion: np.ndarray
+) -> np.ndarray:
+    """Where ``point`` (WORKING px of the frame ``previous``) went in ``working``: followed by
+    its own optical flow (the person under a tapped point walks: at 10 fps a walker cut by the
+    view's edge, tapped on the first frame, was 40 px from where the camera motion alone
+    carried the point 4 frames later), where pyramidal LK tracks it there and back to within
+    a pixel; else carried by the camera motion ``motion`` (2x3) as the ground is."""
+    carried = motion[:, :2] @ point + motion[:, 2]
+    if previous.shape != working.shape or previous.ndim != 2:
+        return carried
+    start = np.asarray(point, np.float32).reshape(1, 1, 2)
+    guess = np.asarray(carried, np.float32).reshape(1, 1, 2)
+    flags = cv2.OPTFLOW_USE_INITIAL_FLOW
+    lk = {"winSize": (21, 21), "maxLevel": 3, "flags": flags}
+    end, status, _ = cv2.calcOpticalFlowPyrLK(previous, working, start, guess.copy(), **lk)
+    if not status[0, 0]:
+        return carried
+    back, status, _ = cv2.calcOpticalFlowPyrLK(working, previous, end, start.copy(), **lk)
+    if not status[0, 0] or float(np.hypot(*(back - start).ravel())) > 1.0:
+        return carried
+    return end.reshape(2).astype(float)
 
 
 def blob_box(
@@ -229,6 +262,9 @@ class LockAcquisition:
 
     def reset(self) -> None:
         self._tap: Tap | None = None
+        # a tap that found nothing yet, tried again: (the point, WORKING px of the last frame,
+        # frames left, re-centre on the point, the last working frame)
+        self._retry: tuple[np.ndarray, int, bool, np.ndarray] | None = None
         self._history: list[np.ndarray] = []  # auto-lock: recent top detections, WORKING px
         # a tap's lock made where nothing was detected, waiting for a detection:
         # (tapped point - lock centre, frames left, re-centre on the point, the lock's size)
@@ -243,7 +279,9 @@ class LockAcquisition:
 
     @property
     def pending(self) -> bool:
-        return self._tap is not None
+        """An operator tap is to be decided on the next :meth:`step` (a new one, or one that
+        found nothing yet and is tried again)."""
+        return self._tap is not None or self._retry is not None
 
     @property
     def waiting(self) -> bool:
@@ -294,20 +332,47 @@ class LockAcquisition:
                 :attr:`pending`; down to ``tap_faint``): a tap with neither a detection nor a
                 blob under the point takes the strongest of them under it.
         """
-        refused = None
-        if self._tap is not None:
-            tap, self._tap = self._tap, None
-            recentre = not colour or self.config.tap_recentre_colour
-            command = self._tap_lock(
-                tap, geometry, working, motion, candidates, recentre, faint or []
+        outcome, command = None, None
+        if self._tap is not None or self._retry is not None:
+            outcome, command = self._tapped(
+                geometry, working, motion, candidates, colour, faint or []
             )
             if command is not None:
-                return AcquisitionDecision(lock=command)
-            refused = "no_target"  # nothing there: what was locked (or waiting) stays so
+                return AcquisitionDecision(lock=command, tap=outcome)
         decision = self._untapped(
             geometry, working, motion, candidates, tracker_mode, p_human, track, travel
         )
-        return decision if refused is None else replace(decision, refused=refused)
+        if outcome is None:
+            return decision
+        refused = outcome if outcome == "no_target" else None
+        return replace(decision, refused=refused, tap=outcome)
+
+    def _tapped(
+        self, geometry, working, motion, candidates, colour, faint
+    ) -> tuple[str, LockCommand | None]:
+        """This frame's tap (a new one, else the one tried again): ``("lock", its lock)``,
+        ``("waiting", None)`` (tried again on the next frame) or ``("no_target", None)``
+        (nothing there: what was locked, or waiting, stays so)."""
+        if self._tap is not None:
+            tap, self._tap = self._tap, None
+            self._retry = None
+            if tap.box is not None:
+                return "lock", self._start(self._box_lock(tap, geometry, motion), None, True)
+            point = geometry.points([tap.point], Frame.INPUT, Frame.WORKING)[0]
+            if tap.on_last_frame:  # carried by this frame's camera motion
+                point = motion[:, :2] @ point + motion[:, 2]
+            left = self.config.tap_retry_frames
+            recentre = not colour or self.config.tap_recentre_colour
+        else:
+            point, left, recentre, previous = self._retry
+            point = _followed(previous, working, point, motion)
+            left -= 1
+        command = self._tap_lock(point, geometry, working, candidates, recentre, faint)
+        if command is not None:
+            self._retry = None
+            return "lock", self._start(command, point, recentre)
+        self._retry = (point, left, recentre, working) if left > 0 else None
+        return ("waiting" if left > 0 else "no_target"), None
 
     def _untapped(
         self, geometry, working, motion, candidates, tracker_mode, p_human, track, travel
@@ -337,34 +402,34 @@ class LockAcquisition:
         return self._auto_lock(motion, candidates)
 
     # ------------------------------------------------------------------ internals
+    @staticmethod
+    def _box_lock(tap: Tap, geometry, motion) -> LockCommand:
+        """The lock on a tap's box, as given (this frame's WORKING px)."""
+        box = geometry.boxes([tap.box], Frame.INPUT, Frame.WORKING)[0]
+        centre = box[:2] + box[2:] / 2
+        if tap.on_last_frame:
+            centre = motion[:, :2] @ centre + motion[:, 2]
+        return LockCommand(centre, box[2:], None, "tap:box")
+
     def _tap_lock(
-        self, tap, geometry, working, motion, candidates, recentre, faint=()
+        self, point, geometry, working, candidates, recentre, faint=()
     ) -> LockCommand | None:
-        """The lock for ``tap`` (and the acquisition state it starts), or None: nothing
-        under the point (the state left as it was)."""
+        """The lock for a tap at ``point`` (this frame's WORKING px), or None: nothing under
+        the point."""
         c = self.config
         if not recentre:
             c = replace(c, tap_recentre_offset=0.0)
-        point = geometry.points([tap.point], Frame.INPUT, Frame.WORKING)[0]
-        if tap.on_last_frame:  # carried by this frame's camera motion
-            point = motion[:, :2] @ point + motion[:, 2]
-        if tap.box is not None:
-            box = geometry.boxes([tap.box], Frame.INPUT, Frame.WORKING)[0]
-            centre = box[:2] + box[2:] / 2
-            if tap.on_last_frame:
-                centre = motion[:, :2] @ centre + motion[:, 2]
-            command = LockCommand(centre, box[2:], None, "tap:box")
-        else:
-            command = self._point_lock(point, working, geometry, candidates, c)
-            if command is None:
-                command = self._faint_lock(point, faint, c)
-            if command is None:
-                return None
+        command = self._point_lock(point, working, geometry, candidates, c)
+        return command if command is not None else self._faint_lock(point, faint, c)
+
+    def _start(self, command: LockCommand, point, recentre: bool) -> LockCommand:
+        """The acquisition state a tap's lock starts (``point``: the tapped point, None for
+        a box); returns ``command``."""
         self.provisional = self.relocking = False
         self._history = []
         self._waiting = None
         self.last_source = command.source
-        if tap.box is None and command.embedding is None and self.config.tap_wait_frames > 0:
+        if point is not None and command.embedding is None and self.config.tap_wait_frames > 0:
             # nobody detected under the finger yet (the first frame of a stream has no
             # motion): look for the detection under the same point of the track a while
             # (not where a detection was set aside as far wider than the person: the blob's
