@@ -321,13 +321,19 @@ def test_a_track_point_on_nothing_fails_says_why_and_keeps_the_lock():
     peer.close()
 
 
-def test_a_track_point_tried_again_is_answered_once_decided():
+def _a_track_point_sent():
+    """(peer, a RecordingPipeline, its MavlinkCamera) after a TRACK_POINT the camera took."""
     peer, pipeline = Peer(), RecordingPipeline()
     camera = MavlinkCamera(f"udpout:127.0.0.1:{peer.port}", pipeline)
     peer.wait("HEARTBEAT", camera)
     camera(_result("search"), (640, 480))
     peer.send(m.MAV_CMD_CAMERA_TRACK_POINT, 0.5, 0.5)
     _received(peer, camera, pipeline, 1)
+    return peer, pipeline, camera
+
+
+def test_a_track_point_tried_again_is_answered_once_decided():
+    peer, _, camera = _a_track_point_sent()
     for _ in range(3):  # nothing under the point yet: tried again on the next frames
         camera(_result("search", tap="waiting"), (640, 480))
     assert peer.drain("COMMAND_ACK", 0.05) == []
@@ -338,12 +344,7 @@ def test_a_track_point_tried_again_is_answered_once_decided():
 
 
 def test_a_waiting_track_point_is_answered_when_replaced_or_at_close():
-    peer, pipeline = Peer(), RecordingPipeline()
-    camera = MavlinkCamera(f"udpout:127.0.0.1:{peer.port}", pipeline)
-    peer.wait("HEARTBEAT", camera)
-    camera(_result("search"), (640, 480))
-    peer.send(m.MAV_CMD_CAMERA_TRACK_POINT, 0.5, 0.5)
-    _received(peer, camera, pipeline, 1)
+    peer, pipeline, camera = _a_track_point_sent()
     camera(None, None)  # a frame that could not be processed took no tap: still waiting
     assert peer.drain("COMMAND_ACK", 0.05) == []
     peer.send(m.MAV_CMD_CAMERA_TRACK_POINT, 0.25, 0.5)  # a second tap replaces the first
