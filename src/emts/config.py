@@ -494,10 +494,11 @@ class AcquisitionConfig:
     # (person12 at 1280x720, the walker in the canopy's shade at frame 230: a sighting at 0.27
     # under the finger, the detector's threshold 0.30, 1 gray level from the ground) ...
     tap_faint: float = 0.2
-    # ... else nothing yet: the tap is tried again at the same ground point (carried by the
-    # camera motion) on each of this many following frames (0: never) -- a stream's first
-    # frame has no motion for the detector (person12 --enter left: a walker half out of the
-    # view beside their long shadow on a kerb, found by neither on the tap's frame) ...
+    # ... else nothing yet: the tap is tried again on each of this many following frames (0:
+    # never), the point followed by its own optical flow, else carried by the camera motion --
+    # a stream's first frame has no motion for the detector (person12 --enter left: a walker
+    # half out of the view beside their long shadow on a kerb, found by neither on the tap's
+    # frame) ...
     tap_retry_frames: int = 5
     # ... and a tap with none of these under the point on any of them is refused ("no_target")
     # A tap's lock made where nothing was detected (no embedding yet) moves onto the first

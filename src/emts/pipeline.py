@@ -321,9 +321,10 @@ class Pipeline:
         The lock is made at once on the person under the point (see
         :mod:`emts.stages.acquisition`), whether or not the detector sees them: the
         detection under it, else the region under it that stands out from the local ground.
-        Where there is neither, the tap is tried again at the same ground point on the next
-        ``AcquisitionConfig.tap_retry_frames`` frames (:attr:`FrameResult.tap` ``"waiting"``;
-        the first frame of a stream has no motion for the detector). Where none of them finds
+        Where there is neither, the tap is tried again on the next
+        ``AcquisitionConfig.tap_retry_frames`` frames, the point followed by its own optical
+        flow (:attr:`FrameResult.tap` ``"waiting"``; the first frame of a stream has no motion
+        for the detector). Where none of them finds
         anything either (a tap on empty ground), no lock is made: the last one's
         :attr:`FrameResult.tap` (and, unless something else happened, its ``event``) is
         ``"no_target"``, and a lock already held is kept. A ``box`` always locks at once.

@@ -12,10 +12,10 @@ frame's camera motion, so nothing outside the stages calls into D or E.
   that stands out from the local ground), else the strongest of the detector's faint sightings
   under it (down to ``tap_faint``; source ``"tap:faint"``: the operator points at a person the
   detector barely sees, in deep shade). A tap with none of these under the point is tried
-  again, at the same ground point (carried by the camera motion), on each of the next
-  ``tap_retry_frames`` frames (``tap="waiting"`` meanwhile): a stream's first frame has no
-  motion for the detector, and a person walking into the view beside their shadow may stand
-  out from neither until they move. Where none of those frames finds anything either it locks
+  again on each of the next ``tap_retry_frames`` frames (``tap="waiting"`` meanwhile), the
+  point followed by its own optical flow (the person under it walks), else carried by the
+  camera motion: a stream's first frame has no motion for the detector, and a person walking
+  into the view beside their shadow may stand out from neither until they move. Where none of those frames finds anything either it locks
   on nothing: the decision says ``refused="no_target"``, the tap is spent and a lock the
   operator had is kept unchanged (a tap on empty ground gave a lock a gimbal would follow;
   issue 56). A
