@@ -117,7 +117,7 @@ def _followed(
     carried the point 4 frames later), where pyramidal LK tracks it there and back to within
     a pixel; else carried by the camera motion ``motion`` (2x3) as the ground is."""
     carried = motion[:, :2] @ point + motion[:, 2]
-    if previous.shape != working.shape or previous.ndim != 2:
+    if previous.shape != working.shape or previous.ndim != 2 or previous.dtype != np.uint8:
         return carried
     start = np.asarray(point, np.float32).reshape(1, 1, 2)
     guess = np.asarray(carried, np.float32).reshape(1, 1, 2)
@@ -371,7 +371,9 @@ class LockAcquisition:
         if command is not None:
             self._retry = None
             return "lock", self._start(command, point, recentre)
-        self._retry = (point, left, recentre, working) if left > 0 else None
+        # (a copy: a caller's 640x512 gray frame is the working frame itself, and a camera
+        # may fill the same buffer again)
+        self._retry = (point, left, recentre, working.copy()) if left > 0 else None
         return ("waiting" if left > 0 else "no_target"), None
 
     def _untapped(
