@@ -15,14 +15,14 @@ frame's camera motion, so nothing outside the stages calls into D or E.
   again on each of the next ``tap_retry_frames`` frames (``tap="waiting"`` meanwhile), the
   point followed by its own optical flow (the person under it walks), else carried by the
   camera motion: a stream's first frame has no motion for the detector, and a person walking
-  into the view beside their shadow may stand out from neither until they move. Where none of those frames finds anything either it locks
-  on nothing: the decision says ``refused="no_target"``, the tap is spent and a lock the
-  operator had is kept unchanged (a tap on empty ground gave a lock a gimbal would follow;
-  issue 56). A
-  tap with a box (a drag, or a ground station's rectangle) uses the box as given. A tap made
-  on the frame last shown is carried to the next frame by that frame's camera motion. A lock
-  made where nothing was detected (a stream's first frame: nothing has moved yet) waits up to
-  ``tap_wait_frames`` frames for a detection under the tapped point, carried with the track,
+  into the view beside their shadow may stand out from neither until they move. Where none
+  of those frames finds anything either it locks on nothing: the decision says
+  ``refused="no_target"``, the tap is spent and a lock the operator had is kept unchanged (a
+  tap on empty ground gave a lock a gimbal would follow; issue 56). A tap with a box (a drag,
+  or a ground station's rectangle) uses the box as given. A tap made on the frame last shown
+  is carried to the next frame by that frame's camera motion. A lock made where nothing was
+  detected (a stream's first frame: nothing has moved yet) waits up to ``tap_wait_frames``
+  frames for a detection under the tapped point, carried with the track,
   and moves onto it where it overlaps the track's box by less than ``tap_wait_max_iou`` --
   not onto a slice of the person tapped (``tap_wait_min_height``, ``tap_wait_part_width``:
   their upper body, found alone under a gust).
