@@ -77,3 +77,33 @@ def test_a_gray_relock_by_the_look_alone_far_away_needs_the_detector(reach):
     detected, state = _walking_far_away(_lost(ground, **config), ground, detected=True)
     assert detected is not None
     assert abs(state.centre[0] - (150.0 + 3 * detected)) < 4
+
+
+@pytest.mark.parametrize("walks", [True, False])
+def test_a_gray_tap_lock_is_not_relocked_on_a_detection_that_stays_put(walks):
+    """Reacquisition's path 3 (a detection held inside the re-lock gate for relock_frames
+    frames) for a tap lock without colours: a statue or an occluder's edge beside the hidden
+    walker stays put and is not taken for them, however long it is detected
+    (relock_spatial_walks; off: the paper's rule, three frames); the walker who then comes out
+    beside it, walking, is."""
+    ground = _ground(5)
+    # (the embedding's re-lock and the look's re-lock off: path 3 alone)
+    config = {"relock_spatial_walks": walks, "relock_similarity": 2.0}
+    config.update(relock_appearance_frames=99, relock_still_frames=0)
+    tracker = _lost(ground, **config)
+    statue = (START[0] + 8.0, START[1] - 10.0)
+    jitter = [0.0, 0.6, -0.4, 0.3, -0.5, 0.2, 0.0, 0.5]  # a detection's box jitters a little
+    modes = []
+    for dx in jitter:
+        seen = [Candidate(np.array([statue[0] + dx, statue[1] - dx]), SIZE, 0.6, E[3])]
+        modes.append(tracker.update(np.eye(2, 3), seen, view=_frame(ground, [statue])).mode)
+    assert modes == (["reacquire"] * 8 if walks else ["reacquire"] * 2 + ["locked"] * 6)
+    if not walks:
+        return
+    for t in range(3):  # the walker comes out beside it, walking 3 px a frame
+        me = (START[0] - 4.0 - 3 * t, START[1] + 4.0)
+        seen = [_seen(*me), Candidate(np.array(statue), SIZE, 0.6, E[3])]
+        state = tracker.update(np.eye(2, 3), seen, view=_frame(ground, [statue, me]))
+        modes.append(state.mode)
+    assert modes[-3:] == ["reacquire", "reacquire", "locked"]
+    assert abs(state.centre[0] - (START[0] - 10.0)) < 3

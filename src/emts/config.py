@@ -113,6 +113,11 @@ class TrackerConfig:
     relock_similarity: float = 0.65  # §3.5: frozen-template similarity that re-locks
     relock_gate: float = 16.0  # §3.5: spatial re-lock gate gamma^2 ...
     relock_frames: int = 3  # ... held for 3 consecutive frames
+    # ... and, for an operator's lock without colours to say who a detection is (gray,
+    # thermal), by detections that walked over those frames (relock_min_pace): one that stays
+    # put beside the hidden walker (a statue, an occluder's edge) is not them (an automatic
+    # lock's re-lock is vetted by the verifier)
+    relock_spatial_walks: bool = True
     # Second measurement (SPEC §0): normalized cross-correlation of a gray template of the
     # target, searched in stabilized coordinates around the Kalman prediction. Not in the paper.
     appearance_margin: float = 0.1  # template = box grown by this fraction of w/h each side

@@ -70,11 +70,12 @@ A re-lock
 (frozen template found again on consecutive frames near the coasted prediction, ahead of the
 walk before the loss, in a region as textured as the person, a detection
 with the frozen embedding inside the re-lock gate, or a detection held inside that gate for
-3 frames) **re-initializes** position and velocity: it is a new origin, never a Kalman
-innovation across the image. Reacquisition gives up (back to ``"search"``, event
-``"dropped"``) after ``TrackerConfig.give_up_after`` frames, or, for an automatic lock, once
-its coasted prediction has been off the image for ``auto_give_up_outside`` seconds: its person
-walked out of view, and auto-lock takes no one else while a track coasts.
+3 frames -- for a tap without colours to say who it is, walking there) **re-initializes**
+position and velocity: it is a new origin, never a Kalman innovation across the image.
+Reacquisition gives up (back to ``"search"``, event ``"dropped"``) after
+``TrackerConfig.give_up_after`` frames, or, for an automatic lock, once its coasted prediction
+has been off the image for ``auto_give_up_outside`` seconds: its person walked out of view, and
+auto-lock takes no one else while a track coasts.
 
 A lock arrives as a :class:`LockCommand` in the coordinates of the frame being updated; the
 tracker applies it *after* that frame's camera motion, so the motion is never applied twice.

@@ -97,6 +97,7 @@ class TargetTracker(Reacquisition, LossChecks, CrossingHold, ScaleRebase, Person
         self.lock_height = 0.0
         self.misses = 0
         self._spatial_streak = 0
+        self._spatial_trail: list[np.ndarray] = []  # path 3's nearest detections (stabilized)
         self._appearance_streak: list[np.ndarray] = []
         self._still_streak: list[np.ndarray] = []  # a strong match standing still, while lost
         self._veto_drops = True
