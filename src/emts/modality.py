@@ -8,8 +8,9 @@ sunlit plaza: half of its pixels spread over 15 levels, 99 % under 36-58). Frame
 colour go to the thermal model (``detector.thermal.onnx``, trained for thermal's small people,
 run at 512x384), colour frames to the default model. A thermal video in a colour palette
 (ironbow and the like) looks like colour here: pass ``--model thermal`` for it (a rainbow
-palette is not monotonic in brightness: record white- or black-hot), and ``--model default``
-for a monochrome visible-light camera.
+palette is not monotonic in brightness: record white- or black-hot). A monochrome
+visible-light camera does best left to ``auto``, on the thermal model (person12 in gray, the
+protocols of ``benchmarks/peers_track.py``: docs/guides/thermal.md).
 
 The choice is made once, on the first frame that has content (a uniform frame -- a black
 leader, a lens cap -- tells nothing), and again after :meth:`emts.pipeline.Pipeline.reset`.
