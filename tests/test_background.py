@@ -199,11 +199,28 @@ def test_stages_a_b_run_ahead_give_the_same_results_as_in_step(small_video):
             plain.lock(103, 129)
             ahead.lock(103, 129)
         a = plain.step(frame)
-        b = ahead.step(frame, ahead.front_ahead(frame, first=k == 0))
+        front = ahead.front_ahead(frame, first=k == 0)
+        assert front.network is not None  # Stage C's networks ran ahead with A-B
+        b = ahead.step(frame, front)
         assert ahead.can_run_ahead
         assert (a.mode, a.event) == (b.mode, b.event)
         assert (a.target is None) == (b.target is None)
         if a.target is not None:
             assert np.array_equal(a.target.box, b.target.box)
         assert np.array_equal(a.channels, b.channels)
-        assert b.ms["total"] >= b.ms["A"] + b.ms["B"]
+        assert [(list(box), score) for box, score in a.detections] == [
+            (list(box), score) for box, score in b.detections
+        ]
+        assert b.ms["total"] >= b.ms["A"] + b.ms["B"] + front.ms.get("C", 0.0)
+        assert b.ms["C"] >= front.ms.get("C", 0.0)
+
+
+def test_stage_c_networks_stay_in_step_when_not_run_ahead(small_video):
+    capture = cv2.VideoCapture(str(small_video))
+    frames = [capture.read()[1] for _ in range(6)]
+    ahead = Pipeline.default(auto_lock=False)
+    ahead.network_ahead = False
+    for k, frame in enumerate(frames):
+        front = ahead.front_ahead(frame, first=k == 0)
+        assert front.network is None and "C" not in front.ms
+        ahead.step(frame, front)

@@ -44,7 +44,10 @@ class FrontEndResult:
         motion: Stage A's estimate (WORKING coordinates).
         channels: Stage B's (3, H, W) float32 ``[L, R, D]`` at the network size.
         size_changed: the input size differs from the previous frame's (history restarted).
-        ms: milliseconds spent per stage: ``"A"`` (incl. gray/letterbox conversion), ``"B"``.
+        ms: milliseconds spent per stage: ``"A"`` (incl. gray/letterbox conversion), ``"B"``,
+            and ``"C"`` where Stage C's networks ran ahead on this frame (``network``).
+        network: Stage C's networks' outputs on ``channels``, run ahead with Stages A-B
+            (:meth:`emts.pipeline.Pipeline.front_ahead`); None: Stage C runs them.
     """
 
     index: int
@@ -54,6 +57,7 @@ class FrontEndResult:
     channels: np.ndarray
     ms: dict[str, float] = field(default_factory=dict)
     size_changed: bool = False
+    network: object | None = None
 
     def motion_in_input(self) -> np.ndarray:
         """``M_t`` (2x3) in the input's own pixel coordinates."""

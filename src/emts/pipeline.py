@@ -197,6 +197,9 @@ class Pipeline:
             while the lock is held with no tap waiting -- nothing chooses from the
             detections then: the tracker measures with the network's sightings, and taps
             and auto-locks are not in play; only ``FrameResult.detections`` differ).
+        network_ahead: :meth:`front_ahead` runs Stage C's networks too, with Stages A-B
+            (the same detections; ``emts track`` runs them in its reading thread, ahead of
+            the frames whose Stages C-E run in its main one); False: Stage C runs them.
 
     Example:
         >>> pipeline = Pipeline.default()                      # doctest: +SKIP
@@ -218,9 +221,11 @@ class Pipeline:
         box_fit: BoxFitConfig | None = DEFAULT_BOX_FIT,
         channel_config: ChannelConfig | None = None,
         evidence_while_locked: bool = False,
+        network_ahead: bool = True,
     ) -> None:
         cv2.setNumThreads(threads)
         self.evidence_while_locked = evidence_while_locked
+        self.network_ahead = network_ahead
         self.detection = DetectionStage(detector, box_fit)
         self._channel_config = channel_config  # None: each detector's own Stage B warp
         self.front = MotionFrontEnd(
@@ -397,15 +402,25 @@ class Pipeline:
         return self.detection.model is not None or self.detection.choice is None
 
     def front_ahead(self, frame: np.ndarray, first: bool = False) -> FrontEndResult:
-        """Stages A-B of ``frame``, for :meth:`step` ``(frame, front=...)`` later: e.g. in
-        another thread while this one runs Stages C-E of the frames before (they touch no
-        state of A-B). Every frame goes through here, in the stream's order, once
+        """Stages A-B of ``frame`` (and Stage C's networks on it, :attr:`network_ahead`), for
+        :meth:`step` ``(frame, front=...)`` later: e.g. in another thread while this one runs
+        Stages C-E of the frames before (they touch no state of A-B, nor the networks any of
+        theirs). Every frame goes through here, in the stream's order, once
         :attr:`can_run_ahead` -- or, with ``first``, for the stream's first frame before
         :meth:`step` has seen any (the detector is then chosen on it, as :meth:`step` would).
         Raises what :meth:`step` raises for a bad frame (and then leaves A-B as they were)."""
         if first and not self.can_run_ahead:
             self._choose(frame)
-        return self.front.step(frame)
+        front = self.front.step(frame)
+        model = self.detection.model
+        if not self.network_ahead or not hasattr(model, "run_ahead"):
+            return front
+        # Stage C's networks too: they read nothing of C-E's state (the detections they give
+        # are the same); the frame's Stage C time keeps their share
+        start = time.perf_counter()
+        outputs = model.run_ahead(front)
+        ms = {**front.ms, "C": (time.perf_counter() - start) * 1e3}
+        return dataclasses.replace(front, network=outputs, ms=ms)
 
     def step(self, frame: np.ndarray, front: FrontEndResult | None = None) -> FrameResult:
         """Run one frame through Stages A-E (``front``: its Stages A-B already run by
@@ -416,7 +431,7 @@ class Pipeline:
             if self.detection.model is None and self.detection.choice is not None:
                 self._choose(frame)
             front = self.front.step(frame)  # A, B
-        ms = dict(front.ms)
+        ms = {k: v for k, v in front.ms.items() if k != "C"}
         geometry = front.geometry
         t = time.perf_counter()
         self._colour_stream(frame, front)
@@ -430,7 +445,7 @@ class Pipeline:
         # Fitted sightings cost the tap runs on uav123-person12 (one of 24 fell to 0.22),
         # hence the network's boxes there.
         detections, appearance = found.shown, found.view
-        ms["C"] = (time.perf_counter() - t) * 1e3
+        ms["C"] = (time.perf_counter() - t) * 1e3 + front.ms.get("C", 0.0)
 
         t = time.perf_counter()
         boxes_net = np.array([d.box for d in detections]).reshape(-1, 4)
@@ -528,8 +543,8 @@ class Pipeline:
         tap = decision.tap
 
         ms["total"] = (time.perf_counter() - start) * 1e3
-        if ahead:  # (A and B ran before this call)
-            ms["total"] += front.ms["A"] + front.ms["B"]
+        if ahead:  # (A and B -- and Stage C's networks, where they did -- ran before this call)
+            ms["total"] += front.ms["A"] + front.ms["B"] + front.ms.get("C", 0.0)
         return FrameResult(
             index=front.index,
             mode=mode,

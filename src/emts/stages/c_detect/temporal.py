@@ -52,7 +52,7 @@ runs the fine pass alone. Torch-free: numpy + OpenCV.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import cv2
 import numpy as np
@@ -194,9 +194,13 @@ def _remembered(
     motion_network: np.ndarray | None,
     threshold: float,
     residual_reference: float | None,
+    raw: list[np.ndarray] | None = None,
 ) -> list[Detection]:
-    """``network``'s peaks on ``channels``, scored by ``memory`` (updated with this frame)."""
-    heat, size, offset, embedding = network.raw(channels, residual_reference)
+    """``network``'s peaks on ``channels``, scored by ``memory`` (updated with this frame);
+    ``raw``: the network's outputs on them, already run (:meth:`TemporalDetector.run_ahead`)."""
+    if raw is None:
+        raw = network.raw(channels, residual_reference)
+    heat, size, offset, embedding = raw
     scores = memory.update(heat[0][0], motion_network)
     return decode(
         heat[0],
@@ -207,6 +211,16 @@ def _remembered(
         box_scale=network.box_scale,
         scores=scores,
     )
+
+
+@dataclass(frozen=True)
+class AheadOutputs:
+    """:meth:`TemporalDetector.run_ahead`'s result: the networks' outputs on one frame's
+    channels (``coarse``: None without a coarse pass), and the network that gave them."""
+
+    detector: Detector
+    fine: list[np.ndarray]
+    coarse: list[np.ndarray] | None
 
 
 class TemporalDetector:
@@ -275,13 +289,32 @@ class TemporalDetector:
         output, ``sighting >= threshold`` for a locked track (module doc). ``content``: the
         coarse pass's letterbox content mask (:func:`emts.stages.b_channels.content_mask` at its
         size; None: the frame fills the network input)."""
+        return self._detect(channels, motion_network, residual_reference, content, None)
+
+    def _detect(self, channels, motion_network, residual_reference, content, ahead):
+        """:meth:`detect`, with the networks' outputs already run where ``ahead`` holds them
+        (:class:`AheadOutputs` for these channels, or None)."""
         threshold = self.detector.threshold - self.lookahead
+        fine = None if ahead is None else ahead.fine
         detections = _remembered(
-            self.detector, self.memory, channels, motion_network, threshold, residual_reference
+            self.detector,
+            self.memory,
+            channels,
+            motion_network,
+            threshold,
+            residual_reference,
+            fine,
         )
         if self.coarse is None:
             return detections
-        coarse = self._coarse_pass(channels, motion_network, threshold, residual_reference, content)
+        coarse = self._coarse_pass(
+            channels,
+            motion_network,
+            threshold,
+            residual_reference,
+            content,
+            None if ahead is None else ahead.coarse,
+        )
         return merge_passes(detections, coarse)
 
     def _coarse_pass(
@@ -291,18 +324,19 @@ class TemporalDetector:
         threshold: float,
         residual_reference: float | None,
         content: np.ndarray | None,
+        raw: list[np.ndarray] | None = None,
     ) -> list[Detection]:
         """The coarse pass's detections at least :data:`COARSE_MIN_HEIGHT` tall, in the fine
-        pass's NETWORK px; scored by a memory of their own."""
+        pass's NETWORK px; scored by a memory of their own (``raw``: its network's outputs on
+        the halved channels, already run)."""
         fine, coarse = self._fine_geometry, self._coarse_geometry
         motion = None
         if motion_network is not None:
             working = fine.motion(np.asarray(motion_network), Frame.NETWORK, Frame.WORKING)
             motion = coarse.motion(working, Frame.WORKING, Frame.NETWORK)
-        baseline = getattr(self.coarse, "residual_baseline", None) or 1
-        small = halved_channels(channels, content, baseline)
+        small = None if raw is not None else self._halved(channels, content)
         found = _remembered(
-            self.coarse, self.coarse_memory, small, motion, threshold, residual_reference
+            self.coarse, self.coarse_memory, small, motion, threshold, residual_reference, raw
         )
         if not found:
             return []
@@ -314,18 +348,43 @@ class TemporalDetector:
         kept = [d for d, keep in zip(found, tall, strict=True) if keep]
         return [replace(d, box=box) for d, box in zip(kept, boxes, strict=True)]
 
+    def _halved(self, channels: np.ndarray, content: np.ndarray | None) -> np.ndarray:
+        """The coarse pass's input: ``channels`` at half size."""
+        baseline = getattr(self.coarse, "residual_baseline", None) or 1
+        return halved_channels(channels, content, baseline)
+
     def detect_working(
-        self, channels: np.ndarray, motion_working: np.ndarray | None, geometry
+        self,
+        channels: np.ndarray,
+        motion_working: np.ndarray | None,
+        geometry,
+        ahead: AheadOutputs | None = None,
     ) -> list[Detection]:
         """:meth:`detect` with Stage A's ``M_t`` as it comes, in WORKING px (None: no motion
-        known), mapped to NETWORK px by the frame's :class:`emts.geometry.FrameGeometry`."""
+        known), mapped to NETWORK px by the frame's :class:`emts.geometry.FrameGeometry`;
+        ``ahead``: :meth:`run_ahead`'s outputs for ``channels`` (None: run here)."""
         motion = None
         if motion_working is not None:
             motion = geometry.motion(np.asarray(motion_working), Frame.WORKING, Frame.NETWORK)
         content = None
         if self.coarse is not None:
             content = self._content_of(geometry)
-        return self.detect(channels, motion, content=content)
+        if ahead is not None and ahead.detector is not self.detector:
+            ahead = None  # (run by another network: not these outputs)
+        return self._detect(channels, motion, None, content, ahead)
+
+    def run_ahead(self, front) -> AheadOutputs:
+        """The networks' outputs on a :class:`emts.front_end.FrontEndResult`'s channels (the
+        fine pass, and the coarse pass on the halved channels), for :meth:`on_frame` later:
+        they read nothing of the stage's state (the score memories, which do, are updated
+        there, in the stream's order), so they may run in another thread, ahead, as Stages
+        A-B do (:meth:`emts.pipeline.Pipeline.front_ahead`). The detections are the same."""
+        fine = self.detector.raw(front.channels)
+        coarse = None
+        if self.coarse is not None:
+            content = self._content_of(front.geometry)
+            coarse = self.coarse.raw(self._halved(front.channels, content))
+        return AheadOutputs(self.detector, fine, coarse)
 
     def _content_of(self, geometry) -> np.ndarray | None:
         """The coarse pass's content mask for the frame's input size (None: no letterbox)."""
@@ -339,5 +398,8 @@ class TemporalDetector:
         """Detections of a :class:`emts.front_end.FrontEndResult` (Stages A and B's output)."""
         known = front.motion.method != "identity" and not front.size_changed
         return self.detect_working(
-            front.channels, front.motion.matrix if known else None, front.geometry
+            front.channels,
+            front.motion.matrix if known else None,
+            front.geometry,
+            getattr(front, "network", None),
         )
