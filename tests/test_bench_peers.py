@@ -47,8 +47,14 @@ class FakeRunner:
     def lock(self, x, y, box=None):
         self.locks.append((x, y, box))
 
-    def step(self, frame):
-        self.log.append(("EMTS", "step", frame, None))
+    can_run_ahead = True
+
+    def front_ahead(self, frame, first=False):
+        return ("front", frame)
+
+    def step(self, frame, front=None):
+        assert front is None or front[1] is frame  # a stream: the frame's own front end
+        self.log.append(("EMTS", "step", frame, front))
         return FakeResult()
 
 
@@ -83,18 +89,29 @@ def test_every_tracker_runs_once_on_every_frame_on_the_same_array_emts_first(tmp
         tmp_path, clip=str(folder), lock=lock, frames=3, warmup=1, rounds=2, fps=10
     )
     names = ["EMTS", *PEER_FILES]
-    # per round: frames 1..4 (the run starts at the lock frame), three calls each, in order
-    assert len(log) == 2 * 4 * 3
-    for k in range(0, len(log), 3):
-        calls = log[k : k + 3]
-        assert [c[0] for c in calls] == names
-        assert calls[0][2] is calls[1][2] is calls[2][2]  # one decoded array for all
+    # per round: frames 1..4 (the run starts at the lock frame), three calls each, in order;
+    # then each tracker alone over the same frames as a stream (EMTS with its fronts ahead)
+    assert len(log) == 2 * (4 * 3 + 4 * 3)
+    for r in range(2):
+        interleaved, streamed = log[24 * r : 24 * r + 12], log[24 * r + 12 : 24 * r + 24]
+        for k in range(0, 12, 3):
+            calls = interleaved[k : k + 3]
+            assert [c[0] for c in calls] == names
+            assert calls[0][2] is calls[1][2] is calls[2][2]  # one decoded array for all
+            assert calls[0][3] is None  # stepped frame by frame
+        assert [c[0] for c in streamed] == [n for n in names for _ in range(4)]
+        assert all(c[3] is not None for c in streamed[:4])  # A-B run ahead
+        assert [c[1] for c in streamed[4:]] == ["init", *["update"] * 3] * 2
+        for k in range(4):
+            assert np.array_equal(streamed[k][2], interleaved[3 * k][2])
     first = log[:3]
     assert [c[1] for c in first] == ["step", "init", "init"]  # the peers init on the lock frame
     assert first[1][3] == (20, 10, 8, 16)
     assert int(first[0][2][0, 0, 0]) == 60  # frame 1, the lock frame, comes first
-    assert runner.resets == 2 and runner.fps == 10.0
-    assert runner.locks == [(24.0, 18.0, (20.0, 10.0, 8.0, 16.0))] * 2
+    assert runner.resets == 4 and runner.fps == 10.0
+    assert runner.locks == [(24.0, 18.0, (20.0, 10.0, 8.0, 16.0))] * 4
+    assert all(report["trackers"][n]["stream_ms"] > 0 for n in names)
+    assert report["trackers"]["EMTS"]["stream_ratio_to_emts"] == 1.0
     assert report["frames_per_round"] == 3 and len(report["per_round"]) == 2
     assert list(report["trackers"]) == names and report["order"] == names
     assert report["trackers"]["EMTS"]["ratio_to_emts"] == 1.0
@@ -155,7 +172,8 @@ def test_a_yolo_peer_is_timed_beside_them_without_a_lock(tmp_path, fakes, capsys
     assert main([*argv, "--frames", "1", "--warmup", "1", "--rounds", "1"]) == 0
     printed = capsys.readouterr().out
     assert "detector.onnx" in printed and "session.run only" in printed
-    assert len(log) == 2 * 3  # the fakes saw both frames; the detector ran beside them
+    # the fakes saw both frames, then again as a stream; the detector ran beside them only
+    assert len(log) == 2 * 3 * 2
 
 
 def test_missing_peers_folder_and_weights_are_one_line(tmp_path, capsys):
