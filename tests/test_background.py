@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import render, similarity
-from emts.apps.track import LockRequest, run_track
+from emts.apps.track import LockRequest, _with_fronts, run_track
 from emts.background import InOrder, ReadAhead
 from emts.pipeline import Pipeline
 
@@ -199,7 +199,7 @@ def test_stages_a_b_run_ahead_give_the_same_results_as_in_step(small_video):
             plain.lock(103, 129)
             ahead.lock(103, 129)
         a = plain.step(frame)
-        front = ahead.front_ahead(frame, first=k == 0)
+        front = ahead.front_ahead(frame, first=k == 0, network=True)
         assert front.network is not None  # Stage C's networks ran ahead with A-B
         b = ahead.step(frame, front)
         assert ahead.can_run_ahead
@@ -218,9 +218,20 @@ def test_stages_a_b_run_ahead_give_the_same_results_as_in_step(small_video):
 def test_stage_c_networks_stay_in_step_when_not_run_ahead(small_video):
     capture = cv2.VideoCapture(str(small_video))
     frames = [capture.read()[1] for _ in range(6)]
-    ahead = Pipeline.default(auto_lock=False)
-    ahead.network_ahead = False
+    ahead = Pipeline.default(auto_lock=False)  # (network_ahead False: the default)
     for k, frame in enumerate(frames):
         front = ahead.front_ahead(frame, first=k == 0)
         assert front.network is None and "C" not in front.ms
         ahead.step(frame, front)
+    ahead.network_ahead = True
+    assert ahead.front_ahead(frames[0]).network is not None
+    assert ahead.front_ahead(frames[1], network=False).network is None
+
+
+def test_emts_track_runs_the_networks_ahead_while_frames_wait_for_stages_c_to_e(small_video):
+    capture = cv2.VideoCapture(str(small_video))
+    frames = [capture.read()[1] for _ in range(12)]
+    pipeline = Pipeline.default(auto_lock=False)
+    waiting = iter([0, 0, 3, 1, 0, 2] * 2)
+    fronts = [f for _, f in _with_fronts(iter(frames), pipeline, lambda: next(waiting))]
+    assert [f.network is not None for f in fronts] == [False, False, True, True, False, True] * 2

@@ -49,7 +49,7 @@ class FakeRunner:
 
     can_run_ahead = True
 
-    def front_ahead(self, frame, first=False):
+    def front_ahead(self, frame, first=False, network=None):
         return ("front", frame)
 
     def step(self, frame, front=None):

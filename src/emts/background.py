@@ -64,6 +64,11 @@ class ReadAhead(Iterator[Any]):
     def __iter__(self) -> ReadAhead:
         return self
 
+    def backlog(self) -> int:
+        """How many items wait, read, for the consumer (approximately: the thread may be
+        putting one): > 0 while the consumer is the slower of the two."""
+        return self._queue.qsize()
+
     def __next__(self) -> Any:
         if self._done:
             raise StopIteration

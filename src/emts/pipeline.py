@@ -198,8 +198,11 @@ class Pipeline:
             detections then: the tracker measures with the network's sightings, and taps
             and auto-locks are not in play; only ``FrameResult.detections`` differ).
         network_ahead: :meth:`front_ahead` runs Stage C's networks too, with Stages A-B
-            (the same detections; ``emts track`` runs them in its reading thread, ahead of
-            the frames whose Stages C-E run in its main one); False: Stage C runs them.
+            (the same detections), unless told otherwise frame by frame; False: Stage C runs
+            them. ``emts track`` decides frame by frame: there while frames wait for Stages
+            C-E (on 2 cores, 1280x720 person12 in colour 0.92x the time a frame as a stream;
+            in gray, whose 512x384 networks would make the reading thread the slower one,
+            always there: 1.1x).
 
     Example:
         >>> pipeline = Pipeline.default()                      # doctest: +SKIP
@@ -221,7 +224,7 @@ class Pipeline:
         box_fit: BoxFitConfig | None = DEFAULT_BOX_FIT,
         channel_config: ChannelConfig | None = None,
         evidence_while_locked: bool = False,
-        network_ahead: bool = True,
+        network_ahead: bool = False,
     ) -> None:
         cv2.setNumThreads(threads)
         self.evidence_while_locked = evidence_while_locked
@@ -401,19 +404,23 @@ class Pipeline:
         with it the channels' size, is chosen (or none is to be chosen)."""
         return self.detection.model is not None or self.detection.choice is None
 
-    def front_ahead(self, frame: np.ndarray, first: bool = False) -> FrontEndResult:
+    def front_ahead(
+        self, frame: np.ndarray, first: bool = False, network: bool | None = None
+    ) -> FrontEndResult:
         """Stages A-B of ``frame`` (and Stage C's networks on it, :attr:`network_ahead`), for
         :meth:`step` ``(frame, front=...)`` later: e.g. in another thread while this one runs
         Stages C-E of the frames before (they touch no state of A-B, nor the networks any of
         theirs). Every frame goes through here, in the stream's order, once
         :attr:`can_run_ahead` -- or, with ``first``, for the stream's first frame before
         :meth:`step` has seen any (the detector is then chosen on it, as :meth:`step` would).
-        Raises what :meth:`step` raises for a bad frame (and then leaves A-B as they were)."""
+        Raises what :meth:`step` raises for a bad frame (and then leaves A-B as they were).
+        ``network``: run Stage C's networks here for this frame (None: :attr:`network_ahead`)."""
         if first and not self.can_run_ahead:
             self._choose(frame)
         front = self.front.step(frame)
         model = self.detection.model
-        if not self.network_ahead or not hasattr(model, "run_ahead"):
+        network = self.network_ahead if network is None else network
+        if not network or not hasattr(model, "run_ahead"):
             return front
         # Stage C's networks too: they read nothing of C-E's state (the detections they give
         # are the same); the frame's Stage C time keeps their share

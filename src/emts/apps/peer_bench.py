@@ -14,10 +14,10 @@ each round's medians, median over rounds).
 
 Then, each round, every tracker runs the round's frames again as a stream, one tracker after
 the other, timed by the wall clock from the first frame after the warm-up to the last: EMTS as
-``emts track`` runs a file, its Stages A-B and Stage C's networks in a second thread ahead of
-the frames whose Stages C-E run (:func:`emts.apps.track._with_fronts`), the peers frame after
-frame (they have nothing to run ahead). That is the time a frame a user gets from a clip; the
-per-frame figures above are the time to a frame's answer.
+``emts track`` runs a file, its Stages A-B (and Stage C's networks while frames wait) in a
+second thread ahead of the frames whose Stages C-E run (:func:`emts.apps.track._with_fronts`),
+the peers frame after frame (they have nothing to run ahead). That is the time a frame a user
+gets from a clip; the per-frame figures above are the time to a frame's answer.
 """
 
 from __future__ import annotations
@@ -35,8 +35,7 @@ from tqdm import tqdm
 from emts.apps.bench import build_runner, set_threads
 from emts.apps.peer import _peer_session, peer_input
 from emts.apps.peer_trackers import PeerTracker, peer_factories
-from emts.apps.track import LockRequest, _with_fronts
-from emts.background import ReadAhead
+from emts.apps.track import LockRequest, _reading_ahead
 from emts.errors import BadInputError
 from emts.io import UnreadableFrame, open_source
 
@@ -196,10 +195,10 @@ class _Emts(Contestant):
 
     def stream(self, frames: list[np.ndarray], warmup: int) -> float:
         """Wall ms a frame over ``frames[warmup:]`` as ``emts track`` runs a file: Stages A-B
-        and Stage C's networks in a reading thread, up to :data:`emts.background.DEPTH`
-        frames ahead of the one whose Stages C-E run here."""
+        (and Stage C's networks while frames wait) in a reading thread, up to
+        :data:`emts.background.DEPTH` frames ahead of the one whose Stages C-E run here."""
         self.start()
-        reader = ReadAhead(_with_fronts(iter(frames), self.runner))
+        reader = _reading_ahead(iter(frames), self.runner)
         start = time.perf_counter()
         try:
             for index, (frame, front) in enumerate(reader):
@@ -465,7 +464,8 @@ def format_peer_trackers(report: dict) -> str:
     if streamed:
         lines += [
             "as a stream, one tracker at a time over the same frames (wall clock; EMTS as "
-            "emts track runs a file: Stages A-B and Stage C's networks in a second thread, ahead)",
+            "emts track runs a file: Stages A-B, and the networks while frames wait, in a "
+            "second thread)",
             f"{'tracker':<16}{'ms a frame':>11}{'x EMTS':>10}",
         ]
         for name, t in streamed.items():

@@ -221,12 +221,14 @@ def _fmt(value: float) -> str:
     return f"{float(value):.2f}"
 
 
-def _with_fronts(frames, pipeline: Pipeline):
+def _with_fronts(frames, pipeline: Pipeline, backlog: Callable[[], int] | None = None):
     """``(frame, its Stages A-B)`` for each frame, A-B run here (in the reading thread, ahead
     of Stages C-E: :meth:`Pipeline.front_ahead`); ``(frame, None)`` for a placeholder, and
     for every frame after a first one the detector could not be chosen on (a uniform frame:
     :meth:`Pipeline.step` runs them in order then); ``(frame, BadInputError)`` for a frame
-    A-B refused."""
+    A-B refused. ``backlog``: how many frames wait for Stages C-E (:meth:`ReadAhead.backlog`);
+    Stage C's networks run here too while any do -- the thread that runs C-E is then the
+    slower one -- and there otherwise (None: as :attr:`Pipeline.network_ahead` says)."""
     ahead = True
     for index, frame in enumerate(frames):
         if not ahead or isinstance(frame, UnreadableFrame):
@@ -238,11 +240,25 @@ def _with_fronts(frames, pipeline: Pipeline):
             yield frame, None
             continue
         try:
-            front = pipeline.front_ahead(frame, first=index == 0)
+            network = None if backlog is None else backlog() > 0
+            front = pipeline.front_ahead(frame, first=index == 0, network=network)
         except BadInputError as error:
             yield frame, error
             continue
         yield frame, front
+
+
+def _reading_ahead(frames, pipeline: Pipeline) -> ReadAhead:
+    """``frames`` with their Stages A-B (:func:`_with_fronts`) read ahead in a thread, Stage
+    C's networks there too while frames wait for Stages C-E (the two threads kept busy alike:
+    a colour 1280x720 stream's C-E are the longer part, a gray one's 512x384 networks would
+    make the reading thread's the longer)."""
+    reader: list[ReadAhead] = []  # (set once made: the thread may start before)
+    reading = ReadAhead(
+        _with_fronts(frames, pipeline, lambda: reader[0].backlog() if reader else 0)
+    )
+    reader.append(reading)
+    return reading
 
 
 def _no_target(lock: LockRequest, index: int) -> str:
@@ -316,7 +332,7 @@ def run_track(
         # camera's or a stream's: there a frame's latency counts, and on 2 cores the encoder
         # beside the tracking made a 1920x1080 frame's Stages A-E 1.5x as slow.)
         behind = background and frames.read_ahead
-        reading = ReadAhead(_with_fronts(frames, pipeline)) if behind else None
+        reading = _reading_ahead(frames, pipeline) if behind else None
         outputs = InOrder() if behind else None
 
         def emit(work: Callable[[], object]) -> None:
