@@ -200,9 +200,8 @@ class Pipeline:
         network_ahead: :meth:`front_ahead` runs Stage C's networks too, with Stages A-B
             (the same detections), unless told otherwise frame by frame; False: Stage C runs
             them. ``emts track`` decides frame by frame: there while frames wait for Stages
-            C-E (on 2 cores, 1280x720 person12 in colour 0.92x the time a frame as a stream;
-            in gray, whose 512x384 networks would make the reading thread the slower one,
-            always there: 1.1x).
+            C-E (on 2 cores, person12 at 1280x720 as a stream: colour 0.91x the time a frame;
+            in gray always there cost 1.04-1.14x, the networks' own threads contending).
 
     Example:
         >>> pipeline = Pipeline.default()                      # doctest: +SKIP
