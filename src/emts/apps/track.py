@@ -249,15 +249,15 @@ def _with_fronts(frames, pipeline: Pipeline, backlog: Callable[[], int] | None =
         yield frame, front
 
 
-def _reading_ahead(frames, pipeline: Pipeline) -> ReadAhead:
+def _reading_ahead(frames, pipeline: Pipeline, networks: bool = True) -> ReadAhead:
     """``frames`` with their Stages A-B (:func:`_with_fronts`) read ahead in a thread, Stage
     C's networks there too while frames wait for Stages C-E: the two threads kept busy alike
     (on 2 cores, person12 at 1280x720 as a stream: colour 0.91x the time a frame; gray, where
-    Stages C-E are short, the networks always there cost 1.04-1.14x, this 0.96-1.06x)."""
+    Stages C-E are short, the networks always there cost 1.04-1.14x, this 0.96-1.06x).
+    ``networks`` False: Stages A-B alone there (:attr:`Pipeline.network_ahead` decides)."""
     reader: list[ReadAhead] = []  # (set once made: the thread may start before)
-    reading = ReadAhead(
-        _with_fronts(frames, pipeline, lambda: reader[0].backlog() if reader else 0)
-    )
+    backlog = (lambda: reader[0].backlog() if reader else 0) if networks else None
+    reading = ReadAhead(_with_fronts(frames, pipeline, backlog))
     reader.append(reading)
     return reading
 
@@ -333,7 +333,9 @@ def run_track(
         # camera's or a stream's: there a frame's latency counts, and on 2 cores the encoder
         # beside the tracking made a 1920x1080 frame's Stages A-E 1.5x as slow.)
         behind = background and frames.read_ahead
-        reading = _reading_ahead(frames, pipeline) if behind else None
+        # (Stage C's networks stay in this thread where a video is encoded behind: the 2
+        # cores are busy then, and running them ahead cost 1.02-1.04x the wall time)
+        reading = _reading_ahead(frames, pipeline, networks=writer is None) if behind else None
         outputs = InOrder() if behind else None
 
         def emit(work: Callable[[], object]) -> None:
