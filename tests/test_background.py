@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import render, similarity
-from emts.apps.track import LockRequest, _reading_ahead, _with_fronts, run_track
+from emts.apps.track import LockRequest, _with_fronts, reading_ahead, run_track
 from emts.background import InOrder, ReadAhead
 from emts.pipeline import Pipeline
 
@@ -237,5 +237,5 @@ def test_emts_track_runs_the_networks_ahead_while_frames_wait_for_stages_c_to_e(
     assert [f.network is not None for f in fronts] == [False, False, True, False, False, True] * 2
     # where emts track encodes a video behind (the cores busy), A-B alone run ahead
     pipeline.network_ahead = False
-    alone = [f for _, f in _reading_ahead(iter(frames), pipeline, networks=False)]
+    alone = [f for _, f in reading_ahead(iter(frames), pipeline, networks=False)]
     assert len(alone) == 12 and all(f.network is None for f in alone)

@@ -66,7 +66,8 @@ class ReadAhead(Iterator[Any]):
 
     def backlog(self) -> int:
         """How many items wait, read, for the consumer (approximately: the thread may be
-        putting one): > 0 while the consumer is the slower of the two."""
+        putting one). Asked by the reading side right after it put one, more than 1 says the
+        consumer is the slower of the two (the item just put is still there either way)."""
         return self._queue.qsize()
 
     def __next__(self) -> Any:

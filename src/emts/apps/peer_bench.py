@@ -15,7 +15,7 @@ each round's medians, median over rounds).
 Then, each round, every tracker runs the round's frames again as a stream, one tracker after
 the other, timed by the wall clock from the first frame after the warm-up to the last: EMTS as
 ``emts track`` runs a file, its Stages A-B (and Stage C's networks while frames wait) in a
-second thread ahead of the frames whose Stages C-E run (:func:`emts.apps.track._with_fronts`),
+second thread ahead of the frames whose Stages C-E run (:func:`emts.apps.track.reading_ahead`),
 the peers frame after frame (they have nothing to run ahead). That is the time a frame a user
 gets from a clip; the per-frame figures above are the time to a frame's answer.
 """
@@ -35,7 +35,7 @@ from tqdm import tqdm
 from emts.apps.bench import build_runner, set_threads
 from emts.apps.peer import _peer_session, peer_input
 from emts.apps.peer_trackers import PeerTracker, peer_factories
-from emts.apps.track import LockRequest, _reading_ahead
+from emts.apps.track import LockRequest, reading_ahead
 from emts.errors import BadInputError
 from emts.io import UnreadableFrame, open_source
 
@@ -198,7 +198,7 @@ class _Emts(Contestant):
         (and Stage C's networks while frames wait) in a reading thread, up to
         :data:`emts.background.DEPTH` frames ahead of the one whose Stages C-E run here."""
         self.start()
-        reader = _reading_ahead(iter(frames), self.runner)
+        reader = reading_ahead(iter(frames), self.runner)
         start = time.perf_counter()
         try:
             for index, (frame, front) in enumerate(reader):

@@ -249,7 +249,7 @@ def _with_fronts(frames, pipeline: Pipeline, backlog: Callable[[], int] | None =
         yield frame, front
 
 
-def _reading_ahead(frames, pipeline: Pipeline, networks: bool = True) -> ReadAhead:
+def reading_ahead(frames, pipeline: Pipeline, networks: bool = True) -> ReadAhead:
     """``frames`` with their Stages A-B (:func:`_with_fronts`) read ahead in a thread, Stage
     C's networks there too while frames wait for Stages C-E: the two threads kept busy alike
     (on 2 cores, person12 at 1280x720 as a stream: colour 0.91x the time a frame; gray, where
@@ -335,7 +335,7 @@ def run_track(
         behind = background and frames.read_ahead
         # (Stage C's networks stay in this thread where a video is encoded behind: the 2
         # cores are busy then, and running them ahead cost 1.02-1.04x the wall time)
-        reading = _reading_ahead(frames, pipeline, networks=writer is None) if behind else None
+        reading = reading_ahead(frames, pipeline, networks=writer is None) if behind else None
         outputs = InOrder() if behind else None
 
         def emit(work: Callable[[], object]) -> None:

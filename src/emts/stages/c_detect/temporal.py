@@ -401,5 +401,5 @@ class TemporalDetector:
             front.channels,
             front.motion.matrix if known else None,
             front.geometry,
-            getattr(front, "network", None),
+            front.network,
         )
