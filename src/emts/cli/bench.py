@@ -148,7 +148,9 @@ def _add_peer(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="time EMTS against the trackers a user would install instead, OpenCV's VitTrack "
         "and NanoTrack v2 (and --peer-yolo), interleaved frame by frame on --clip, and print "
-        "each one's median and p90 ms/frame and ratio to EMTS (median of --rounds); DIR holds "
+        "each one's median and p90 ms/frame and ratio to EMTS (median of --rounds), then each "
+        "tracker's ms/frame as a stream, alone over the same frames by the wall clock (EMTS as "
+        "emts track runs a file, with its reading thread); DIR holds "
         "their weights, laid out as vittrack/object_tracking_vittrack_2023sep.onnx and "
         "nanotrackv2/nanotrack_{backbone,head}_sim.onnx (never shipped with emts)",
     )
