@@ -1,6 +1,7 @@
 """Stage D: stabilized Kalman tracking, two-key gating, template hygiene, reacquisition."""
 
 import copy
+import dataclasses
 
 import numpy as np
 import pytest
@@ -451,6 +452,62 @@ def test_appearance_search_prefers_a_match_near_the_prediction_over_a_slightly_b
     with_prior = template.search(image, np.eye(3), centre, 13.0, prior=0.3)
     assert abs(bare[1][0] - 49.0) < 1.0 and bare[0] > 0.99
     assert abs(with_prior[1][0] - 37.0) < 1.0 and with_prior[0] < bare[0]
+
+
+def _gray_walker(image, x, y, striped=True):
+    """A 10x30 walker on gray ``image`` from (x, y): dark, with a striped shirt and legs apart
+    (``striped``), or their cast shadow: the same shape, flat and dark (not ``striped``)."""
+    image[y : y + 30, x : x + 10] = 60.0
+    if striped:
+        image[y + 2 : y + 16 : 4, x : x + 10] = 150.0
+        image[y + 18 : y + 30, x + 4 : x + 6] = 180.0
+
+
+def test_gray_search_of_an_operator_lock_takes_the_walker_over_their_flat_shadow():
+    # person12 in gray, frames 213 on: the walker's head reached the canopy's shade and the
+    # plain NCC of their look matched their cast shadow on lit paving better than them; the
+    # shadow has their shape, not their detail
+    from emts.stages.appearance import AppearanceTemplate
+
+    patch = np.full((40, 20), 180.0, np.float32)
+    _gray_walker(patch, 5, 5)
+    image = np.full((80, 120), 180.0, np.float32)
+    _gray_walker(image, 25, 25)  # the walker, centre (30, 40)
+    image[0:28, 0:60] *= 0.5  # the canopy's shade over their head
+    _gray_walker(image, 75, 25, striped=False)  # their shadow, centre (80, 40)
+    image += np.random.default_rng(0).normal(0, 3, image.shape).astype(np.float32)
+    found = {}
+    for by_detail in (False, True):
+        template = AppearanceTemplate()
+        template.patch, template.by_detail = patch.copy(), by_detail
+        found[by_detail] = template.search(image, np.eye(3), np.array([55.0, 40.0]), 30.0)
+    assert abs(found[False][1][0] - 80.0) < 1.5  # the plain NCC: the shadow
+    assert np.hypot(*(found[True][1] - [30.0, 40.0])) < 1.5  # by the detail: the walker
+    assert found[True][0] < found[False][0]  # the peak is still the plain NCC there
+    template.look = dataclasses.replace(template.look, gray_detail_band=0.0)  # off
+    assert abs(template.search(image, np.eye(3), np.array([55.0, 40.0]), 30.0)[1][0] - 80) < 1.5
+    colour = np.repeat(image[..., None], 3, axis=2)  # colour views keep the plain NCC
+    template.look = dataclasses.replace(template.look, gray_detail_band=0.3)
+    template.patch = np.repeat(patch[..., None], 3, axis=2)
+    assert abs(template.search(colour, np.eye(3), np.array([55.0, 40.0]), 30.0)[1][0] - 80) < 1.5
+
+
+def test_only_an_operator_lock_picks_gray_matches_by_detail():
+    from emts.stages.appearance import AppearanceView
+
+    image = np.full((400, 400), 128, np.uint8)
+    _gray_walker(image, 195, 185)
+    for source, expected in (("tap:box", True), ("auto", False)):
+        tracker = TargetTracker()
+        tracker.lock(
+            LockCommand(np.array([200.0, 200.0]), SIZE, None, source), AppearanceView.of(image)
+        )
+        assert tracker.appearance.by_detail is expected
+        if expected:  # the look as tapped keeps it (and the look's settings)
+            assert (
+                tracker._first_look.by_detail
+                and tracker._first_look.look is tracker.config.appearance
+            )
 
 
 def _sunlit_walker(person_at, shadow_at, stride=0):

@@ -89,6 +89,15 @@ class AppearanceConfig:
     min_object_share: float = 0.03  # ... and this share of the template
     weight_every: int = 4  # the own-target weight is refreshed on every 4th blend of the patch
     own_weight: float = 0.5  # a sample is the target's own where its running weight reaches this
+    # Gray views: among a search's maxima scoring within gray_detail_band of its best, the
+    # one whose detail (template and window less their Gaussian blur, sigma gray_detail_sigma
+    # x the template's height) matches by gray_detail_margin more is taken: without colour the
+    # plain NCC is ruled by the person's dark shape on lit ground, which their cast shadow
+    # has as well, and only their detail (a shirt's stripes, the legs apart) sets them apart.
+    # The plain NCC still finds the maxima and gives the peak (0: off)
+    gray_detail_band: float = 0.3
+    gray_detail_margin: float = 0.1
+    gray_detail_sigma: float = 0.04
     # searches wider than this many positions look at half resolution first (bounds their cost)
     fine_search_max: int = 161 * 161
     coarse_slack: float = 0.15  # half-resolution candidates may score this much under the floor

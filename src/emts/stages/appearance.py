@@ -66,6 +66,9 @@ class AppearanceTemplate:
         self.offset = np.zeros(2)  # the template's centre minus the target's (g's domain px)
         self.inner = (0.0, 0.0)  # the margin's share of the template's width, height
         self._blends = 0
+        # gray searches pick among close maxima by the detail (:meth:`_by_detail`): set for an
+        # operator's lock by the tracker (TargetTracker._capture)
+        self.by_detail = False
         # the last fine search's response, its origin and peak (px, py): other_maxima reads it
         self._last: tuple[np.ndarray, np.ndarray, int, int] | None = None
 
@@ -139,8 +142,10 @@ class AppearanceTemplate:
         return mask
 
     def copy(self) -> AppearanceTemplate:
-        """An independent copy (the patch, its weight, sampling step and offset)."""
-        twin = AppearanceTemplate(self.max_side, self.object_weight)
+        """An independent copy (the patch, its weight, sampling step and offset, the look's
+        settings)."""
+        twin = AppearanceTemplate(self.max_side, self.object_weight, self.look)
+        twin.by_detail = self.by_detail
         twin.patch = None if self.patch is None else self.patch.copy()
         twin.weight = None if self.weight is None else self.weight.copy()
         twin.step, twin.offset, twin.inner = self.step, self.offset.copy(), self.inner
@@ -298,15 +303,35 @@ class AppearanceTemplate:
         if in_image:
             h, w = self.patch.shape[:2]
             _outside(response, self._in_image(top_left, g, image.shape), (w, h))
-        if prior > 0.0:
-            _, _, _, (px, py) = cv2.minMaxLoc(response - prior * _squared_offset(response.shape))
-            peak = float(response[py, px])
-        else:
-            _, peak, _, (px, py) = cv2.minMaxLoc(response)
+        scored = response - prior * _squared_offset(response.shape) if prior > 0.0 else response
+        _, _, _, (px, py) = cv2.minMaxLoc(scored)
+        if self.by_detail and window.ndim == 2 and self.look.gray_detail_band > 0:
+            px, py = self._by_detail(window, scored, px, py)
+        peak = float(response[py, px])
         h, w = self.patch.shape[:2]
         self._last = (response, top_left, px, py)
         contrast = float(window[py : py + h, px : px + w].std())
         return float(peak), self._centre(response, top_left, px, py) - self.offset, contrast
+
+    def _by_detail(self, window: np.ndarray, scored: np.ndarray, px: int, py: int):
+        """(px, py): of a gray search's maxima in ``scored`` within ``look.gray_detail_band``
+        of its best (at ``px, py``), the one whose detail matches the template's by
+        ``look.gray_detail_margin`` more than the best's (strongest first; the best where none
+        does). Detail: each less its Gaussian blur (``look.gray_detail_sigma`` x the template's
+        height) -- what a cast shadow, dark and flat inside, has not."""
+        look = self.look
+        sigma = max(look.gray_detail_sigma * self.patch.shape[0], 1.0)
+        detail = cv2.matchTemplate(
+            window - cv2.GaussianBlur(window, (0, 0), sigma),
+            self.patch - cv2.GaussianBlur(self.patch, (0, 0), sigma),
+            cv2.TM_CCOEFF_NORMED,
+        )
+        best = float(detail[py, px])
+        floor = float(scored[py, px]) - look.gray_detail_band
+        for x, y in _local_maxima(scored, floor, 6):
+            if float(detail[y, x]) >= best + look.gray_detail_margin:
+                best, px, py = float(detail[y, x]), x, y
+        return px, py
 
     def peaks(
         self,

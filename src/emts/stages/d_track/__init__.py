@@ -24,11 +24,13 @@ Two measurements feed the filter under the same Mahalanobis gate (eq. ``eq:gates
   cross-correlation around the prediction -- on colour frames blended with the correlation
   over the template's *own-target* samples (:func:`emts.stages.appearance.object_pixels`:
   neither the ground nor a shadow on it), since the walker's shadow walks with them and
-  outmatched them. It keeps the lock when the detector is silent; it learns slowly from
-  confident matches, never from vetoed frames or from a sudden drop of the NCC peak or of the
-  matched region's contrast (an occluder). On colour frames neither a re-anchor nor an appearance
-  re-lock goes onto a
-  region with far fewer own-target samples than the target's (a shadow, a canopy's edge).
+  outmatched them; on gray frames an operator's lock's search takes, among the plain NCC's
+  close maxima, the one whose detail matches best (``AppearanceConfig.gray_detail_band``:
+  the shadow has the walker's shape, not their detail). It keeps the lock when the detector is
+  silent; it learns slowly from confident matches, never from vetoed frames or from a sudden
+  drop of the NCC peak or of the matched region's contrast (an occluder). On colour frames
+  neither a re-anchor nor an appearance re-lock goes onto a region with far fewer own-target
+  samples than the target's (a shadow, a canopy's edge).
 
 The first measurement after ``TrackerConfig.coast_keeps_walk`` or more unmeasured frames
 moves the estimate but keeps the coasted walk: the jump spans the coasted frames, and the
