@@ -320,6 +320,10 @@ class AppearanceTemplate:
         does). Detail: each less its Gaussian blur (``look.gray_detail_sigma`` x the template's
         height) -- what a cast shadow, dark and flat inside, has not."""
         look = self.look
+        floor = float(scored[py, px]) - look.gray_detail_band
+        close = _local_maxima(scored, floor, 6)
+        if len(close) < 2:  # the best alone: nothing to pick from (the detail unneeded)
+            return px, py
         sigma = max(look.gray_detail_sigma * self.patch.shape[0], 1.0)
         detail = cv2.matchTemplate(
             window - cv2.GaussianBlur(window, (0, 0), sigma),
@@ -327,8 +331,7 @@ class AppearanceTemplate:
             cv2.TM_CCOEFF_NORMED,
         )
         best = float(detail[py, px])
-        floor = float(scored[py, px]) - look.gray_detail_band
-        for x, y in _local_maxima(scored, floor, 6):
+        for x, y in close:
             if float(detail[y, x]) >= best + look.gray_detail_margin:
                 best, px, py = float(detail[y, x]), x, y
         return px, py
