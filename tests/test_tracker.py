@@ -527,7 +527,7 @@ def _sunlit_walker(person_at, shadow_at, stride=0):
 
 
 def test_object_pixels_keep_the_person_and_drop_their_shadow_and_the_ground():
-    from emts.stages.appearance import object_pixels
+    from emts.stages.own_target import object_pixels
 
     image = _sunlit_walker((40, 30), (40, 48))
     mask = object_pixels(image)
@@ -541,7 +541,7 @@ def test_object_pixels_channel_by_channel_equal_the_plain_definition():
     import cv2
 
     from emts.config import AppearanceConfig
-    from emts.stages.appearance import object_pixels
+    from emts.stages.own_target import object_pixels
 
     look = AppearanceConfig()
 
@@ -576,7 +576,7 @@ def test_object_pixels_channel_by_channel_equal_the_plain_definition():
 
 @pytest.mark.parametrize("n", [16, 17, 400, 401])
 def test_the_ground_statistics_are_numpys_percentile_and_median(n):
-    from emts.stages.appearance import _column_medians, _percentiles
+    from emts.stages.own_target import _column_medians, _percentiles
 
     rng = np.random.default_rng(n)
     for values in (rng.normal(300, 80, n), rng.integers(0, 765, n).astype(float)):
@@ -652,7 +652,7 @@ def test_a_part_of_the_squared_offset_is_that_part_of_the_whole():
 def test_masked_ncc_is_opencvs_masked_match_in_gray_and_refuses_flat_ground():
     import cv2
 
-    from emts.stages.appearance import _masked_ncc
+    from emts.stages.own_target import _masked_ncc
 
     rng = np.random.default_rng(1)
     window = (rng.random((60, 50, 3)) * 255).astype(np.float32)
@@ -669,7 +669,8 @@ def test_masked_ncc_is_opencvs_masked_match_in_gray_and_refuses_flat_ground():
 def test_the_template_margin_is_never_the_targets_own():
     # person12 gust seed 25 (a zoomed path): colourful paving inside the template's margin
     # counted as the target and pulled the match off them by frame 12
-    from emts.stages.appearance import AppearanceTemplate, object_pixels
+    from emts.stages.appearance import AppearanceTemplate
+    from emts.stages.own_target import object_pixels
 
     config = TrackerConfig(appearance_margin=0.25)
     image = _sunlit_walker((40, 30), (40, 46))

@@ -1,7 +1,7 @@
 """The target's look, shared by Stage C (the colour evidence on its boxes, :mod:`emts.stages.
 c_detect.boxfit`) and Stage D (the appearance measurement, :mod:`emts.stages.d_track`): a
-template of the target matched by normalized cross-correlation, and which samples of a colour
-view are the target's own (:func:`object_pixels`: neither the ground nor a shadow on it).
+template of the target matched by normalized cross-correlation, weighted on colour views by the
+target's own samples (:mod:`emts.stages.own_target`: neither the ground nor a shadow on it).
 Parameters: :class:`emts.config.AppearanceConfig` (SPEC §0: not in the paper).
 """
 
@@ -15,8 +15,12 @@ import numpy as np
 
 from emts.config import AppearanceConfig, TrackerConfig
 from emts.geometry import Frame
-
-_DEFAULT_LOOK = AppearanceConfig()
+from emts.stages.own_target import (
+    _masked_ncc,
+    own_share_of_weight,
+    own_target,
+    sample_region,
+)
 
 
 @dataclass(frozen=True)
@@ -30,8 +34,9 @@ class AppearanceView:
     image: np.ndarray  # (h, w) or (h, w, 3) uint8
     from_working: np.ndarray = field(default_factory=lambda: np.eye(3))  # 3x3
     working: np.ndarray | None = None  # the gray working frame (local ground motion)
-    # :func:`own_target_in_view`'s judgements of this view, by region: the loss checks judge
-    # the track's box twice a frame (its colours, then its share of own-target samples)
+    # :func:`~emts.stages.own_target.own_target_in_view`'s judgements of this view, by
+    # region: the loss checks judge the track's box twice a frame (its colours, then its
+    # share of own-target samples)
     judged: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -59,8 +64,9 @@ class AppearanceTemplate:
         # the weight of the NCC over the target's own pixels (colour views; 0: never)
         self.object_weight = object_weight
         self.patch: np.ndarray | None = None  # float32 samples
-        # per-sample weight of the target's own pixels (:func:`object_pixels`), running like
-        # the patch; None: every sample counts (gray views, no chroma, too few such pixels)
+        # per-sample weight of the target's own pixels (:func:`~emts.stages.own_target.
+        # object_pixels`), running like the patch; None: every sample counts (gray views, no
+        # chroma, too few such pixels)
         self.weight: np.ndarray | None = None
         self.step = 1.0  # px per sample
         self.offset = np.zeros(2)  # the template's centre minus the target's (g's domain px)
@@ -72,28 +78,9 @@ class AppearanceTemplate:
         # the last fine search's response, its origin and peak (px, py): other_maxima reads it
         self._last: tuple[np.ndarray, np.ndarray, int, int] | None = None
 
-    @staticmethod
-    def sample(
-        image: np.ndarray,
-        g: np.ndarray,
-        top_left: np.ndarray,
-        size: tuple[int, int],
-        step: float = 1.0,
-    ) -> np.ndarray:
-        """``size`` samples, ``step`` px apart from ``top_left`` (coordinates of ``g``'s
-        domain), cut from ``image`` (``g``: 3x3, that domain -> image px)."""
-        a = g[:2, :2]
-        inverse_map = np.empty((2, 3))  # sample -> image px (np.hstack: ~4x the time)
-        np.multiply(a, step, out=inverse_map[:, :2])
-        inverse_map[:, 2] = a @ top_left + g[:2, 2]
-        return cv2.warpAffine(
-            image,
-            inverse_map,
-            size,
-            flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
-            borderMode=cv2.BORDER_CONSTANT,
-            borderValue=0,
-        ).astype(np.float32)
+    # ``size`` samples, ``step`` px apart, cut from an image (:func:`emts.stages.own_target.
+    # sample_region`)
+    sample = staticmethod(sample_region)
 
     def capture(
         self,
@@ -130,8 +117,9 @@ class AppearanceTemplate:
     def _object_weight(
         self, image: np.ndarray, g: np.ndarray, top_left: np.ndarray, samples: tuple[int, int]
     ) -> np.ndarray | None:
-        """The target's own pixels (:func:`object_pixels`) over the template's samples, from
-        a window reaching one template size farther each way (the local ground)."""
+        """The target's own pixels (:func:`~emts.stages.own_target.object_pixels`) over the
+        template's samples, from a window reaching one template size farther each way (the
+        local ground)."""
         mask = own_target(image, g, top_left, samples, self.step, self.look)
         w, h = samples
         if mask is not None:
@@ -250,7 +238,7 @@ class AppearanceTemplate:
     def _response(self, image, g, centre, radius, with_window=False, masked=True):
         """NCC over the window within ``radius`` of ``centre``: (response, its origin), and
         the window itself if asked; ``masked``: blended with the NCC over the target's own
-        samples where the template has them (:func:`object_pixels`)."""
+        samples where the template has them (:func:`~emts.stages.own_target.object_pixels`)."""
         sampled = self._window(image, g, centre, radius)
         if sampled is None:
             return (None, None, None) if with_window else (None, None)
@@ -541,144 +529,6 @@ class AppearanceTemplate:
             contrast = float(window[y0 + py : y0 + py + h, x0 + px : x0 + px + w].std())
             found.append((float(peak), matched, contrast))
         return sorted(found, key=lambda f: -f[0])[:count]
-
-
-def object_pixels(
-    context: np.ndarray,
-    inner: tuple[int, int, int, int] | None = None,
-    look: AppearanceConfig = _DEFAULT_LOOK,
-):
-    """1 where a sample of the colour ``context`` (h, w, 3) differs from the local lit ground
-    and is not a shadow on it (a darker sample of the ground's colour), 0 elsewhere, grown
-    by one sample; None for a context without colour. ``inner`` = (y0, y1, x0, x1): the
-    mask of that part only (the ground is still the whole context's)."""
-    context = np.asarray(context, np.float32)
-    if context.ndim != 3 or context.shape[2] != 3:
-        return None
-    sparse = context[::2, ::2]  # the ground level from every other sample: a quarter the work
-    if float(np.abs(sparse[..., 0] - sparse[..., 2]).max()) < look.min_chroma:
-        return None  # a gray frame (thermal in three equal channels): brightness only
-    brightness = (sparse[..., 0] + sparse[..., 1] + sparse[..., 2]).ravel()
-    low, high = _percentiles(brightness, look.ground_percentiles)
-    ground = _column_medians(sparse.reshape(-1, 3)[(brightness >= low) & (brightness <= high)])
-    y0, y1, x0, x1 = inner or (0, context.shape[0], 0, context.shape[1])
-    # one sample more each side, for the growing
-    top, left = max(y0 - 1, 0), max(x0 - 1, 0)
-    # channel by channel (numpy's reductions over a last axis of 3 are slow: 4x the time)
-    channels = cv2.split(np.ascontiguousarray(context[top : y1 + 1, left : x1 + 1]))
-    inverse = (1.0 / np.maximum(ground, 1.0)).astype(np.float32)
-    ratio = [c * k for c, k in zip(channels, inverse, strict=True)]
-    level = (ratio[0] + ratio[1] + ratio[2]) / np.float32(3.0)
-    chroma = np.maximum(
-        np.maximum(np.abs(ratio[0] - level), np.abs(ratio[1] - level)), np.abs(ratio[2] - level)
-    )
-    floor = ground.astype(np.float32)
-    differs = np.zeros(level.shape, bool)
-    for c, g in zip(channels, floor, strict=True):
-        differs |= np.abs(c - g) > look.object_contrast
-    shadow = (level < look.shadow_ratio) & (chroma < look.shadow_chroma * np.maximum(level, 1e-3))
-    grown = cv2.dilate((differs & ~shadow).astype(np.uint8), np.ones((3, 3), np.uint8))
-    return grown[y0 - top : y0 - top + (y1 - y0), x0 - left : x0 - left + (x1 - x0)].astype(
-        np.float32
-    )
-
-
-def own_share_of_weight(weight: np.ndarray, look: AppearanceConfig = _DEFAULT_LOOK) -> float:
-    """The share of a template's samples that are the target's own (weight >=
-    ``look.own_weight``)."""
-    return float((weight >= look.own_weight).mean())
-
-
-def _percentiles(values: np.ndarray, qs) -> list[float]:
-    """``np.percentile(values, qs)`` (linear interpolation) of a 1-D array by one partition:
-    a fifth of numpy's time on the ~2,000 samples here (15 against 79 us)."""
-    last = values.size - 1
-    positions = [q / 100.0 * last for q in qs]
-    below = [int(p) for p in positions]
-    part = np.partition(values, sorted({*below, *(min(i + 1, last) for i in below)}))
-    return [
-        float(part[i]) + (float(part[min(i + 1, last)]) - float(part[i])) * (p - i)
-        for p, i in zip(positions, below, strict=True)
-    ]
-
-
-def _column_medians(rows: np.ndarray) -> np.ndarray:
-    """``np.median(rows, axis=0)`` of an (n, 3) array by one partition (half numpy's time)."""
-    n = len(rows)
-    middle = n // 2
-    part = np.partition(rows, [middle - 1, middle] if n % 2 == 0 else [middle], axis=0)
-    if n % 2:
-        return part[middle]
-    return (part[middle - 1] + part[middle]) / rows.dtype.type(2)  # numpy's, in the rows' type
-
-
-def _masked_ncc(window: np.ndarray, patch: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """The NCC of ``patch`` over its samples where ``mask`` is 1, at every position of
-    ``window``, in gray (the mask already carries the colour): OpenCV's masked
-    TM_CCOEFF_NORMED on the gray images, from three plain correlations -- a third of the
-    time of the masked colour match; -1 where the window's masked samples are flat."""
-    gray = cv2.cvtColor(window, cv2.COLOR_BGR2GRAY) if window.ndim == 3 else window
-    template = cv2.cvtColor(patch, cv2.COLOR_BGR2GRAY) if patch.ndim == 3 else patch
-    gray = gray - 128.0  # smaller squares: less cancellation in the variance below
-    n = float(mask.sum())
-    centred = mask * (template - float((template * mask).sum()) / n)
-    norm = float(np.sqrt((centred * centred).sum()))
-    numerator = cv2.matchTemplate(gray, centred, cv2.TM_CCORR)
-    first = cv2.matchTemplate(gray, mask, cv2.TM_CCORR)
-    second = cv2.matchTemplate(gray * gray, mask, cv2.TM_CCORR)
-    spread = second - first * first / n  # n x the variance of the masked samples
-    flat = spread <= 1e-3 * n
-    ncc = numerator / np.maximum(norm * np.sqrt(np.maximum(spread, 0.0)), 1e-6)
-    ncc[flat] = -1.0
-    return np.clip(ncc, -1.0, 1.0) if norm > 1e-3 else np.full_like(ncc, -1.0)
-
-
-def own_share_in_view(
-    view: AppearanceView,
-    centre: np.ndarray,
-    size: np.ndarray,
-    look: AppearanceConfig = _DEFAULT_LOOK,
-) -> float | None:
-    """The share of own-target samples (:func:`object_pixels`) in the box ``size`` (WORKING
-    px) around ``centre`` (WORKING px) of a colour ``view``; None on gray views."""
-    w, h = (max(int(round(float(v))), 3) for v in size)
-    top_left = np.asarray(centre, float) - 0.5 * np.array([w, h], float)
-    found = own_target_in_view(view, top_left, (w, h), look)
-    return None if found is None else float(found[0].mean())
-
-
-def own_target_in_view(
-    view: AppearanceView, top_left: np.ndarray, samples: tuple[int, int], look=_DEFAULT_LOOK
-):
-    """:func:`own_target_in_context` of the ``samples`` (w, h) region from ``top_left``
-    (WORKING px, one sample a px) of ``view``, judged once a view: the arrays returned are
-    shared with later calls -- read them, never write them."""
-    key = (np.asarray(top_left, float).tobytes(), tuple(samples), look)
-    if key not in view.judged:
-        view.judged[key] = own_target_in_context(
-            view.image, view.from_working, top_left, samples, 1.0, look
-        )
-    return view.judged[key]
-
-
-def own_target(image, g, top_left, samples, step=1.0, look=_DEFAULT_LOOK) -> np.ndarray | None:
-    """:func:`object_pixels` over the ``samples`` (w, h) region from ``top_left`` (``g``'s
-    domain, ``step`` px apart), judged against a window one region farther each way (the
-    local ground); None on gray images."""
-    found = own_target_in_context(image, g, top_left, samples, step, look)
-    return None if found is None else found[0]
-
-
-def own_target_in_context(image, g, top_left, samples, step=1.0, look=_DEFAULT_LOOK):
-    """(:func:`own_target`'s mask, the window it was judged in: (3h, 3w, 3) float32 samples,
-    the region at [h:2h, w:2w]); None on gray images."""
-    if image.ndim != 3:
-        return None
-    w, h = samples
-    origin = np.asarray(top_left, float) - step * np.array([w, h], float)
-    context = AppearanceTemplate.sample(image, g, origin, (3 * w, 3 * h), step)
-    mask = object_pixels(context, (h, 2 * h, w, 2 * w), look)
-    return None if mask is None else (mask, context)
 
 
 @cache

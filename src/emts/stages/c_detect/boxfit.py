@@ -8,7 +8,7 @@ uav123-person12 the detector's box of the walker was 0.66 of the labelled height
 and a fifth of its misses were a box of walker and shadow together (IoU < 0.25).
 
 Colour separates a person from the ground and from their shadow where gray cannot: a shadow is the
-ground's colour, darker (:func:`emts.stages.appearance.object_pixels`, which Stage D uses for
+ground's colour, darker (:func:`emts.stages.own_target.object_pixels`, which Stage D uses for
 the locked target's own pixels). :func:`fitted_box` takes those pixels around a detection, closes
 them vertically (a person's silhouette breaks at the belt and the knees), keeps the connected parts
 that overlap the box, and returns their bounding box -- or none, where they do not make a
@@ -31,8 +31,9 @@ import numpy as np
 
 from emts.config import BoxFitConfig
 from emts.geometry import Frame, FrameGeometry
-from emts.stages.appearance import AppearanceTemplate, AppearanceView, object_pixels
+from emts.stages.appearance import AppearanceView
 from emts.stages.b_channels import residual_level
+from emts.stages.own_target import object_pixels, sample_region
 
 DEFAULT_BOX_FIT = BoxFitConfig()
 
@@ -52,7 +53,7 @@ def fitted_box(view: AppearanceView, box: np.ndarray, config: BoxFitConfig) -> n
     size = (max(int(round(2 * half)), 8),) * 2
     # whole-pixel samples: colours interpolated between pixels blur the silhouette's edge
     origin = np.round([x + w / 2 - half, y + h / 2 - half])
-    context = AppearanceTemplate.sample(view.image, view.from_working, origin, size)
+    context = sample_region(view.image, view.from_working, origin, size)
     own = object_pixels(context)
     if own is None:
         return None

@@ -22,7 +22,7 @@ Two measurements feed the filter under the same Mahalanobis gate (eq. ``eq:gates
   coordinates at lock (in an oblique view a followed walker keeps their apparent size and
   orientation while the ground plane's G_t scales and turns), searched by normalized
   cross-correlation around the prediction -- on colour frames blended with the correlation
-  over the template's *own-target* samples (:func:`emts.stages.appearance.object_pixels`:
+  over the template's *own-target* samples (:func:`emts.stages.own_target.object_pixels`:
   neither the ground nor a shadow on it), since the walker's shadow walks with them and
   outmatched them; on gray frames an operator's lock's search takes, among the plain NCC's
   close maxima, the one whose detail matches best (``AppearanceConfig.gray_detail_band``:

@@ -2,7 +2,7 @@
 
 Not in the paper (SPEC §0: "re-finding searches the whole frame for *the* tapped person").
 On colour frames a person's look is summed up by a **colour signature**: the colours of
-their own pixels (:func:`emts.stages.appearance.own_target`: neither the ground nor a
+their own pixels (:func:`emts.stages.own_target.own_target`: neither the ground nor a
 shadow on it), upper and lower half of the box apart (shirt and trousers), as two HSV
 histograms (8 hues x 3 saturations x 3 values, the usual re-identification colour
 descriptor). Two signatures compare by their Bhattacharyya coefficient (1: the same colours
@@ -28,12 +28,8 @@ import cv2
 import numpy as np
 
 from emts.config import AppearanceConfig
-from emts.stages.appearance import (
-    AppearanceTemplate,
-    AppearanceView,
-    own_target_in_view,
-    strongest_first,
-)
+from emts.stages.appearance import AppearanceView, strongest_first
+from emts.stages.own_target import own_target_in_view, sample_region
 
 _BINS = (8, 3, 3)  # hue, saturation, value bins
 _MIN_OWN = 12  # own-target pixels a half needs for a signature
@@ -183,7 +179,7 @@ def colour_proposals(
     samples = (int((x1 - x0) / step), int((y1 - y0) / step))
     if samples[0] < 3 or samples[1] < 3:
         return []
-    pixels = AppearanceTemplate.sample(view.image, view.from_working, (x0, y0), samples, step)
+    pixels = sample_region(view.image, view.from_working, (x0, y0), samples, step)
     hsv = cv2.cvtColor(pixels.astype(np.uint8), cv2.COLOR_BGR2HSV)
     if relative:
         across = min(max(int(round(3.0 * float(size[1]) / step)) | 1, 3), 255)

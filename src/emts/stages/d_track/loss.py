@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from emts.stages.appearance import AppearanceView, own_share_of_weight
+from emts.stages.appearance import AppearanceView
 from emts.stages.d_track.identity import colour_signature, has_signature, similarity
+from emts.stages.own_target import own_share_of_weight
 
 
 class LossChecks:

@@ -20,13 +20,14 @@ import numpy as np
 
 from emts.config import AppearanceConfig
 from emts.stages.a_ego_motion import local_ground_motion
-from emts.stages.appearance import AppearanceView, own_share_of_weight, own_target
+from emts.stages.appearance import AppearanceView
 from emts.stages.d_track.identity import (
     colour_proposals,
     colour_signature,
     half_similarities,
     similarity,
 )
+from emts.stages.own_target import own_share_of_weight, own_target
 
 _LOOK = AppearanceConfig()
 
@@ -43,7 +44,7 @@ def person_box(
     look: AppearanceConfig | None = None,
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """(centre, size), WORKING px, of the person in the box ``size`` around ``centre``: the
-    largest connected region of own-target samples (:func:`~emts.stages.appearance.own_target`:
+    largest connected region of own-target samples (:func:`~emts.stages.own_target.own_target`:
     neither the lit ground nor a darker sample of its colour, a shadow) that overlaps the box,
     looked for in the box grown by half its size each way. None on gray views, or where no
     such region is at least half ``height`` (the track's, WORKING px) tall."""

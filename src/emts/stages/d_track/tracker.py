@@ -11,11 +11,7 @@ import numpy as np
 from emts.config import WORKING_SIZE, TrackerConfig
 from emts.geometry import lift
 from emts.io import DEFAULT_FPS
-from emts.stages.appearance import (
-    AppearanceTemplate,
-    AppearanceView,
-    own_share_in_view,
-)
+from emts.stages.appearance import AppearanceTemplate, AppearanceView
 from emts.stages.d_track.crossing import CrossingHold
 from emts.stages.d_track.identity import Refinder, colour_signature
 from emts.stages.d_track.kalman import ConstantVelocityKalman
@@ -24,6 +20,7 @@ from emts.stages.d_track.person_size import PersonSize
 from emts.stages.d_track.rebase import ScaleRebase
 from emts.stages.d_track.relock import Reacquisition
 from emts.stages.d_track.types import Candidate, LockCommand, Mode, TrackState
+from emts.stages.own_target import own_share_in_view
 
 _WHOLE_FRAME = (-0.5, -0.5, WORKING_SIZE[0] - 0.5, WORKING_SIZE[1] - 0.5)
 
