@@ -7,7 +7,7 @@ timer around every OpenCV function and every model run that `Pipeline.step` call
 each stage's time into those calls ("native") and the rest ("glue": the Python and the small
 numpy operations between them). A call is charged to the stage of the module that makes it
 (emts.stages.a_ego_motion, the front end and its preprocessing: A; b_channels: B; c_detect: C;
-d_track, appearance, acquisition and the pipeline: D; e_verify: E). numpy's own compiled work
+d_track, appearance, own_target, acquisition and the pipeline: D; e_verify: E). numpy's own compiled work
 counts as glue (one line of Python each); the area resize's matrix products, the bulk of it,
 are reported on their own line.
 
@@ -53,6 +53,7 @@ STAGE_OF_MODULE = {
     "emts.stages.b_channels": "B",
     "emts.stages.c_detect": "C",
     "emts.stages.appearance": "D",
+    "emts.stages.own_target": "D",  # (Stage C's colour evidence calls it too: charged to D)
     "emts.stages.d_track": "D",
     "emts.stages.acquisition": "D",
     "emts.pipeline": "D",
