@@ -7,9 +7,9 @@ timer around every OpenCV function and every model run that `Pipeline.step` call
 each stage's time into those calls ("native") and the rest ("glue": the Python and the small
 numpy operations between them). A call is charged to the stage of the module that makes it
 (emts.stages.a_ego_motion, the front end and its preprocessing: A; b_channels: B; c_detect: C;
-d_track, appearance, own_target, acquisition and the pipeline: D; e_verify: E). numpy's own compiled work
-counts as glue (one line of Python each); the area resize's matrix products, the bulk of it,
-are reported on their own line.
+d_track, appearance, own_target, acquisition and the pipeline: D; e_verify: E). numpy's own
+compiled work counts as glue (one line of Python each); the area resize's matrix products, the
+bulk of it, are reported on their own line.
 
 The timers add ~1 us a call (~40 calls a frame). Figures are means over the frames (stage
 times as `Pipeline.step` records them; `emts bench` prints medians). With ``--peer-yolo
