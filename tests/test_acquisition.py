@@ -211,6 +211,7 @@ def test_a_tap_without_a_detection_moves_onto_the_first_detection_where_the_trac
     # detection overlaps the track's box by less than half: the lock moves onto it, once
     decision = _waited(acquisition, slid, [elsewhere, PERSON])
     assert decision.lock.source == "tap:detection" and acquisition.last_source == "tap:detection"
+    assert decision.lock.moves and not lock.moves  # (the tracker weighs a move: _holds_less)
     np.testing.assert_allclose(decision.lock.centre, PERSON.centre)
     np.testing.assert_array_equal(decision.lock.embedding, E[4])
     assert _waited(acquisition, slid) == AcquisitionDecision()  # done

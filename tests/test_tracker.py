@@ -983,6 +983,42 @@ def test_on_colour_frames_a_vetoed_tap_lock_is_not_re_anchored_onto_a_shadow():
     assert "relock" in [s.event for s in states]
 
 
+def _tap_moved(moved_to, config=None, colour=True):
+    """Tap the walker of :func:`_walker_with_shadow` (their box: a blob, no detection yet),
+    then on the next frame the acquisition moves the lock onto ``moved_to`` (centre, size):
+    the detection found under the tapped point. The second frame's state."""
+    from emts.stages.appearance import AppearanceView
+    from emts.stages.d_track.types import LockCommand
+
+    ground = _ground()
+    image = _walker_with_shadow(ground, 200)
+    view = AppearanceView(_tinted(image), np.eye(3), image) if colour else AppearanceView.of(image)
+    tracker = TargetTracker(config)
+    tapped = LockCommand(np.array([200.0, 200.0]), SIZE, None, "tap:blob", colour)
+    tracker.update(np.eye(2, 3), [], lock=tapped, view=view)
+    centre, size = (np.asarray(v, float) for v in moved_to)
+    move = LockCommand(centre, size, E[0], "tap:detection", colour, moves=True)
+    return tracker.update(np.eye(2, 3), [], lock=move, view=view)
+
+
+def test_a_tap_lock_does_not_move_onto_a_detection_holding_less_of_the_person():
+    # person12 in a 2x window whose top edge cut the walker: the tap's box held them, the
+    # detection under the tapped point 3 frames later held them with their long shadow
+    # (51x97 px for a 24x53 box) and the lock moved onto it slid onto the shadow
+    from emts.config import TrackerConfig
+
+    with_shadow = ([210.0, 200.0], [30.0, 24.0])  # the walker and their shadow beside them
+    state = _tap_moved(with_shadow)
+    assert state.event != "lock" and abs(state.centre[0] - 200.0) < 2  # the tap's lock holds
+    upper = ([200.0, 194.0], [10.0, 12.0])  # their upper body: more of them, moved onto
+    state = _tap_moved(upper)
+    assert state.event == "lock" and state.centre[1] < 197
+    # the rule off, or a gray frame (no own-target samples to weigh): the lock moves
+    for config, colour in ((TrackerConfig(tap_wait_own_share=0.0), True), (None, False)):
+        state = _tap_moved(with_shadow, config, colour)
+        assert state.event == "lock" and abs(state.centre[0] - 210.0) < 1
+
+
 def _walk_beside_a_detected_shadow(config=None, colour=True):
     """Tap the walker of :func:`_frame` (colour frames unless ``colour`` is False); they walk
     +3 px a frame with their long shadow below them, attached at the feet (dark, headless),

@@ -218,6 +218,11 @@ class TrackerConfig:
     # is detected below them, walks with them and, associated, pulled the box onto it and
     # shrank it to the shadow's size (person12 frames 236-259, our held-out labels)
     associate_own_share: float = 0.5
+    # A tap's lock does not move onto the detection found under the tapped point after the tap
+    # (AcquisitionConfig.tap_wait_frames) where that detection holds a smaller share of
+    # own-target samples than this x the lock's own box's (colour frames; 0: off): it holds
+    # their shadow or ground beside them (stages.d_track.tracker.TargetTracker._holds_less)
+    tap_wait_own_share: float = 1.0
     # ... and, unvetoed, after an appearance-only run (a match re-made on the shadow after an
     # occlusion while the detector finds the walker)
     reanchor_after_appearance: int = 8  # ... of this many consecutive frames (0: off) ...

@@ -472,6 +472,7 @@ class Pipeline:
             tap_faint = _faint_sightings(found, geometry, self.acquisition.config.tap_faint)
         colour = tapped and self._stream_colour is True
         waiting = self.acquisition.waiting and self.tracker.locked
+        source = self.acquisition.last_source
         decision = self.acquisition.step(
             geometry,
             front.working,
@@ -501,6 +502,8 @@ class Pipeline:
             content=geometry.content_box,
             faint=faint,
         )
+        if lock is not None and lock.moves and state.event != "lock":
+            self.acquisition.last_source = source  # the tracker kept the tap's lock
         self.reacquisitions += state.event == "lost"
         self.acquisition.track_event(state.event)
         ms["D"] = (time.perf_counter() - t) * 1e3

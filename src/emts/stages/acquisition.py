@@ -25,7 +25,11 @@ frame's camera motion, so nothing outside the stages calls into D or E.
   frames for a detection under the tapped point, carried with the track,
   and moves onto it where it overlaps the track's box by less than ``tap_wait_max_iou`` --
   not onto a slice of the person tapped (``tap_wait_min_height``, ``tap_wait_part_width``:
-  their upper body, found alone under a gust).
+  their upper body, found alone under a gust). The move reaches the tracker as a
+  :class:`~emts.stages.d_track.types.LockCommand` with ``moves`` set, and on colour frames
+  the tracker keeps the lock it has where that detection holds a smaller share of the
+  person's own samples than its box does (``TrackerConfig.tap_wait_own_share``: their
+  shadow or ground beside them).
 * **Auto-lock** (§6.7): the strongest detection, spatially stable (carried by the camera
   motion) for 3 consecutive frames, is locked *provisionally*; the lock is reported only once
   the verifier accepts it (P(human) >= 0.35) and the track walked (covered
@@ -488,7 +492,7 @@ class LockAcquisition:
         sliced = width >= c.tap_wait_part_width * float(tapped[0])
         if sliced and float(command.size[1]) < c.tap_wait_min_height * float(tapped[1]):
             return None
-        return command
+        return replace(command, moves=True)
 
     def _point_lock(self, point, working, geometry, candidates, c) -> LockCommand | None:
         """The lock for a tap at ``point`` (WORKING px): the detection under it, the blob

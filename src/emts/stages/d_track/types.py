@@ -32,6 +32,10 @@ class LockCommand:
             ``"tap:box"`` or ``"auto"``.
         colour: the camera sees colour (:func:`emts.modality.frame_modality`; the pipeline
             sets it): the merge hold (``TrackerConfig.merge_area_ratio``) is off.
+        moves: a tap's lock moving onto the detection found under the tapped point after
+            the tap (``AcquisitionConfig.tap_wait_frames``), not a new lock: on colour frames
+            the tracker keeps the lock it has where that detection holds far less of the
+            person than its box does (``TrackerConfig.associate_own_share``).
     """
 
     centre: np.ndarray
@@ -39,6 +43,7 @@ class LockCommand:
     embedding: np.ndarray | None
     source: str
     colour: bool = False
+    moves: bool = False
 
     @classmethod
     def from_candidate(cls, candidate: Candidate, source: str) -> LockCommand:
