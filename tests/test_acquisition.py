@@ -439,6 +439,28 @@ def test_a_pipeline_tap_on_nothing_says_no_target_and_keeps_the_lock():
     assert (result.event, result.tap, result.lock_source) == ("lock", "lock", "tap:box")
 
 
+def test_a_move_the_tracker_refuses_keeps_the_taps_lock_source(monkeypatch):
+    # the wait for a detection proposes a move (LockCommand.moves); where the tracker keeps
+    # its lock (TargetTracker._holds_less: the detection holds less of the person), the line
+    # says neither a new lock nor the detection's source
+    frame = _with_person(np.full((512, 640), 90, np.uint8), 300, 200)
+    pipeline = Pipeline(None, None, auto_lock=False)
+    pipeline.lock(300, 200)
+    assert pipeline.step(frame).lock_source == "tap:blob"
+    move = LockCommand(np.array([310.0, 200.0]), np.array([30.0, 30.0]), None, "tap:detection")
+    move = replace(move, moves=True)
+
+    def moving(*args, **kwargs):
+        pipeline.acquisition.last_source = move.source  # as the acquisition's wait sets it
+        return AcquisitionDecision(lock=move)
+
+    monkeypatch.setattr(pipeline.acquisition, "step", moving)
+    for refused, event, source in ((True, None, "tap:blob"), (False, "lock", "tap:detection")):
+        monkeypatch.setattr(pipeline.tracker, "_holds_less", lambda *a, r=refused: r)
+        result = pipeline.step(frame)
+        assert (result.event, result.lock_source) == (event, source)
+
+
 def test_a_tap_off_the_frame_locks_without_an_error():
     # a person half out of the frame, or a tap at the edge carried out by the camera's motion
     frame = _with_person(_with_person(_ground(), 6, 100), 634, 500)
